@@ -1,0 +1,41 @@
+#!/bin/sh
+# Installs what is missing, then builds and runs the whole test suite twice: a normal build and an
+# AddressSanitizer + UndefinedBehaviorSanitizer build. Slow tests run too (SPUR_SLOW=1).
+# Exits non-zero if any test fails. The output ends with the test runners' own summaries.
+set -e
+cd "$(dirname "$0")/.."
+top=$(pwd)
+sh scripts/deps.sh test
+autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+export SPUR_SLOW="${SPUR_SLOW:-1}"
+jobs=$(nproc)
+status=0
+
+run_build() {
+    name=$1; shift
+    dir="$top/build-$name"
+    echo "=== $name build: configure $*"
+    rm -rf "$dir" && mkdir -p "$dir"
+    (cd "$dir" && "$top/configure" --quiet --enable-werror "$@") || return 1
+    make -C "$dir" -j"$jobs" >/dev/null || return 1
+    echo "=== $name build: make check"
+    if make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1; then rc=0; else rc=1; fi
+    grep -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):|^# ' "$dir/check.out" || true
+    for log in "$dir"/tests/unit/*.log; do
+        [ -f "$log" ] || continue
+        echo "--- $(basename "$log" .log) ($name)"
+        grep -E '^\[  (PASSED|FAILED) |^\[==========\] .* ran\.|^\[  FAILED  \]' "$log" || tail -n 20 "$log"
+    done
+    echo "--- wire tests ($name)"
+    cat "$dir/tests/wire/run-wire.sh.log"
+    return $rc
+}
+
+if [ "${SPUR_SKIP_NORMAL:-0}" != "1" ]; then
+    run_build normal || status=1
+fi
+if [ "${SPUR_SKIP_ASAN:-0}" != "1" ]; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        run_build asan --enable-asan --enable-debug || status=1
+fi
+exit $status

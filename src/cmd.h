@@ -1,0 +1,21 @@
+/* cmd: the handlers for binary request packets (client, worker and common commands). */
+#ifndef SPUR_CMD_H
+#define SPUR_CMD_H
+
+#include "peer.h"
+#include "proto_bin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cmd_dispatch runs the handler for a well-formed request packet from p. */
+void cmd_dispatch(struct peer *p, const struct pb_packet *pkt);
+
+/* cmd_peer_gone releases the engine state of a peer that is going away. */
+void cmd_peer_gone(struct peer *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

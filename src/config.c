@@ -1,0 +1,516 @@
+/* config: spurd's settings, their defaults, and the command-line / config-file parser. */
+#include "spur_config.h"
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+
+void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->port = 4730;
+    c->backlog = 32;
+    c->verbose = LOG_ERROR;
+    c->threads = 0;
+    c->job_retries = -1;
+    c->worker_wakeup = 0;
+    c->keepalive_idle = -1;
+    c->keepalive_interval = -1;
+    c->keepalive_count = -1;
+    c->max_packet = 64u << 20;
+    c->max_line = 8192;
+    c->max_output = 256u << 20;
+    c->max_connections = 100000;
+    c->max_function = 512;
+    c->max_client_id = 127;
+    c->idle_timeout = 0;
+    c->admin_shutdown = SHUTDOWN_LOCAL;
+    c->shutdown_timeout = 30;
+}
+
+enum {
+    OPT_CHECK_ARGS = 1000,
+    OPT_CONFIG_FILE,
+    OPT_COREDUMP,
+    OPT_EXCEPTIONS,
+    OPT_HANDLE_PREFIX,
+    OPT_HASH_BUCKETS,
+    OPT_KEEPALIVE,
+    OPT_KA_IDLE,
+    OPT_KA_INTERVAL,
+    OPT_KA_COUNT,
+    OPT_VERBOSE,
+    OPT_SYSLOG,
+    OPT_UNIX,
+    OPT_PORT_FILE,
+    OPT_MAX_PACKET,
+    OPT_MAX_LINE,
+    OPT_MAX_OUTPUT,
+    OPT_MAX_CONN,
+    OPT_MAX_FUNCTION,
+    OPT_MAX_CLIENT_ID,
+    OPT_IDLE_TIMEOUT,
+    OPT_ADMIN_SHUTDOWN,
+    OPT_SHUTDOWN_TIMEOUT,
+    OPT_STORE,
+    OPT_SQLITE_DB,
+    OPT_SQLITE_TABLE,
+    OPT_STORE_ON_SHUTDOWN,
+    OPT_SSL,
+    OPT_SSL_FILE,
+    OPT_HTTP_PORT,
+};
+
+static const struct option long_opts[] = {
+    {"backlog", required_argument, NULL, 'b'},
+    {"daemon", no_argument, NULL, 'd'},
+    {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+    {"file-descriptors", required_argument, NULL, 'f'},
+    {"help", no_argument, NULL, 'h'},
+    {"job-retries", required_argument, NULL, 'j'},
+    {"job-handle-prefix", required_argument, NULL, OPT_HANDLE_PREFIX},
+    {"hashtable-buckets", required_argument, NULL, OPT_HASH_BUCKETS},
+    {"keepalive", no_argument, NULL, OPT_KEEPALIVE},
+    {"keepalive-idle", required_argument, NULL, OPT_KA_IDLE},
+    {"keepalive-interval", required_argument, NULL, OPT_KA_INTERVAL},
+    {"keepalive-count", required_argument, NULL, OPT_KA_COUNT},
+    {"log-file", required_argument, NULL, 'l'},
+    {"listen", required_argument, NULL, 'L'},
+    {"port", required_argument, NULL, 'p'},
+    {"pid-file", required_argument, NULL, 'P'},
+    {"protocol", required_argument, NULL, 'r'},
+    {"round-robin", no_argument, NULL, 'R'},
+    {"queue-type", required_argument, NULL, 'q'},
+    {"config-file", required_argument, NULL, OPT_CONFIG_FILE},
+    {"syslog", no_argument, NULL, OPT_SYSLOG},
+    {"coredump", no_argument, NULL, OPT_COREDUMP},
+    {"threads", required_argument, NULL, 't'},
+    {"user", required_argument, NULL, 'u'},
+    {"verbose", required_argument, NULL, OPT_VERBOSE},
+    {"version", no_argument, NULL, 'V'},
+    {"worker-wakeup", required_argument, NULL, 'w'},
+    {"check-args", no_argument, NULL, OPT_CHECK_ARGS},
+    {"unix", required_argument, NULL, OPT_UNIX},
+    {"port-file", required_argument, NULL, OPT_PORT_FILE},
+    {"max-packet-size", required_argument, NULL, OPT_MAX_PACKET},
+    {"max-line-length", required_argument, NULL, OPT_MAX_LINE},
+    {"max-output-buffer", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONN},
+    {"max-function-name", required_argument, NULL, OPT_MAX_FUNCTION},
+    {"max-client-id", required_argument, NULL, OPT_MAX_CLIENT_ID},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"admin-shutdown", required_argument, NULL, OPT_ADMIN_SHUTDOWN},
+    {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
+    {"store", required_argument, NULL, OPT_STORE},
+    {"libsqlite3-db", required_argument, NULL, OPT_SQLITE_DB},
+    {"libsqlite3-table", required_argument, NULL, OPT_SQLITE_TABLE},
+    {"store-queue-on-shutdown", no_argument, NULL, OPT_STORE_ON_SHUTDOWN},
+    {"ssl", no_argument, NULL, OPT_SSL},
+    {"ssl-ca-file", required_argument, NULL, OPT_SSL_FILE},
+    {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
+    {"ssl-key", required_argument, NULL, OPT_SSL_FILE},
+    {"http-port", required_argument, NULL, OPT_HTTP_PORT},
+    {NULL, 0, NULL, 0},
+};
+
+void config_usage(FILE *out)
+{
+    fputs(
+        "Usage: spurd [OPTIONS]\n"
+        "Spur " PACKAGE_VERSION ", a Gearman-compatible job server.\n"
+        "\n"
+        "Options with gearmand's names and meanings:\n"
+        "  -b, --backlog=N            listen() backlog (default 32)\n"
+        "  -d, --daemon               detach and run in the background\n"
+        "      --exceptions           enable WORK_EXCEPTION forwarding for every client\n"
+        "  -f, --file-descriptors=N   set the open-file limit (RLIMIT_NOFILE)\n"
+        "  -h, --help                 print this help and exit\n"
+        "  -j, --job-retries=N        attempts after which a job whose worker is lost fails:\n"
+        "                             -1 unlimited (default), 0 never retried, N retried N times\n"
+        "      --job-handle-prefix=P  job handles are P:N (default H:<hostname>)\n"
+        "      --hashtable-buckets=N  accepted and ignored: spurd's tables resize themselves\n"
+        "      --keepalive            accepted: accepted sockets always get SO_KEEPALIVE\n"
+        "      --keepalive-idle=S     TCP_KEEPIDLE for accepted sockets (default: OS)\n"
+        "      --keepalive-interval=S TCP_KEEPINTVL for accepted sockets (default: OS)\n"
+        "      --keepalive-count=N    TCP_KEEPCNT for accepted sockets (default: OS)\n"
+        "  -l, --log-file=FILE        log to FILE, 'stderr' (default) or 'none'\n"
+        "  -L, --listen=ADDR          address to listen on (repeatable; default all)\n"
+        "  -p, --port=PORT            TCP port (default 4730, or $GEARMAND_PORT; 0 = any free)\n"
+        "  -P, --pid-file=FILE        write the process id to FILE\n"
+        "  -q, --queue-type=TYPE      builtin (memory) or libsqlite3 (durable)\n"
+        "      --libsqlite3-db=FILE   SQLite file for -q libsqlite3\n"
+        "      --libsqlite3-table=T   gearmand queue table to import (default gearman_queue)\n"
+        "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
+        "  -R, --round-robin          accepted: round-robin across functions is always on\n"
+        "      --config-file=FILE     read more options from FILE (split on white space)\n"
+        "      --syslog               accepted and ignored\n"
+        "      --coredump             accepted and ignored\n"
+        "  -t, --threads=N            accepted: spurd runs one event loop on one thread\n"
+        "  -u, --user=USER            switch to USER after binding\n"
+        "      --verbose=LEVEL        FATAL ALERT CRITICAL ERROR (default) WARNING NOTICE INFO DEBUG\n"
+        "  -V, --version              print the version and exit\n"
+        "  -w, --worker-wakeup=N      sleeping workers woken per new job (0 = all, default)\n"
+        "      --check-args           parse the options and exit\n"
+        "\n"
+        "Spur's own options:\n"
+        "      --unix=PATH            also listen on a unix-domain socket\n"
+        "      --port-file=FILE       write the bound TCP port to FILE (useful with --port=0)\n"
+        "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
+        "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
+        "      --max-line-length=N    longest admin line, newline included (default 8192)\n"
+        "      --max-output-buffer=N  unsent reply bytes before a connection is closed\n"
+        "                             (default 268435456)\n"
+        "      --max-connections=N    connections served at once (default 100000)\n"
+        "      --max-function-name=N  longest function name (default 512)\n"
+        "      --max-client-id=N      SET_CLIENT_ID is cut to N bytes (default 127)\n"
+        "      --idle-timeout=S       close a connection that leaves a packet unfinished for S\n"
+        "                             seconds (default 0: never)\n"
+        "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n"
+        "      --shutdown-timeout=S   longest wait of 'shutdown graceful' (default 30)\n",
+        out);
+}
+
+/* errf formats an error message into err. */
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* parse_long parses a whole decimal integer within [lo, hi]. Returns 0 or -1. */
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* parse_size parses a whole decimal size within [lo, hi], with an optional k/M/G suffix. */
+static int parse_size(const char *s, unsigned long long lo, unsigned long long hi,
+                      unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    unsigned long long mul = 1;
+    if (*end == 'k' || *end == 'K')
+        mul = 1ull << 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        mul = 1ull << 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        mul = 1ull << 30, end++;
+    if (*end != '\0' || v > hi / mul || v * mul < lo || v * mul > hi)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 1e9)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static void set_str(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = strdup(src);
+}
+
+/* read_config_file splits the file's contents on white space into words appended to *words.
+ * Returns 0, or -1 if the file cannot be read. */
+static int read_config_file(const char *path, char ***words, int *nwords)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    char tok[4096];
+    size_t tl = 0;
+    int ch;
+    for (;;) {
+        ch = fgetc(f);
+        if (ch == EOF || ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+            if (tl > 0) {
+                char **nw = realloc(*words, sizeof **words * (size_t)(*nwords + 1));
+                if (nw == NULL)
+                    break;
+                *words = nw;
+                tok[tl] = '\0';
+                nw[(*nwords)++] = strdup(tok);
+                tl = 0;
+            }
+            if (ch == EOF)
+                break;
+        } else if (tl + 1 < sizeof tok) {
+            tok[tl++] = (char)ch;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* find_config_file returns the --config-file value in argv, or NULL. */
+static const char *find_config_file(int argc, char **argv)
+{
+    const char *found = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strncmp(argv[i], "--config-file=", 14) == 0)
+            found = argv[i] + 14;
+        else if (strcmp(argv[i], "--config-file") == 0 && i + 1 < argc)
+            found = argv[++i];
+    }
+    return found;
+}
+
+static int apply(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out)
+{
+    long v;
+    unsigned long long sz;
+    double d;
+    int opt;
+    optind = 0; /* GNU getopt: reinitialise */
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":b:df:hj:l:L:p:P:q:r:Rt:u:Vw:", long_opts, NULL)) != -1) {
+        switch (opt) {
+        case 'b':
+            if (parse_long(optarg, 1, INT_MAX, &v) != 0)
+                return errf(err, errlen, "invalid --backlog value '%s'", optarg);
+            c->backlog = (int)v;
+            break;
+        case 'd': c->daemon = 1; break;
+        case OPT_EXCEPTIONS: c->exceptions = 1; break;
+        case 'f':
+            if (parse_long(optarg, 0, LONG_MAX, &v) != 0)
+                return errf(err, errlen, "invalid --file-descriptors value '%s'", optarg);
+            c->file_descriptors = v;
+            break;
+        case 'h': config_usage(out); return 1;
+        case 'V': fprintf(out, "spurd %s\n", PACKAGE_VERSION); return 1;
+        case 'j':
+            if (parse_long(optarg, -1, 255, &v) != 0)
+                return errf(err, errlen, "invalid --job-retries value '%s' (-1..255)", optarg);
+            c->job_retries = (int)v;
+            break;
+        case OPT_HANDLE_PREFIX:
+            if (optarg[0] == '\0' || strlen(optarg) > 40)
+                return errf(err, errlen, "--job-handle-prefix must be 1 to 40 bytes");
+            set_str(&c->job_handle_prefix, optarg);
+            break;
+        case OPT_HASH_BUCKETS:
+            if (parse_long(optarg, 1, LONG_MAX, &v) != 0)
+                return errf(err, errlen, "invalid --hashtable-buckets value '%s'", optarg);
+            break;
+        case OPT_KEEPALIVE: break;
+        case OPT_KA_IDLE:
+        case OPT_KA_INTERVAL:
+        case OPT_KA_COUNT:
+            if (parse_long(optarg, -1, 32767, &v) != 0 || v == 0)
+                return errf(err, errlen, "invalid keepalive value '%s' (-1 or 1..32767)", optarg);
+            if (opt == OPT_KA_IDLE)
+                c->keepalive_idle = (int)v;
+            else if (opt == OPT_KA_INTERVAL)
+                c->keepalive_interval = (int)v;
+            else
+                c->keepalive_count = (int)v;
+            break;
+        case 'l': set_str(&c->log_file, optarg); break;
+        case 'L':
+            if (c->nlisten == CONFIG_MAX_LISTEN)
+                return errf(err, errlen, "too many --listen addresses (at most %d)",
+                            CONFIG_MAX_LISTEN);
+            c->listen[c->nlisten++] = strdup(optarg);
+            break;
+        case 'p':
+            if (parse_long(optarg, 0, 65535, &v) != 0)
+                return errf(err, errlen, "invalid --port value '%s'", optarg);
+            c->port = (int)v;
+            break;
+        case 'P': set_str(&c->pid_file, optarg); break;
+        case 'q':
+            if (strcasecmp(optarg, "builtin") != 0 && strcasecmp(optarg, "libsqlite3") != 0)
+                return errf(err, errlen,
+                            "unsupported --queue-type '%s' (builtin or libsqlite3)", optarg);
+            set_str(&c->queue_type, optarg);
+            break;
+        case 'r':
+            return errf(err, errlen, "--protocol=%s is not supported by spurd", optarg);
+        case 'R': break;
+        case OPT_CONFIG_FILE: break; /* read before the command line */
+        case OPT_SYSLOG: break;
+        case OPT_COREDUMP: break;
+        case 't':
+            if (parse_long(optarg, 0, 1024, &v) != 0)
+                return errf(err, errlen, "invalid --threads value '%s'", optarg);
+            c->threads = (int)v;
+            break;
+        case 'u': set_str(&c->user, optarg); break;
+        case OPT_VERBOSE: {
+            int lvl = log_level_parse(optarg);
+            if (lvl < 0)
+                return errf(err, errlen, "invalid --verbose level '%s'", optarg);
+            c->verbose = lvl;
+            break;
+        }
+        case 'w':
+            if (parse_long(optarg, 0, 65535, &v) != 0)
+                return errf(err, errlen, "invalid --worker-wakeup value '%s'", optarg);
+            c->worker_wakeup = (int)v;
+            break;
+        case OPT_CHECK_ARGS: c->check_args = 1; break;
+        case OPT_UNIX: set_str(&c->unix_path, optarg); break;
+        case OPT_PORT_FILE: set_str(&c->port_file, optarg); break;
+        case OPT_MAX_PACKET:
+            if (parse_size(optarg, 1024, UINT32_MAX, &sz) != 0)
+                return errf(err, errlen, "invalid --max-packet-size '%s' (1024..4294967295)",
+                            optarg);
+            c->max_packet = (uint32_t)sz;
+            break;
+        case OPT_MAX_LINE:
+            if (parse_size(optarg, 64, 1u << 30, &sz) != 0)
+                return errf(err, errlen, "invalid --max-line-length '%s' (64..1G)", optarg);
+            c->max_line = (size_t)sz;
+            break;
+        case OPT_MAX_OUTPUT:
+            if (parse_size(optarg, 4096, 1ull << 40, &sz) != 0)
+                return errf(err, errlen, "invalid --max-output-buffer '%s'", optarg);
+            c->max_output = (size_t)sz;
+            break;
+        case OPT_MAX_CONN:
+            if (parse_size(optarg, 1, 10000000, &sz) != 0)
+                return errf(err, errlen, "invalid --max-connections '%s'", optarg);
+            c->max_connections = (size_t)sz;
+            break;
+        case OPT_MAX_FUNCTION:
+            if (parse_size(optarg, 1, 65535, &sz) != 0)
+                return errf(err, errlen, "invalid --max-function-name '%s'", optarg);
+            c->max_function = (size_t)sz;
+            break;
+        case OPT_MAX_CLIENT_ID:
+            if (parse_size(optarg, 1, 65535, &sz) != 0)
+                return errf(err, errlen, "invalid --max-client-id '%s'", optarg);
+            c->max_client_id = (size_t)sz;
+            break;
+        case OPT_IDLE_TIMEOUT:
+            if (parse_seconds(optarg, &d) != 0)
+                return errf(err, errlen, "invalid --idle-timeout '%s'", optarg);
+            c->idle_timeout = d;
+            break;
+        case OPT_ADMIN_SHUTDOWN:
+            if (strcmp(optarg, "local") == 0)
+                c->admin_shutdown = SHUTDOWN_LOCAL;
+            else if (strcmp(optarg, "any") == 0)
+                c->admin_shutdown = SHUTDOWN_ANY;
+            else if (strcmp(optarg, "none") == 0)
+                c->admin_shutdown = SHUTDOWN_NONE;
+            else
+                return errf(err, errlen, "invalid --admin-shutdown '%s' (local, any, none)",
+                            optarg);
+            break;
+        case OPT_SHUTDOWN_TIMEOUT:
+            if (parse_seconds(optarg, &d) != 0)
+                return errf(err, errlen, "invalid --shutdown-timeout '%s'", optarg);
+            c->shutdown_timeout = d;
+            break;
+        case OPT_STORE:
+            if (strncmp(optarg, "sqlite:", 7) != 0 || optarg[7] == '\0')
+                return errf(err, errlen, "invalid --store '%s' (sqlite:PATH)", optarg);
+            set_str(&c->store, optarg);
+            break;
+        case OPT_SQLITE_DB: set_str(&c->sqlite_db, optarg); break;
+        case OPT_SQLITE_TABLE: set_str(&c->sqlite_table, optarg); break;
+        case OPT_STORE_ON_SHUTDOWN: c->store_on_shutdown = 1; break;
+        case OPT_SSL:
+        case OPT_SSL_FILE:
+            return errf(err, errlen, "TLS (--ssl*) is not supported by spurd");
+        case OPT_HTTP_PORT:
+            return errf(err, errlen, "--http-port is not supported by spurd");
+        case ':':
+            return errf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return errf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return errf(err, errlen, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out)
+{
+    char **words = NULL;
+    int nwords = 0;
+    const char *cf = find_config_file(argc, argv);
+    if (cf != NULL && read_config_file(cf, &words, &nwords) != 0)
+        return errf(err, errlen, "cannot read --config-file '%s'", cf);
+
+    /* the file's words come first so the command line wins */
+    int total = 1 + nwords + (argc - 1);
+    char **all = calloc((size_t)total + 1, sizeof *all);
+    if (all == NULL)
+        return errf(err, errlen, "out of memory");
+    all[0] = argv[0];
+    for (int i = 0; i < nwords; i++)
+        all[1 + i] = words[i];
+    for (int i = 1; i < argc; i++)
+        all[nwords + i] = argv[i];
+
+    int rc = apply(c, total, all, err, errlen, out);
+    for (int i = 0; i < nwords; i++)
+        free(words[i]);
+    free(words);
+    free(all);
+    if (rc == 0) {
+        if (c->queue_type && strcasecmp(c->queue_type, "libsqlite3") == 0 && c->sqlite_db == NULL)
+            return errf(err, errlen, "-q libsqlite3 needs --libsqlite3-db=FILE");
+        if (c->max_output < (size_t)c->max_packet + 4096)
+            return errf(err, errlen,
+                        "--max-output-buffer must be at least --max-packet-size + 4096");
+    }
+    return rc;
+}
+
+void config_free(struct config *c)
+{
+    for (int i = 0; i < c->nlisten; i++)
+        free(c->listen[i]);
+    c->nlisten = 0;
+    free(c->unix_path);
+    free(c->port_file);
+    free(c->pid_file);
+    free(c->log_file);
+    free(c->user);
+    free(c->job_handle_prefix);
+    free(c->store);
+    free(c->queue_type);
+    free(c->sqlite_db);
+    free(c->sqlite_table);
+    memset(c->listen, 0, sizeof c->listen);
+    c->unix_path = c->port_file = c->pid_file = c->log_file = c->user = NULL;
+    c->job_handle_prefix = c->store = c->queue_type = c->sqlite_db = c->sqlite_table = NULL;
+}

@@ -1,0 +1,92 @@
+/* config: spurd's settings, their defaults, and the command-line / config-file parser. Pure. */
+#ifndef SPUR_CONFIG_H
+#define SPUR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CONFIG_MAX_LISTEN 16 /* -L may be given this many times */
+
+/* enum admin_shutdown_policy says who may run the admin shutdown command. */
+enum admin_shutdown_policy {
+    SHUTDOWN_LOCAL = 0, /* loopback and unix-socket connections only (default) */
+    SHUTDOWN_ANY,       /* any connection */
+    SHUTDOWN_NONE,      /* nobody: the command is refused */
+};
+
+/* struct config holds every setting; config_defaults fills it. Strings are owned. */
+struct config {
+    /* listeners */
+    char *listen[CONFIG_MAX_LISTEN]; /* -L addresses; none means all (IPv4 and IPv6) */
+    int nlisten;                     /* entries in listen */
+    int port;                        /* -p, 0 picks a free port */
+    int backlog;                     /* -b, listen() backlog */
+    char *unix_path;                 /* --unix, a unix-domain socket path, or NULL */
+    char *port_file;                 /* --port-file: write the bound TCP port here */
+
+    /* process */
+    int daemon;                      /* -d */
+    char *pid_file;                  /* -P, NULL for none */
+    char *log_file;                  /* -l: "stderr", "none" or a path */
+    int verbose;                     /* --verbose level (enum log_level) */
+    char *user;                      /* -u: switch to this user after binding */
+    int threads;                     /* -t: accepted for compatibility; spurd has one loop */
+    long file_descriptors;           /* -f: RLIMIT_NOFILE to set, 0 to leave alone */
+    int check_args;                  /* --check-args: parse, then exit 0 */
+
+    /* job engine */
+    int exceptions;                  /* --exceptions: every connection gets exceptions */
+    int job_retries;                 /* -j: -1 unlimited, 0 no retry, N retries */
+    int worker_wakeup;               /* -w: sleepers woken per job, 0 = all */
+    char *job_handle_prefix;         /* --job-handle-prefix, default "H:<hostname>" */
+
+    /* network behaviour */
+    int keepalive_idle;              /* --keepalive-idle seconds, -1 = OS default */
+    int keepalive_interval;          /* --keepalive-interval seconds, -1 = OS default */
+    int keepalive_count;             /* --keepalive-count probes, -1 = OS default */
+
+    /* limits */
+    uint32_t max_packet;             /* --max-packet-size: largest binary body accepted */
+    size_t max_line;                 /* --max-line-length: longest admin line, newline included */
+    size_t max_output;               /* --max-output-buffer: unsent bytes before a close */
+    size_t max_connections;          /* --max-connections: accepted connections at once */
+    size_t max_function;             /* --max-function-name: longest function name */
+    size_t max_client_id;            /* --max-client-id: longest SET_CLIENT_ID kept */
+    double idle_timeout;             /* --idle-timeout seconds for a half-received packet, 0 off */
+
+    /* admin */
+    enum admin_shutdown_policy admin_shutdown; /* --admin-shutdown */
+    double shutdown_timeout;         /* --shutdown-timeout: graceful shutdown bound, seconds */
+
+    /* durable store */
+    char *store;                     /* --store=sqlite:PATH, or NULL for memory only */
+    char *queue_type;                /* -q (gearmand): "builtin" or "libsqlite3" */
+    char *sqlite_db;                 /* --libsqlite3-db */
+    char *sqlite_table;              /* --libsqlite3-table */
+    int store_on_shutdown;           /* --store-queue-on-shutdown (accepted) */
+};
+
+/* config_defaults fills c with the defaults (no allocation). */
+void config_defaults(struct config *c);
+
+/* config_parse parses argv (argv[0] is the program name) into c, after the arguments of the
+ * config file named by --config-file (default none). Later values win.
+ * Returns 0 on success; 1 when --help or --version was printed to out (exit 0); -1 on an error,
+ * with a message in err (errlen bytes). */
+int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out);
+
+/* config_free frees the strings c owns. */
+void config_free(struct config *c);
+
+/* config_usage writes the --help text to out. */
+void config_usage(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

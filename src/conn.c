@@ -1,0 +1,156 @@
+/* conn: one accepted socket: reading into its peer, flushing its output queue, teardown. */
+#include "conn.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server.h"
+
+#define CONN_IOV_MAX 64 /* iovecs per writev */
+
+static void read_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void write_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+struct conn *conn_new(struct server *s, int fd, const char *ip, int local)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        close(fd);
+        return NULL;
+    }
+    c->srv = s;
+    peer_init(&c->peer, &s->eng, fd, ip, local);
+    peer_attach(&c->peer);
+    ev_io_init(&c->rio, read_cb, fd, EV_READ);
+    ev_io_init(&c->wio, write_cb, fd, EV_WRITE);
+    c->rio.data = c;
+    c->wio.data = c;
+    ev_io_start(s->loop, &c->rio);
+    s->nconns++;
+    return c;
+}
+
+void conn_mark_dirty(struct conn *c)
+{
+    if (c->dirty || c->closing)
+        return;
+    c->dirty = 1;
+    c->dirty_next = c->srv->dirty;
+    c->srv->dirty = c;
+}
+
+void conn_close(struct conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    c->peer.flags |= PEER_CLOSING;
+    ev_io_stop(c->srv->loop, &c->rio);
+    c->close_next = c->srv->closing;
+    c->srv->closing = c;
+}
+
+int conn_flush(struct conn *c)
+{
+    struct outq *q = &c->peer.out;
+    while (outq_pending(q) > 0) {
+        struct iovec iov[CONN_IOV_MAX];
+        int n = outq_iov(q, iov, CONN_IOV_MAX);
+        ssize_t w = writev(c->peer.fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (!ev_is_active(&c->wio))
+                    ev_io_start(c->srv->loop, &c->wio);
+                return 0;
+            }
+            log_debug("write to fd %d failed: %s", c->peer.fd, strerror(errno));
+            outq_clear(q);
+            conn_close(c);
+            return -1;
+        }
+        outq_consume(q, (size_t)w);
+    }
+    if (ev_is_active(&c->wio))
+        ev_io_stop(c->srv->loop, &c->wio);
+    if (c->eof)
+        conn_close(c);
+    return 0;
+}
+
+void conn_free(struct conn *c)
+{
+    struct server *s = c->srv;
+    /* best effort: replies already queued (an ERROR before a close) still get one try */
+    if (outq_pending(&c->peer.out) > 0) {
+        struct iovec iov[CONN_IOV_MAX];
+        int n = outq_iov(&c->peer.out, iov, CONN_IOV_MAX);
+        ssize_t w = writev(c->peer.fd, iov, n);
+        (void)w;
+    }
+    ev_io_stop(s->loop, &c->rio);
+    ev_io_stop(s->loop, &c->wio);
+    peer_detach(&c->peer);
+    close(c->peer.fd);
+    s->nconns--;
+    free(c);
+}
+
+/* on_eof handles the peer's half-close: pending replies are still written, then the conn closes. */
+static void on_eof(struct conn *c)
+{
+    c->eof = 1;
+    ev_io_stop(c->srv->loop, &c->rio);
+    if (outq_pending(&c->peer.out) == 0 && !c->dirty)
+        conn_close(c);
+}
+
+static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct conn *c = w->data;
+    struct peer *p = &c->peer;
+    ssize_t n;
+    if (buf_len(&p->in) > 0) {
+        /* a partial packet is pending: read straight behind it */
+        if (buf_reserve(&p->in, SERVER_READ_SIZE) != 0) {
+            conn_close(c);
+            return;
+        }
+        n = read(p->fd, buf_tail(&p->in), SERVER_READ_SIZE);
+        if (n > 0) {
+            buf_commit(&p->in, (size_t)n);
+            peer_process(p);
+            return;
+        }
+    } else {
+        n = read(p->fd, c->srv->rbuf, SERVER_READ_SIZE);
+        if (n > 0) {
+            peer_feed(p, c->srv->rbuf, (size_t)n);
+            return;
+        }
+    }
+    if (n == 0) {
+        on_eof(c);
+        return;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return;
+    log_debug("read from fd %d failed: %s", p->fd, strerror(errno));
+    conn_close(c);
+}
+
+static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    conn_flush(w->data);
+}

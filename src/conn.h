@@ -1,0 +1,47 @@
+/* conn: one accepted socket: reading into its peer, flushing its output queue, teardown. */
+#ifndef SPUR_CONN_H
+#define SPUR_CONN_H
+
+#include <ev.h>
+
+#include "peer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct server;
+
+/* struct conn is a socket plus the engine's peer for it. */
+struct conn {
+    struct peer peer;        /* must be first: the engine's view of the connection */
+    struct server *srv;      /* owner */
+    ev_io rio;               /* readable watcher */
+    ev_io wio;               /* writable watcher, active only while the socket is full */
+    struct conn *dirty_next; /* server's list of conns to flush */
+    struct conn *close_next; /* server's list of conns to free */
+    unsigned dirty : 1;      /* on the dirty list */
+    unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
+    unsigned closing : 1;    /* on the closing list */
+};
+
+/* conn_new wraps an accepted socket and starts reading it. Returns NULL on failure (fd closed). */
+struct conn *conn_new(struct server *s, int fd, const char *ip, int local);
+
+/* conn_flush writes as much queued output as the socket takes. Returns 0, or -1 on a write error
+ * (the conn is then scheduled for close). */
+int conn_flush(struct conn *c);
+
+/* conn_close schedules c for teardown after the current callback (idempotent). */
+void conn_close(struct conn *c);
+
+/* conn_free tears c down now: a last flush attempt, engine detach, watchers, fd, memory. */
+void conn_free(struct conn *c);
+
+/* conn_mark_dirty puts c on the server's flush list. */
+void conn_mark_dirty(struct conn *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,137 @@
+/* listen: opening the listening sockets. */
+#include "listen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int set_port(struct sockaddr *sa, int port)
+{
+    if (sa->sa_family == AF_INET)
+        ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
+    else if (sa->sa_family == AF_INET6)
+        ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
+    else
+        return -1;
+    return 0;
+}
+
+static int get_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+/* open_one binds and listens on one address. Returns the fd or -1 (errno set). */
+static int open_one(const struct addrinfo *ai, int port, int backlog)
+{
+    struct sockaddr_storage ss;
+    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+    set_port((struct sockaddr *)&ss, port);
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ai->ai_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) != 0 || listen(fd, backlog) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
+               int max, int *bound_port, char *err, size_t errlen)
+{
+    int count = 0;
+    int all = nhosts == 0;
+    for (int h = 0; h < (all ? 1 : nhosts); h++) {
+        const char *host = all ? NULL : hosts[h];
+        struct addrinfo hints, *res = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+        int rc = getaddrinfo(host, "0", &hints, &res);
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot resolve listen address '%s': %s", host ? host : "*",
+                     gai_strerror(rc));
+            goto fail;
+        }
+        for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+            if (count == max) {
+                freeaddrinfo(res);
+                snprintf(err, errlen, "too many listen addresses");
+                goto fail;
+            }
+            int fd = open_one(ai, port, backlog);
+            if (fd < 0) {
+                /* an address family the machine lacks (no IPv6) is not fatal when listening
+                 * on all addresses */
+                if (all && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+                    continue;
+                snprintf(err, errlen, "cannot listen on '%s' port %d: %s", host ? host : "*",
+                         port, strerror(errno));
+                freeaddrinfo(res);
+                goto fail;
+            }
+            if (port == 0)
+                port = get_port(fd);
+            out[count].fd = fd;
+            out[count].family = ai->ai_family;
+            count++;
+        }
+        freeaddrinfo(res);
+    }
+    if (count == 0) {
+        snprintf(err, errlen, "no address to listen on");
+        return -1;
+    }
+    *bound_port = port;
+    return count;
+fail:
+    for (int i = 0; i < count; i++)
+        close(out[i].fd);
+    return -1;
+}
+
+int listen_unix(const char *path, int backlog, char *err, size_t errlen)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "unix socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0) {
+        snprintf(err, errlen, "cannot listen on unix socket %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}

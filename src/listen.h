@@ -1,0 +1,33 @@
+/* listen: opening the listening sockets (TCP over IPv4/IPv6, unix domain). No libev. */
+#ifndef SPUR_LISTEN_H
+#define SPUR_LISTEN_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LISTEN_MAX 32 /* listening sockets at most */
+
+/* struct listener is one bound, listening, non-blocking socket. */
+struct listener {
+    int fd;     /* the socket */
+    int family; /* AF_INET, AF_INET6 or AF_UNIX */
+};
+
+/* listen_tcp binds every address of hosts (NULL/0 entries mean all addresses) on port, with
+ * SO_REUSEADDR and IPV6_V6ONLY. With port 0 the first socket picks a free port and the rest use
+ * the same one. Appends to out (at most LISTEN_MAX) and returns how many it opened, or -1 with a
+ * message in err. *bound_port receives the port. */
+int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
+               int max, int *bound_port, char *err, size_t errlen);
+
+/* listen_unix binds a unix-domain socket at path (a stale socket file is replaced).
+ * Returns the fd, or -1 with a message in err. */
+int listen_unix(const char *path, int backlog, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

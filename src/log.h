@@ -1,0 +1,74 @@
+/* log: leveled logging to stderr or a file, with rate limiting for floods. */
+#ifndef SPUR_LOG_H
+#define SPUR_LOG_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Levels use gearmand's names and order (its --verbose values). */
+enum log_level {
+    LOG_FATAL = 0,
+    LOG_ALERT,
+    LOG_CRITICAL,
+    LOG_ERROR,
+    LOG_WARNING,
+    LOG_NOTICE,
+    LOG_INFO,
+    LOG_DEBUG,
+};
+
+/* log_level_parse maps a level name (case-insensitive) to its value; returns -1 if unknown. */
+int log_level_parse(const char *name);
+
+/* log_level_name returns the upper-case name of level (a static string). */
+const char *log_level_name(enum log_level level);
+
+/* log_open sets the destination: "stderr", "none", or a file path opened for append.
+ * Returns 0, or -1 if the file cannot be opened (logging then goes to stderr). */
+int log_open(const char *dest);
+
+/* log_reopen reopens the current file destination (on SIGHUP). Returns 0 or -1. */
+int log_reopen(void);
+
+/* log_close closes the destination file, if any. */
+void log_close(void);
+
+/* log_set_level sets the most verbose level that is written. */
+void log_set_level(enum log_level level);
+
+/* log_get_level returns the current level. */
+enum log_level log_get_level(void);
+
+/* log_enabled reports whether messages at level are written. */
+int log_enabled(enum log_level level);
+
+/* log_msg writes one line at level, with file:line in debug builds. */
+void log_msg(enum log_level level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* struct log_limit rate-limits one kind of message: at most one line per interval. */
+struct log_limit {
+    double interval;   /* seconds between two lines */
+    double last;       /* monotonic time of the last line written, 0 if none */
+    uint64_t dropped;  /* messages suppressed since the last line */
+};
+
+/* log_limited writes the message if lim allows it now, appending how many were suppressed. */
+void log_limited(struct log_limit *lim, enum log_level level, const char *file, int line,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define log_error(...) log_msg(LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARNING, __FILE__, __LINE__, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_NOTICE, __FILE__, __LINE__, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
+#define log_debug(...) \
+    do { if (log_enabled(LOG_DEBUG)) log_msg(LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,253 @@
+/* peer: one connection as the engine sees it: framing, sniffing, dispatch and reply queueing. */
+#include "peer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "cmd.h"
+#include "engine.h"
+#include "log.h"
+#include "proto_admin.h"
+#include "proto_bin.h"
+
+static struct log_limit bad_input_limit = {1.0, 0, 0};
+
+void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local)
+{
+    memset(p, 0, sizeof *p);
+    p->eng = e;
+    p->fd = fd;
+    snprintf(p->ip, sizeof p->ip, "%s", ip ? ip : "-");
+    if (local)
+        p->flags |= PEER_LOCAL;
+    if (e->cfg->exceptions)
+        p->flags |= PEER_EXCEPTIONS;
+}
+
+void peer_attach(struct peer *p)
+{
+    struct engine *e = p->eng;
+    if (e->peers == NULL) {
+        e->peers = p;
+        p->next = p->prev = p;
+    } else {
+        struct peer *last = e->peers->prev;
+        p->prev = last;
+        p->next = e->peers;
+        last->next = p;
+        e->peers->prev = p;
+    }
+    e->npeers++;
+    e->stats.connections++;
+}
+
+void peer_detach(struct peer *p)
+{
+    struct engine *e = p->eng;
+    cmd_peer_gone(p);
+    if (p->next != NULL) {
+        if (p->next == p) {
+            e->peers = NULL;
+        } else {
+            p->prev->next = p->next;
+            p->next->prev = p->prev;
+            if (e->peers == p)
+                e->peers = p->next;
+        }
+        p->next = p->prev = NULL;
+        e->npeers--;
+    }
+    buf_free(&p->in);
+    outq_clear(&p->out);
+    free(p->client_id);
+    p->client_id = NULL;
+}
+
+void peer_close(struct peer *p)
+{
+    if (p->flags & PEER_CLOSING)
+        return;
+    p->flags |= PEER_CLOSING;
+    p->eng->ops.close(p->eng, p);
+}
+
+/* queued notes that p has output, and enforces the output limit. Returns 0 or -1. */
+static int queued(struct peer *p)
+{
+    if (outq_pending(&p->out) > p->eng->cfg->max_output) {
+        log_limited(&bad_input_limit, LOG_WARNING, __FILE__, __LINE__,
+                    "closing fd %d (%s): %zu unread reply bytes exceed --max-output-buffer",
+                    p->fd, p->ip, outq_pending(&p->out));
+        peer_close(p);
+        return -1;
+    }
+    p->eng->ops.output(p->eng, p);
+    return 0;
+}
+
+int peer_write(struct peer *p, const void *data, size_t n)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    if (outq_put(&p->out, data, n) != 0) {
+        peer_close(p);
+        return -1;
+    }
+    return queued(p);
+}
+
+int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    size_t body = proto_body_size(args, nargs);
+    if (body == SIZE_MAX)
+        return -1;
+    unsigned char hdr[PROTO_HEADER_SIZE];
+    proto_header(hdr, PROTO_MAGIC_RES, cmd, (uint32_t)body);
+    static const char nul = '\0';
+    int rc = outq_put(&p->out, hdr, sizeof hdr);
+    for (int i = 0; i < nargs && rc == 0; i++) {
+        rc = outq_put(&p->out, args[i].ptr, args[i].len);
+        if (rc == 0 && i + 1 < nargs)
+            rc = outq_put(&p->out, &nul, 1);
+    }
+    if (rc != 0) {
+        peer_close(p);
+        return -1;
+    }
+    return queued(p);
+}
+
+int peer_send_error(struct peer *p, const char *code, const char *text)
+{
+    struct proto_arg a[2] = {{code, strlen(code)}, {text, strlen(text)}};
+    return peer_send(p, CMD_ERROR, a, 2);
+}
+
+/* bad_input logs malformed input at a rate-limited level. */
+static void bad_input(struct peer *p, const char *what, uint32_t cmd)
+{
+    p->eng->stats.protocol_errors++;
+    log_limited(&bad_input_limit, LOG_WARNING, __FILE__, __LINE__,
+                "fd %d (%s): %s (command %u)", p->fd, p->ip, what, cmd);
+}
+
+/* parse_one handles the packet or line at data[0..n). Returns bytes used (0 = need more),
+ * or -1 when the connection must close. */
+static long parse_one(struct peer *p, const char *data, size_t n)
+{
+    struct engine *e = p->eng;
+    if (p->discard > 0) {
+        size_t d = p->discard < n ? (size_t)p->discard : n;
+        p->discard -= d;
+        return (long)d;
+    }
+    if (p->flags & PEER_SKIP_LINE) {
+        const char *nl = memchr(data, '\n', n);
+        if (nl == NULL)
+            return (long)n;
+        p->flags &= ~PEER_SKIP_LINE;
+        return (long)(nl - data + 1);
+    }
+    if (data[0] != '\0') {
+        size_t len, used;
+        switch (pa_find_line(data, n, e->cfg->max_line, &len, &used)) {
+        case PA_NEED_MORE:
+            return 0;
+        case PA_TOO_LONG:
+            bad_input(p, "admin line too long", 0);
+            p->flags |= PEER_SKIP_LINE;
+            admin_line_too_long(p);
+            return (long)n;
+        case PA_OK:
+            e->stats.lines++;
+            admin_line(p, data, len);
+            return (long)used;
+        }
+    }
+
+    struct pb_packet pkt;
+    size_t used = 0;
+    enum pb_status st = pb_parse(data, n, PROTO_MAGIC_REQ, e->cfg->max_packet, &pkt, &used);
+    switch (st) {
+    case PB_NEED_MORE:
+        return 0;
+    case PB_BAD_MAGIC:
+        bad_input(p, "bad magic, closing", 0);
+        return -1;
+    case PB_WRONG_MAGIC:
+        bad_input(p, "response magic from a client", pkt.cmd);
+        peer_send_error(p, PROTO_ERR_INVALID_MAGIC, "Request magic expected");
+        return (long)used;
+    case PB_TOO_LARGE:
+        bad_input(p, "packet larger than --max-packet-size", pkt.cmd);
+        peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Packet larger than max-packet-size");
+        p->discard = pkt.size;
+        return (long)used;
+    case PB_BAD_COMMAND:
+        bad_input(p, "unknown command", pkt.cmd);
+        peer_send_error(p, PROTO_ERR_INVALID_COMMAND, "Invalid command expected");
+        return (long)used;
+    case PB_BAD_ARGS:
+        bad_input(p, "missing argument separators", pkt.cmd);
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Malformed arguments");
+        return (long)used;
+    case PB_OK:
+        e->stats.packets++;
+        cmd_dispatch(p, &pkt);
+        return (long)used;
+    }
+    return -1;
+}
+
+/* run parses data[0..n) until it is used up or incomplete; *left gets the unused count. */
+static int run(struct peer *p, const char *data, size_t n, size_t *left)
+{
+    size_t off = 0;
+    while (off < n && !(p->flags & PEER_CLOSING)) {
+        long used = parse_one(p, data + off, n - off);
+        if (used < 0) {
+            peer_close(p);
+            return -1;
+        }
+        if (used == 0)
+            break;
+        off += (size_t)used;
+    }
+    *left = (p->flags & PEER_CLOSING) ? 0 : n - off;
+    return 0;
+}
+
+int peer_feed(struct peer *p, const char *data, size_t n)
+{
+    if (p->flags & PEER_CLOSING)
+        return 0;
+    if (buf_len(&p->in) > 0) {
+        if (buf_append(&p->in, data, n) != 0) {
+            peer_close(p);
+            return -1;
+        }
+        return peer_process(p);
+    }
+    size_t left;
+    if (run(p, data, n, &left) != 0)
+        return -1;
+    if (left > 0 && buf_append(&p->in, data + (n - left), left) != 0) {
+        peer_close(p);
+        return -1;
+    }
+    return 0;
+}
+
+int peer_process(struct peer *p)
+{
+    size_t left;
+    size_t n = buf_len(&p->in);
+    if (run(p, buf_head(&p->in), n, &left) != 0)
+        return -1;
+    buf_consume(&p->in, n - left);
+    buf_shrink(&p->in);
+    return 0;
+}

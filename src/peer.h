@@ -1,0 +1,75 @@
+/* peer: one connection as the engine sees it: input bytes in, replies out. Pure: the shell
+ * (conn) owns the socket and calls peer_feed with what it read. */
+#ifndef SPUR_PEER_H
+#define SPUR_PEER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "outq.h"
+#include "proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct engine;
+
+/* Peer flags. */
+enum {
+    PEER_CLOSING = 1u << 0,    /* teardown requested; ignore further input */
+    PEER_LOCAL = 1u << 1,      /* loopback or unix socket: may run admin shutdown */
+    PEER_EXCEPTIONS = 1u << 2, /* OPTION_REQ exceptions was set */
+    PEER_SKIP_LINE = 1u << 3,  /* dropping the rest of an over-long admin line */
+};
+
+/* struct peer is one connection's protocol state. */
+struct peer {
+    struct engine *eng;   /* owner */
+    struct peer *next;    /* engine's list of peers */
+    struct peer *prev;    /* engine's list of peers */
+    struct buf in;        /* unparsed input (a partial packet or line) */
+    struct outq out;      /* replies not yet written */
+    uint64_t discard;     /* body bytes of an oversize packet still to drop */
+    uint32_t flags;       /* PEER_* */
+    int fd;               /* socket number, for the admin 'workers' listing */
+    char *client_id;      /* SET_CLIENT_ID value, NULL for '-' */
+    char ip[48];          /* peer address as text, for 'workers' */
+};
+
+/* peer_init prepares p for engine e with the socket number and printable address. */
+void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local);
+
+/* peer_attach adds p to the engine's list of peers. */
+void peer_attach(struct peer *p);
+
+/* peer_detach removes p from the engine and releases everything the engine holds for it
+ * (the engine re-queues its jobs); its output queue is cleared. */
+void peer_detach(struct peer *p);
+
+/* peer_feed handles n input bytes: complete packets and lines are dispatched, a partial one is
+ * kept in p->in. Returns 0, or -1 when the connection must be closed (framing lost, no memory). */
+int peer_feed(struct peer *p, const char *data, size_t n);
+
+/* peer_process handles the bytes already in p->in (after the shell read into it directly).
+ * Returns 0 or -1 as peer_feed. */
+int peer_process(struct peer *p);
+
+/* peer_send queues one binary response packet with these arguments; the last argument is the
+ * body tail (no NUL after it). Returns 0 or -1 (out of memory: the peer is being closed). */
+int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs);
+
+/* peer_send_error queues an ERROR packet with gearmand's code and text. */
+int peer_send_error(struct peer *p, const char *code, const char *text);
+
+/* peer_write queues raw bytes (admin text replies). Returns 0 or -1. */
+int peer_write(struct peer *p, const void *data, size_t n);
+
+/* peer_close asks the shell to tear p down after the current callback. */
+void peer_close(struct peer *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,135 @@
+/* proto: the Gearman binary protocol's constants, command table and header codec.
+ * Pure: no I/O. Shared by spurd, libgearman-compat and the benchmark. */
+#ifndef SPUR_PROTO_H
+#define SPUR_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PROTO_HEADER_SIZE 12
+#define PROTO_MAGIC_REQ 0x00524551u /* "\0REQ" */
+#define PROTO_MAGIC_RES 0x00524553u /* "\0RES" */
+#define PROTO_MAX_ARGS 8            /* most arguments any command has (SCHED: 7 + data) */
+#define PROTO_HANDLE_MAX 64         /* a job handle is at most this long, without NUL */
+#define PROTO_UNIQUE_MAX 64         /* longest unique accepted */
+
+/* Command numbers (the packet "type"). */
+enum proto_cmd_id {
+    CMD_TEXT = 0, /* not on the wire: an admin text line */
+    CMD_CAN_DO = 1,
+    CMD_CANT_DO = 2,
+    CMD_RESET_ABILITIES = 3,
+    CMD_PRE_SLEEP = 4,
+    CMD_UNUSED = 5,
+    CMD_NOOP = 6,
+    CMD_SUBMIT_JOB = 7,
+    CMD_JOB_CREATED = 8,
+    CMD_GRAB_JOB = 9,
+    CMD_NO_JOB = 10,
+    CMD_JOB_ASSIGN = 11,
+    CMD_WORK_STATUS = 12,
+    CMD_WORK_COMPLETE = 13,
+    CMD_WORK_FAIL = 14,
+    CMD_GET_STATUS = 15,
+    CMD_ECHO_REQ = 16,
+    CMD_ECHO_RES = 17,
+    CMD_SUBMIT_JOB_BG = 18,
+    CMD_ERROR = 19,
+    CMD_STATUS_RES = 20,
+    CMD_SUBMIT_JOB_HIGH = 21,
+    CMD_SET_CLIENT_ID = 22,
+    CMD_CAN_DO_TIMEOUT = 23,
+    CMD_ALL_YOURS = 24,
+    CMD_WORK_EXCEPTION = 25,
+    CMD_OPTION_REQ = 26,
+    CMD_OPTION_RES = 27,
+    CMD_WORK_DATA = 28,
+    CMD_WORK_WARNING = 29,
+    CMD_GRAB_JOB_UNIQ = 30,
+    CMD_JOB_ASSIGN_UNIQ = 31,
+    CMD_SUBMIT_JOB_HIGH_BG = 32,
+    CMD_SUBMIT_JOB_LOW = 33,
+    CMD_SUBMIT_JOB_LOW_BG = 34,
+    CMD_SUBMIT_JOB_SCHED = 35,
+    CMD_SUBMIT_JOB_EPOCH = 36,
+    CMD_SUBMIT_REDUCE_JOB = 37,
+    CMD_SUBMIT_REDUCE_JOB_BACKGROUND = 38,
+    CMD_GRAB_JOB_ALL = 39,
+    CMD_JOB_ASSIGN_ALL = 40,
+    CMD_GET_STATUS_UNIQUE = 41,
+    CMD_STATUS_RES_UNIQUE = 42,
+    CMD_MAX = 43 /* one past the last command */
+};
+
+/* struct proto_cmd describes how a command's body splits into arguments.
+ * has_data=1: argc NUL-terminated arguments, then an opaque tail (may be empty, may hold NULs).
+ * has_data=0: argc-1 NUL-terminated arguments, then the last argument runs to the end of the
+ *             body with no NUL (it may itself contain NULs, as in gearmand). */
+struct proto_cmd {
+    uint32_t id;      /* command number */
+    const char *name; /* gearmand's name without the GEARMAN_COMMAND_ prefix, e.g. "SUBMIT_JOB" */
+    uint8_t argc;     /* number of arguments, not counting the data tail */
+    uint8_t has_data; /* 1 if an opaque data tail follows the arguments */
+};
+
+/* proto_cmd_info returns the table entry for id, or NULL for any id outside 0..42.
+ * Safe for every 32-bit value. */
+const struct proto_cmd *proto_cmd_info(uint32_t id);
+
+/* proto_cmd_name returns the command's name, or "UNKNOWN" (never NULL). */
+const char *proto_cmd_name(uint32_t id);
+
+/* proto_get32 reads a big-endian 32-bit value. */
+static inline uint32_t proto_get32(const void *p)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+}
+
+/* proto_put32 writes a big-endian 32-bit value. */
+static inline void proto_put32(void *p, uint32_t v)
+{
+    unsigned char *b = (unsigned char *)p;
+    b[0] = (unsigned char)(v >> 24);
+    b[1] = (unsigned char)(v >> 16);
+    b[2] = (unsigned char)(v >> 8);
+    b[3] = (unsigned char)v;
+}
+
+/* proto_header writes a 12-byte packet header into out. */
+void proto_header(unsigned char out[PROTO_HEADER_SIZE], uint32_t magic, uint32_t cmd,
+                  uint32_t body_size);
+
+/* struct proto_arg is one argument to encode: a pointer and a length (not NUL-terminated). */
+struct proto_arg {
+    const void *ptr; /* borrowed */
+    size_t len;      /* bytes at ptr */
+};
+
+/* proto_body_size returns the body size of a packet with these arguments: every argument but the
+ * last is followed by a NUL. Returns SIZE_MAX if the total does not fit in 32 bits. */
+size_t proto_body_size(const struct proto_arg *args, int nargs);
+
+/* proto_encode writes a whole packet (header, arguments separated by NULs, the last with no NUL)
+ * into out, which must hold PROTO_HEADER_SIZE + proto_body_size() bytes. Returns bytes written. */
+size_t proto_encode(unsigned char *out, uint32_t magic, uint32_t cmd, const struct proto_arg *args,
+                    int nargs);
+
+/* Error codes spurd sends in ERROR packets (gearmand's texts without the GEARMAN_ prefix). */
+#define PROTO_ERR_INVALID_MAGIC "INVALID_MAGIC"
+#define PROTO_ERR_INVALID_COMMAND "INVALID_COMMAND"
+#define PROTO_ERR_INVALID_ARGUMENT "INVALID_ARGUMENT"
+#define PROTO_ERR_ARGUMENT_TOO_LARGE "ARGUMENT_TOO_LARGE"
+#define PROTO_ERR_QUEUE_ERROR "QUEUE_ERROR"
+#define PROTO_ERR_JOB_NOT_FOUND "JOB_NOT_FOUND"
+#define PROTO_ERR_UNKNOWN_OPTION "UNKNOWN_OPTION"
+#define PROTO_ERR_MEMORY "MEMORY_ALLOCATION_FAILURE"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

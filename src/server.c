@@ -1,0 +1,314 @@
+/* server: the libev shell around the engine: listeners, connections, flushing, signals. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+
+static struct log_limit accept_limit = {5.0, 0, 0};
+
+/* ------------------------------------------------------------ engine callbacks */
+
+static void eng_output(struct engine *e, struct peer *p)
+{
+    (void)e;
+    conn_mark_dirty((struct conn *)p);
+}
+
+static void eng_close(struct engine *e, struct peer *p)
+{
+    (void)e;
+    conn_close((struct conn *)p);
+}
+
+static void eng_shutdown(struct engine *e, int graceful)
+{
+    struct server *s = e->shell;
+    (void)graceful;
+    log_notice("shutdown requested");
+    ev_break(s->loop, EVBREAK_ALL);
+}
+
+static double eng_now(struct engine *e)
+{
+    struct server *s = e->shell;
+    return ev_now(s->loop);
+}
+
+/* ------------------------------------------------------------ accepting */
+
+static void pause_listeners(struct server *s)
+{
+    if (s->paused)
+        return;
+    for (int i = 0; i < s->nlis; i++)
+        ev_io_stop(s->loop, &s->lis_io[i]);
+    s->paused = 1;
+}
+
+static void resume_listeners(struct server *s)
+{
+    if (!s->paused)
+        return;
+    for (int i = 0; i < s->nlis; i++)
+        ev_io_start(s->loop, &s->lis_io[i]);
+    s->paused = 0;
+}
+
+static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    if (s->nconns < s->cfg->max_connections)
+        resume_listeners(s);
+}
+
+/* tune_socket sets the per-connection socket options. */
+static void tune_socket(struct server *s, int fd, int family)
+{
+    if (family != AF_INET && family != AF_INET6)
+        return;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    const struct config *c = s->cfg;
+    if (c->keepalive_idle > 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &c->keepalive_idle, sizeof(int));
+    if (c->keepalive_interval > 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &c->keepalive_interval, sizeof(int));
+    if (c->keepalive_count > 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &c->keepalive_count, sizeof(int));
+}
+
+/* addr_text formats the peer address; returns whether it is a local (loopback/unix) peer. */
+static int addr_text(const struct sockaddr_storage *ss, char *out, size_t outlen)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &in->sin_addr, out, (socklen_t)outlen);
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, out, (socklen_t)outlen);
+        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+            return 1;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            return in6->sin6_addr.s6_addr[12] == 127;
+        return 0;
+    }
+    snprintf(out, outlen, "unix");
+    return 1;
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    for (int burst = 0; burst < 64; burst++) {
+        if (s->nconns >= s->cfg->max_connections) {
+            log_limited(&accept_limit, LOG_WARNING, __FILE__, __LINE__,
+                        "--max-connections (%zu) reached; not accepting", s->cfg->max_connections);
+            pause_listeners(s);
+            return;
+        }
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(w->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                log_limited(&accept_limit, LOG_ERROR, __FILE__, __LINE__,
+                            "accept: %s; pausing accepts for 1s", strerror(errno));
+                pause_listeners(s);
+                ev_timer_stop(s->loop, &s->resume_timer);
+                ev_timer_set(&s->resume_timer, 1.0, 0.);
+                ev_timer_start(s->loop, &s->resume_timer);
+            }
+            return;
+        }
+        char ip[INET6_ADDRSTRLEN + 1];
+        int local = addr_text(&ss, ip, sizeof ip);
+        tune_socket(s, fd, ss.ss_family);
+        conn_new(s, fd, ip, local);
+    }
+}
+
+/* ------------------------------------------------------------ loop hooks */
+
+static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    while (s->dirty != NULL) {
+        struct conn *c = s->dirty;
+        s->dirty = c->dirty_next;
+        c->dirty = 0;
+        c->dirty_next = NULL;
+        if (!c->closing)
+            conn_flush(c);
+    }
+    int freed = 0;
+    while (s->closing != NULL) {
+        struct conn *c = s->closing;
+        s->closing = c->close_next;
+        conn_free(c);
+        freed = 1;
+        /* freeing may have queued output for others (re-queued jobs wake workers) */
+        while (s->dirty != NULL) {
+            struct conn *d = s->dirty;
+            s->dirty = d->dirty_next;
+            d->dirty = 0;
+            if (!d->closing)
+                conn_flush(d);
+        }
+    }
+    if (freed && s->paused && s->nconns < s->cfg->max_connections &&
+        !ev_is_active(&s->resume_timer))
+        resume_listeners(s);
+}
+
+static void term_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)revents;
+    log_notice("signal %d: stopping", w->signum);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+    if (log_reopen() != 0)
+        log_error("SIGHUP: cannot reopen the log file");
+    else
+        log_notice("SIGHUP: log file reopened");
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static int write_port_file(const char *path, int port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->loop = ev_default_loop(EVFLAG_AUTO);
+    if (s->loop == NULL) {
+        snprintf(err, errlen, "cannot create the event loop");
+        return -1;
+    }
+    s->rbuf = malloc(SERVER_READ_SIZE);
+    if (s->rbuf == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    static const struct engine_ops ops = {eng_output, eng_close, eng_shutdown, eng_now};
+    if (engine_init(&s->eng, cfg, &ops, s) != 0) {
+        snprintf(err, errlen, "cannot initialise the job engine");
+        return -1;
+    }
+
+    int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis, LISTEN_MAX,
+                       &s->port, err, errlen);
+    if (n < 0)
+        return -1;
+    s->nlis = n;
+    if (cfg->unix_path != NULL) {
+        int fd = listen_unix(cfg->unix_path, cfg->backlog, err, errlen);
+        if (fd < 0)
+            return -1;
+        s->lis[s->nlis].fd = fd;
+        s->lis[s->nlis].family = AF_UNIX;
+        s->nlis++;
+    }
+    for (int i = 0; i < s->nlis; i++) {
+        ev_io_init(&s->lis_io[i], accept_cb, s->lis[i].fd, EV_READ);
+        s->lis_io[i].data = s;
+        ev_io_start(s->loop, &s->lis_io[i]);
+    }
+    ev_timer_init(&s->resume_timer, resume_cb, 1.0, 0.);
+    s->resume_timer.data = s;
+    ev_prepare_init(&s->flush_watcher, flush_cb);
+    s->flush_watcher.data = s;
+    ev_prepare_start(s->loop, &s->flush_watcher);
+
+    ev_signal_init(&s->sig_term, term_cb, SIGTERM);
+    ev_signal_init(&s->sig_int, term_cb, SIGINT);
+    ev_signal_init(&s->sig_hup, hup_cb, SIGHUP);
+    ev_signal_start(s->loop, &s->sig_term);
+    ev_signal_start(s->loop, &s->sig_int);
+    ev_signal_start(s->loop, &s->sig_hup);
+
+    if (cfg->port_file != NULL && write_port_file(cfg->port_file, s->port) != 0) {
+        snprintf(err, errlen, "cannot write --port-file %s: %s", cfg->port_file, strerror(errno));
+        return -1;
+    }
+    log_notice("spurd listening on port %d", s->port);
+    return 0;
+}
+
+int server_run(struct server *s)
+{
+    ev_run(s->loop, 0);
+    return s->exit_code;
+}
+
+void server_destroy(struct server *s)
+{
+    if (s->loop == NULL)
+        return;
+    /* close every connection: gather them from the engine's peer list */
+    while (s->eng.peers != NULL) {
+        struct conn *c = (struct conn *)s->eng.peers;
+        if (!c->closing)
+            conn_close(c);
+        /* conn_free detaches it from the peer list */
+        s->closing = NULL;
+        conn_free(c);
+    }
+    s->closing = NULL;
+    s->dirty = NULL;
+    for (int i = 0; i < s->nlis; i++) {
+        ev_io_stop(s->loop, &s->lis_io[i]);
+        close(s->lis[i].fd);
+    }
+    if (s->cfg->unix_path != NULL)
+        unlink(s->cfg->unix_path);
+    ev_timer_stop(s->loop, &s->resume_timer);
+    ev_prepare_stop(s->loop, &s->flush_watcher);
+    ev_signal_stop(s->loop, &s->sig_term);
+    ev_signal_stop(s->loop, &s->sig_int);
+    ev_signal_stop(s->loop, &s->sig_hup);
+    engine_destroy(&s->eng);
+    free(s->rbuf);
+    ev_loop_destroy(s->loop);
+    s->loop = NULL;
+}

@@ -1,0 +1,52 @@
+/* server: the libev shell around the engine: listeners, connections, flushing, signals. */
+#ifndef SPUR_SERVER_H
+#define SPUR_SERVER_H
+
+#include <ev.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "engine.h"
+#include "listen.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct conn;
+
+#define SERVER_READ_SIZE 65536 /* bytes read from a socket at a time */
+
+/* struct server owns the loop and everything attached to it. */
+struct server {
+    struct ev_loop *loop;             /* the one event loop */
+    const struct config *cfg;         /* settings (borrowed) */
+    struct engine eng;                /* the pure server state */
+    struct listener lis[LISTEN_MAX];  /* listening sockets */
+    ev_io lis_io[LISTEN_MAX];         /* their watchers */
+    int nlis;                         /* listening sockets in use */
+    int port;                         /* bound TCP port */
+    int paused;                       /* listeners stopped (fd limit or max connections) */
+    ev_timer resume_timer;            /* restarts listeners after EMFILE */
+    ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
+    ev_signal sig_term, sig_int, sig_hup; /* signal watchers */
+    struct conn *dirty;               /* conns with output to flush (singly linked) */
+    struct conn *closing;             /* conns to free (singly linked) */
+    size_t nconns;                    /* open connections */
+    char *rbuf;                       /* shared read buffer, SERVER_READ_SIZE bytes */
+    int exit_code;                    /* what main returns */
+};
+
+/* server_init opens the listeners and sets up the loop. Returns 0, or -1 with a message in err. */
+int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen);
+
+/* server_run runs the loop until shutdown. Returns the exit code. */
+int server_run(struct server *s);
+
+/* server_destroy closes everything. */
+void server_destroy(struct server *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,164 @@
+// Unit tests for option parsing: gearmand's names, defaults, errors, config files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "config.h"
+#include "log.h"
+}
+
+struct Parsed {
+    config c;
+    int rc;
+    std::string err;
+    std::string out;
+};
+
+static Parsed parse(std::vector<std::string> args)
+{
+    Parsed p;
+    config_defaults(&p.c);
+    args.insert(args.begin(), "spurd");
+    std::vector<char *> argv;
+    for (auto &a : args)
+        argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    char err[512] = "";
+    char *outbuf = nullptr;
+    size_t outlen = 0;
+    FILE *out = open_memstream(&outbuf, &outlen);
+    p.rc = config_parse(&p.c, (int)args.size(), argv.data(), err, sizeof err, out);
+    fclose(out);
+    p.out.assign(outbuf, outlen);
+    free(outbuf);
+    p.err = err;
+    return p;
+}
+
+TEST(Config, Defaults)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0);
+    EXPECT_EQ(p.c.port, 4730);
+    EXPECT_EQ(p.c.backlog, 32);
+    EXPECT_EQ(p.c.job_retries, -1);
+    EXPECT_EQ(p.c.verbose, LOG_ERROR);
+    EXPECT_EQ(p.c.admin_shutdown, SHUTDOWN_LOCAL);
+    config_free(&p.c);
+}
+
+TEST(Config, GearmandNamesShortAndLong)
+{
+    Parsed p = parse({"-p", "5000", "-b", "64", "-L", "127.0.0.1", "--listen=::1", "-t", "4",
+                      "-j", "3", "-w", "2", "--verbose=INFO", "-l", "none", "-P", "/tmp/x.pid",
+                      "--exceptions", "--job-handle-prefix=H:box", "-R", "--keepalive",
+                      "--keepalive-idle=60", "--hashtable-buckets=1000003", "--syslog",
+                      "--coredump", "-u", "nobody"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.port, 5000);
+    EXPECT_EQ(p.c.backlog, 64);
+    ASSERT_EQ(p.c.nlisten, 2);
+    EXPECT_STREQ(p.c.listen[1], "::1");
+    EXPECT_EQ(p.c.threads, 4);
+    EXPECT_EQ(p.c.job_retries, 3);
+    EXPECT_EQ(p.c.worker_wakeup, 2);
+    EXPECT_EQ(p.c.verbose, LOG_INFO);
+    EXPECT_STREQ(p.c.log_file, "none");
+    EXPECT_STREQ(p.c.pid_file, "/tmp/x.pid");
+    EXPECT_EQ(p.c.exceptions, 1);
+    EXPECT_STREQ(p.c.job_handle_prefix, "H:box");
+    EXPECT_EQ(p.c.keepalive_idle, 60);
+    EXPECT_STREQ(p.c.user, "nobody");
+    config_free(&p.c);
+}
+
+TEST(Config, UnknownOptionAndPositionalFail)
+{
+    Parsed a = parse({"--bogus"});
+    EXPECT_EQ(a.rc, -1);
+    EXPECT_NE(a.err.find("unknown option"), std::string::npos) << a.err;
+    config_free(&a.c);
+    Parsed b = parse({"stray"});
+    EXPECT_EQ(b.rc, -1);
+    EXPECT_NE(b.err.find("unexpected argument 'stray'"), std::string::npos) << b.err;
+    config_free(&b.c);
+    Parsed c = parse({"--port"});
+    EXPECT_EQ(c.rc, -1);
+    EXPECT_NE(c.err.find("needs a value"), std::string::npos) << c.err;
+    config_free(&c.c);
+}
+
+TEST(Config, BadValuesRejected)
+{
+    for (auto args : std::vector<std::vector<std::string>>{
+             {"-p", "70000"}, {"-p", "12x"}, {"-j", "-2"}, {"-j", "256"}, {"--verbose=LOUD"},
+             {"--max-packet-size=10"}, {"--admin-shutdown=maybe"}, {"--store=redis:x"},
+             {"-q", "mysql"}, {"-q", "libsqlite3"}, {"--ssl"}, {"-r", "http"},
+             {"--max-packet-size=1G", "--max-output-buffer=1M"}}) {
+        Parsed p = parse(args);
+        EXPECT_EQ(p.rc, -1) << args[0];
+        EXPECT_FALSE(p.err.empty());
+        config_free(&p.c);
+    }
+}
+
+TEST(Config, SizesWithSuffixes)
+{
+    Parsed p = parse({"--max-packet-size=16M", "--max-line-length=4k", "--max-output-buffer=1G"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.max_packet, 16u << 20);
+    EXPECT_EQ(p.c.max_line, 4096u);
+    EXPECT_EQ(p.c.max_output, (size_t)1 << 30);
+    config_free(&p.c);
+}
+
+TEST(Config, HelpAndVersionPrint)
+{
+    Parsed h = parse({"--help"});
+    EXPECT_EQ(h.rc, 1);
+    EXPECT_NE(h.out.find("--job-retries"), std::string::npos);
+    config_free(&h.c);
+    Parsed v = parse({"-V"});
+    EXPECT_EQ(v.rc, 1);
+    EXPECT_EQ(v.out.rfind("spurd ", 0), 0u);
+    config_free(&v.c);
+}
+
+TEST(Config, ConfigFileWordsThenCommandLineWins)
+{
+    char path[] = "/tmp/spur-config-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    std::string text = "--port=4000\r\n--backlog=7  -j 5\n";
+    ASSERT_EQ(write(fd, text.data(), text.size()), (ssize_t)text.size());
+    close(fd);
+    Parsed p = parse({std::string("--config-file=") + path, "--port=4100"});
+    unlink(path);
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.port, 4100);
+    EXPECT_EQ(p.c.backlog, 7);
+    EXPECT_EQ(p.c.job_retries, 5);
+    config_free(&p.c);
+}
+
+TEST(Config, MissingConfigFileIsAnError)
+{
+    Parsed p = parse({"--config-file=/nonexistent/spurd.conf"});
+    EXPECT_EQ(p.rc, -1);
+    config_free(&p.c);
+}
+
+TEST(Config, ReparseIsIndependent)
+{
+    Parsed a = parse({"-p", "1"});
+    Parsed b = parse({"-p", "2"});
+    EXPECT_EQ(a.c.port, 1);
+    EXPECT_EQ(b.c.port, 2);
+    config_free(&a.c);
+    config_free(&b.c);
+}

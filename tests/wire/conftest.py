@@ -1,0 +1,125 @@
+"""pytest fixtures: a fresh spurd per test on a free port, or an external server.
+
+SPURD=/path/to/spurd         the binary to start (set by `make check`)
+SPUR_TEST_SERVER=host:port   run the suite against an already running server (e.g. gearmand)
+"""
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from gearman_wire import Conn
+
+EXTERNAL = os.environ.get("SPUR_TEST_SERVER")
+
+
+class Server:
+    """A running server under test: its address, and its process when we started it."""
+
+    def __init__(self, addr, proc=None, tmpdir=None, args=()):
+        self.addr = addr
+        self.proc = proc
+        self.tmpdir = tmpdir
+        self.args = list(args)
+        self.external = proc is None
+
+    def connect(self, timeout=5.0):
+        return Conn(self.addr, timeout=timeout)
+
+    def stop(self, sig=None):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            if sig is None:
+                self.proc.terminate()
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+    def stderr_text(self):
+        path = os.path.join(self.tmpdir, "spurd.log")
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+
+def start_spurd(extra_args=(), tmpdir=None, env=None):
+    """Start spurd on a free port and wait until it has written its port file."""
+    binary = os.environ.get("SPURD")
+    if not binary:
+        pytest.skip("SPURD is not set (run through `make check`)")
+    tmpdir = tmpdir or tempfile.mkdtemp(prefix="spurd-test-")
+    port_file = os.path.join(tmpdir, "port")
+    if os.path.exists(port_file):
+        os.unlink(port_file)
+    log = open(os.path.join(tmpdir, "spurd.log"), "ab")
+    args = [binary, "--port=0", "--listen=127.0.0.1", "--port-file=" + port_file,
+            "--verbose=NOTICE"] + list(extra_args)
+    proc = subprocess.Popen(args, stdout=log, stderr=log, env=env)
+    log.close()
+    deadline = time.monotonic() + 10
+    while not os.path.exists(port_file):
+        if proc.poll() is not None:
+            raise RuntimeError(f"spurd exited with {proc.returncode}: "
+                               + open(os.path.join(tmpdir, "spurd.log")).read())
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("spurd did not write its port file")
+        time.sleep(0.01)
+    with open(port_file) as f:
+        port = int(f.read())
+    return Server(("127.0.0.1", port), proc, tmpdir, extra_args)
+
+
+@pytest.fixture
+def server_factory():
+    """Start spurd with custom options: server_factory('--job-retries=1')."""
+    started = []
+
+    def make(*args, tmpdir=None, env=None):
+        if EXTERNAL:
+            pytest.skip("needs its own spurd with options")
+        s = start_spurd(args, tmpdir=tmpdir, env=env)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        rc = s.stop()
+        assert rc in (0, None), f"spurd exited with {rc}:\n{s.stderr_text()}"
+
+
+@pytest.fixture
+def server(server_factory):
+    """A fresh spurd with default options, or the external server."""
+    if EXTERNAL:
+        host, port = EXTERNAL.rsplit(":", 1)
+        yield Server((host, int(port)))
+        return
+    yield server_factory()
+
+
+@pytest.fixture
+def conn(server):
+    c = server.connect()
+    yield c
+    c.close()
+
+
+def is_gearmand():
+    return EXTERNAL is not None
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
