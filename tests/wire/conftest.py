@@ -123,3 +123,51 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+GEARMAND = os.environ.get("SPUR_GEARMAND", "/usr/sbin/gearmand")
+
+
+def start_gearmand(extra_args=(), tmpdir=None):
+    """Start Debian's gearmand on a free loopback port for differential tests."""
+    if not os.path.exists(GEARMAND):
+        pytest.skip("gearmand is not installed (apt-get install gearman-job-server)")
+    tmpdir = tmpdir or tempfile.mkdtemp(prefix="gearmand-test-")
+    for _ in range(20):
+        port = free_port()
+        log = os.path.join(tmpdir, "gearmand.log")
+        proc = subprocess.Popen([GEARMAND, "--port=%d" % port, "--listen=127.0.0.1",
+                                 "--log-file=" + log, "--pid-file=" + os.path.join(tmpdir, "pid"),
+                                 "-t", "0"] + list(extra_args),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return Server(("127.0.0.1", port), proc, tmpdir, extra_args)
+            except OSError:
+                time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+    raise RuntimeError("could not start gearmand")
+
+
+@pytest.fixture
+def gearmand_factory():
+    """Start gearmand with custom options; stopped after the test."""
+    started = []
+
+    def make(*args):
+        s = start_gearmand(args)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture
+def gearmand(gearmand_factory):
+    """A fresh gearmand (Debian's) for side-by-side comparisons."""
+    return gearmand_factory()
