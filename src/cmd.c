@@ -1,27 +1,526 @@
-/* cmd: the handlers for binary request packets. */
+/* cmd: the handlers for binary request packets: client submits and status, worker abilities,
+ * grabs and results, and the common ECHO / OPTION / SET_CLIENT_ID. */
 #include "cmd.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "cron.h"
 #include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "log.h"
+
+#define HANDLE_BUF 80
+
+/* ------------------------------------------------------------ small helpers */
 
 static void not_expected(struct peer *p)
 {
     peer_send_error(p, PROTO_ERR_INVALID_COMMAND, "Command not expected");
 }
 
-static void do_echo(struct peer *p, const struct pb_packet *pkt)
+/* parse_u32 parses leading decimal digits like atoi, saturating; anything else gives 0. */
+static uint32_t parse_u32(const char *s, size_t len)
 {
-    struct proto_arg a = {pkt->data, pkt->data_len};
-    peer_send(p, CMD_ECHO_RES, &a, 1);
+    uint64_t v = 0;
+    for (size_t i = 0; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        v = v * 10 + (uint64_t)(s[i] - '0');
+        if (v > UINT32_MAX)
+            return UINT32_MAX;
+    }
+    return (uint32_t)v;
 }
+
+/* parse_i64 parses a whole optionally signed decimal. Returns 0 or -1. */
+static int parse_i64(const char *s, size_t len, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (len > 0 && (s[0] == '-' || s[0] == '+'))
+        neg = s[i++] == '-';
+    if (i == len || len - i > 18)
+        return -1;
+    int64_t v = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* send_handle sends a packet whose only argument is j's handle. */
+static void send_handle(struct peer *p, uint32_t cmd, struct engine *e, const struct job *j)
+{
+    char h[HANDLE_BUF];
+    struct proto_arg a = {h, job_handle(e, j, h)};
+    peer_send(p, cmd, &a, 1);
+}
+
+/* fail_job sends WORK_FAIL to every client of j and frees it. */
+static void fail_job(struct engine *e, struct job *j)
+{
+    char h[HANDLE_BUF];
+    struct proto_arg a = {h, job_handle(e, j, h)};
+    for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        peer_send(w->client, CMD_WORK_FAIL, &a, 1);
+    job_free(e, j);
+}
+
+/* requeue handles a running job whose worker let go of it (disconnect, CANT_DO, RESET): back to
+ * the front of its queue, or failed once --job-retries is exhausted. A foreground job nobody
+ * waits for any more is dropped. */
+static void requeue(struct engine *e, struct job *j)
+{
+    job_detach(e, j);
+    j->num = j->den = 0;
+    if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND)) {
+        job_free(e, j);
+        return;
+    }
+    if (j->retries < UINT8_MAX)
+        j->retries++;
+    int limit = e->cfg->job_retries;
+    if (limit >= 0 && j->retries > limit) {
+        log_info("job %llu failed: its worker was lost %u times (--job-retries=%d)",
+                 (unsigned long long)j->id, j->retries, limit);
+        fail_job(e, j);
+        return;
+    }
+    func_push(e, j, 1);
+}
+
+/* requeue_worker_jobs re-queues w's running jobs of function f (every function if f is NULL). */
+static void requeue_worker_jobs(struct engine *e, struct worker *w, const struct func *f)
+{
+    struct job *j = w->running;
+    while (j != NULL) {
+        struct job *next = j->next;
+        if (f == NULL || j->func == f)
+            requeue(e, j);
+        j = next;
+    }
+}
+
+/* ------------------------------------------------------------ client commands */
+
+/* struct submit_kind says how a SUBMIT_* packet behaves. */
+struct submit_kind {
+    enum job_prio prio;
+    int background;
+    int epoch;   /* argument 2 is a unix time */
+    int sched;   /* arguments 2..6 are cron fields */
+    int reduce;  /* argument 2 is the reducer, 3 the (ignored) aggregator */
+};
+
+static int submit_kind(uint32_t cmd, struct submit_kind *k)
+{
+    memset(k, 0, sizeof *k);
+    k->prio = PRIO_NORMAL;
+    switch (cmd) {
+    case CMD_SUBMIT_JOB: break;
+    case CMD_SUBMIT_JOB_BG: k->background = 1; break;
+    case CMD_SUBMIT_JOB_HIGH: k->prio = PRIO_HIGH; break;
+    case CMD_SUBMIT_JOB_HIGH_BG: k->prio = PRIO_HIGH; k->background = 1; break;
+    case CMD_SUBMIT_JOB_LOW: k->prio = PRIO_LOW; break;
+    case CMD_SUBMIT_JOB_LOW_BG: k->prio = PRIO_LOW; k->background = 1; break;
+    case CMD_SUBMIT_JOB_EPOCH: k->background = 1; k->epoch = 1; break;
+    case CMD_SUBMIT_JOB_SCHED: k->background = 1; k->sched = 1; break;
+    case CMD_SUBMIT_REDUCE_JOB: k->reduce = 1; break;
+    case CMD_SUBMIT_REDUCE_JOB_BACKGROUND: k->reduce = 1; k->background = 1; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+/* due_time works out when an epoch or scheduled job may run. Returns 0 or -1 (bad arguments). */
+static int due_time(struct engine *e, const struct pb_packet *pkt, const struct submit_kind *k,
+                    double *due)
+{
+    *due = 0;
+    if (k->epoch) {
+        int64_t when;
+        if (parse_i64(pkt->arg[2], pkt->len[2], &when) != 0)
+            return -1;
+        *due = (double)when;
+    } else if (k->sched) {
+        struct cron_spec c;
+        if (cron_parse_field(pkt->arg[2], pkt->len[2], 0, 59, &c.minute) != 0 ||
+            cron_parse_field(pkt->arg[3], pkt->len[3], 0, 23, &c.hour) != 0 ||
+            cron_parse_field(pkt->arg[4], pkt->len[4], 1, 31, &c.mday) != 0 ||
+            cron_parse_field(pkt->arg[5], pkt->len[5], 1, 12, &c.month) != 0 ||
+            cron_parse_field(pkt->arg[6], pkt->len[6], 0, 6, &c.wday) != 0)
+            return -1;
+        int64_t when = cron_next(&c, (int64_t)engine_now(e));
+        if (when < 0)
+            return -1;
+        *due = (double)when;
+    }
+    return 0;
+}
+
+static void submit(struct peer *p, const struct pb_packet *pkt)
+{
+    struct engine *e = p->eng;
+    struct submit_kind k;
+    submit_kind(pkt->cmd, &k);
+    const char *fn = pkt->arg[0], *uq = pkt->arg[1];
+    size_t fnl = pkt->len[0], uql = pkt->len[1];
+    const char *red = k.reduce ? pkt->arg[2] : NULL;
+    size_t redl = k.reduce ? pkt->len[2] : 0;
+
+    if (fnl > e->cfg->max_function) {
+        peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Function name too long");
+        return;
+    }
+    if (uql > PROTO_UNIQUE_MAX) {
+        peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Unique value too large");
+        return;
+    }
+    if (redl > e->cfg->max_function) {
+        peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Reducer name too long");
+        return;
+    }
+    double due;
+    if (due_time(e, pkt, &k, &due) != 0) {
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT,
+                        k.epoch ? "Invalid epoch time" : "Invalid or unreachable schedule");
+        return;
+    }
+    struct func *f = func_get(e, fn, fnl, 1);
+    if (f == NULL) {
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        return;
+    }
+
+    struct job *j = job_find_unique(e, f, uq, uql, pkt->data, pkt->data_len);
+    if (j != NULL) {
+        /* coalesced: the new payload, priority and time are ignored, as in gearmand */
+        if (!k.background) {
+            if (job_add_waiter(j, p) != 0) {
+                peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+                return;
+            }
+        } else if (!(j->flags & JOB_BACKGROUND)) {
+            /* a background submit makes the job independent of its foreground clients */
+            if (e->store != NULL && e->store->add(e->store_ctx, j) != 0) {
+                peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
+                return;
+            }
+            j->flags |= JOB_BACKGROUND | (e->store ? JOB_STORED : 0);
+        }
+        send_handle(p, CMD_JOB_CREATED, e, j);
+        return;
+    }
+
+    uint32_t max = f->max_queue[k.prio];
+    if (max > 0 && func_total(f) >= max) {
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Job queue is full");
+        return;
+    }
+    j = job_new(e, f, k.prio, k.background, uq, uql, red, redl, pkt->data, pkt->data_len);
+    if (j == NULL) {
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        return;
+    }
+    int future = due > engine_now(e);
+    if (k.background && e->store != NULL) {
+        if (e->store->add(e->store_ctx, j) != 0) {
+            job_free(e, j);
+            peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
+            return;
+        }
+        j->flags |= JOB_STORED;
+    }
+    if (!k.background && job_add_waiter(j, p) != 0) {
+        job_free(e, j);
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        return;
+    }
+    send_handle(p, CMD_JOB_CREATED, e, j);
+    /* without memory for the timer the job runs now rather than being lost */
+    if (!future || job_defer(e, j, due) != 0)
+        func_push(e, j, 0);
+}
+
+static void get_status(struct peer *p, const struct pb_packet *pkt)
+{
+    struct job *j = job_find_handle(p->eng, pkt->arg[0], pkt->len[0]);
+    char num[16] = "0", den[16] = "0";
+    const char *known = "0", *running = "0";
+    if (j != NULL) {
+        known = "1";
+        running = j->state == JOB_RUNNING ? "1" : "0";
+        snprintf(num, sizeof num, "%u", j->num);
+        snprintf(den, sizeof den, "%u", j->den);
+    }
+    struct proto_arg a[5] = {{pkt->arg[0], pkt->len[0]}, {known, 1}, {running, 1},
+                             {num, strlen(num)}, {den, strlen(den)}};
+    peer_send(p, CMD_STATUS_RES, a, 5);
+}
+
+static void get_status_unique(struct peer *p, const struct pb_packet *pkt)
+{
+    struct job *j = job_find_unique_any(p->eng, pkt->arg[0], pkt->len[0]);
+    char num[16] = "0", den[16] = "0", clients[16] = "0";
+    const char *known = "0", *running = "0";
+    if (j != NULL) {
+        known = "1";
+        running = j->state == JOB_RUNNING ? "1" : "0";
+        snprintf(num, sizeof num, "%u", j->num);
+        snprintf(den, sizeof den, "%u", j->den);
+        snprintf(clients, sizeof clients, "%u", job_nwaiters(j));
+    }
+    struct proto_arg a[6] = {{pkt->arg[0], pkt->len[0]}, {known, 1}, {running, 1},
+                             {num, strlen(num)}, {den, strlen(den)}, {clients, strlen(clients)}};
+    peer_send(p, CMD_STATUS_RES_UNIQUE, a, 6);
+}
+
+static void option_req(struct peer *p, const struct pb_packet *pkt)
+{
+    if (pkt->len[0] == 10 && strncasecmp(pkt->arg[0], "exceptions", 10) == 0) {
+        p->flags |= PEER_EXCEPTIONS;
+        struct proto_arg a = {pkt->arg[0], pkt->len[0]};
+        peer_send(p, CMD_OPTION_RES, &a, 1);
+        return;
+    }
+    peer_send_error(p, PROTO_ERR_UNKNOWN_OPTION, "Server does not recognize given option");
+}
+
+static void set_client_id(struct peer *p, const struct pb_packet *pkt)
+{
+    size_t len = pkt->len[0];
+    if (len > p->eng->cfg->max_client_id)
+        len = p->eng->cfg->max_client_id;
+    char *id = malloc(len + 1);
+    if (id == NULL)
+        return;
+    memcpy(id, pkt->arg[0], len);
+    id[len] = '\0';
+    free(p->client_id);
+    p->client_id = id;
+}
+
+/* ------------------------------------------------------------ worker commands */
+
+static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout)
+{
+    struct engine *e = p->eng;
+    if (pkt->len[0] > e->cfg->max_function) {
+        peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Function name too long");
+        return;
+    }
+    uint32_t timeout = 0;
+    if (with_timeout) {
+        int64_t ms;
+        if (parse_i64(pkt->arg[1], pkt->len[1], &ms) != 0 || ms < 0 || ms > UINT32_MAX) {
+            peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Invalid timeout");
+            return;
+        }
+        timeout = (uint32_t)ms;
+    }
+    struct worker *w = worker_get(p);
+    struct func *f = func_get(e, pkt->arg[0], pkt->len[0], 1);
+    if (w == NULL || f == NULL || worker_add(e, w, f, timeout) == NULL)
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+}
+
+static void cant_do(struct peer *p, const struct pb_packet *pkt)
+{
+    struct engine *e = p->eng;
+    struct worker *w = p->worker;
+    struct func *f = func_get(e, pkt->arg[0], pkt->len[0], 0);
+    if (w == NULL || f == NULL)
+        return;
+    struct ability *a = worker_find(w, f);
+    if (a == NULL)
+        return;
+    worker_remove(e, a);
+    requeue_worker_jobs(e, w, f);
+}
+
+static void reset_abilities(struct peer *p)
+{
+    struct worker *w = p->worker;
+    if (w == NULL)
+        return;
+    while (w->abilities != NULL)
+        worker_remove(p->eng, w->abilities);
+    requeue_worker_jobs(p->eng, w, NULL);
+}
+
+static void pre_sleep(struct peer *p)
+{
+    struct worker *w = worker_get(p);
+    if (w == NULL)
+        return;
+    if (func_has_work(w) && !p->eng->shutting_down) {
+        peer_send(p, CMD_NOOP, NULL, 0);
+        return;
+    }
+    w->sleeping = 1;
+    w->noop_sent = 0;
+}
+
+static void grab(struct peer *p, uint32_t cmd)
+{
+    struct engine *e = p->eng;
+    struct worker *w = worker_get(p);
+    if (w == NULL) {
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        return;
+    }
+    w->sleeping = 0;
+    w->noop_sent = 0;
+    struct ability *a;
+    struct job *j = e->shutting_down ? NULL : func_take(e, w, &a);
+    if (j == NULL) {
+        peer_send(p, CMD_NO_JOB, NULL, 0);
+        return;
+    }
+    struct func *f = j->func;
+    job_start(e, j, w, a->timeout_ms);
+
+    char h[HANDLE_BUF];
+    struct proto_arg args[4] = {{h, job_handle(e, j, h)}, {f->name, f->name_len},
+                                {job_unique(j), j->unique_len}, {job_reducer(j), j->reducer_len}};
+    int nargs = 2;
+    uint32_t reply = CMD_JOB_ASSIGN;
+    if (cmd == CMD_GRAB_JOB_UNIQ || (cmd == CMD_GRAB_JOB_ALL && j->reducer_len == 0)) {
+        reply = CMD_JOB_ASSIGN_UNIQ;
+        nargs = 3;
+    } else if (cmd == CMD_GRAB_JOB_ALL) {
+        reply = CMD_JOB_ASSIGN_ALL;
+        nargs = 4;
+    }
+    peer_send_ref(p, reply, args, nargs, j->data, job_payload_off(j), job_payload_len(j));
+}
+
+/* owned_job returns the running job named by the handle if p's worker holds it, else NULL. */
+static struct job *owned_job(struct peer *p, const struct pb_packet *pkt)
+{
+    struct job *j = job_find_handle(p->eng, pkt->arg[0], pkt->len[0]);
+    if (j == NULL || j->state != JOB_RUNNING || p->worker == NULL || j->worker != p->worker)
+        return NULL;
+    return j;
+}
+
+/* forward sends the worker's packet, as received, to every client of j. Large data is copied
+ * once into a shared blob when several clients wait. */
+static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
+{
+    if (j->waiters == NULL)
+        return;
+    struct proto_arg args[3];
+    int n = pkt->info->argc;
+    for (int i = 0; i < n; i++)
+        args[i] = (struct proto_arg){pkt->arg[i], pkt->len[i]};
+    if (!pkt->info->has_data) {
+        for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+            peer_send(w->client, cmd, args, n);
+        return;
+    }
+    if (j->waiters->jnext != NULL && pkt->data_len >= OUTQ_SHARE_MIN) {
+        struct blob *b = blob_from(pkt->data, pkt->data_len);
+        if (b != NULL) {
+            for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+                peer_send_ref(w->client, cmd, args, n, b, 0, b->len);
+            blob_unref(b);
+            return;
+        }
+    }
+    args[n] = (struct proto_arg){pkt->data, pkt->data_len};
+    for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        peer_send(w->client, cmd, args, n + 1);
+}
+
+static void work_result(struct peer *p, const struct pb_packet *pkt)
+{
+    struct engine *e = p->eng;
+    struct job *j = owned_job(p, pkt);
+    if (j == NULL) {
+        const char *text = "Job given in work result not found";
+        if (pkt->cmd == CMD_WORK_DATA || pkt->cmd == CMD_WORK_WARNING)
+            text = "Job does not exist on server";
+        else if (pkt->cmd == CMD_WORK_EXCEPTION)
+            text = "An exception was received for a job that does not exist";
+        peer_send_error(p, PROTO_ERR_JOB_NOT_FOUND, text);
+        return;
+    }
+    switch (pkt->cmd) {
+    case CMD_WORK_STATUS:
+        j->num = parse_u32(pkt->arg[1], pkt->len[1]);
+        j->den = parse_u32(pkt->arg[2], pkt->len[2]);
+        forward(j, CMD_WORK_STATUS, pkt);
+        return;
+    case CMD_WORK_DATA:
+    case CMD_WORK_WARNING:
+        forward(j, pkt->cmd, pkt);
+        return;
+    case CMD_WORK_COMPLETE:
+    case CMD_WORK_FAIL:
+        forward(j, pkt->cmd, pkt);
+        break;
+    case CMD_WORK_EXCEPTION: {
+        struct proto_arg a[2] = {{pkt->arg[0], pkt->len[0]}, {pkt->data, pkt->data_len}};
+        for (struct waiter *w = j->waiters; w != NULL; w = w->jnext) {
+            if (w->client->flags & PEER_EXCEPTIONS)
+                peer_send(w->client, CMD_WORK_EXCEPTION, a, 2);
+            else
+                peer_send(w->client, CMD_WORK_FAIL, a, 1);
+        }
+        break;
+    }
+    }
+    job_free(e, j);
+}
+
+/* ------------------------------------------------------------ dispatch */
 
 void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
 {
     switch (pkt->cmd) {
-    case CMD_ECHO_REQ:
-        do_echo(p, pkt);
+    case CMD_SUBMIT_JOB:
+    case CMD_SUBMIT_JOB_BG:
+    case CMD_SUBMIT_JOB_HIGH:
+    case CMD_SUBMIT_JOB_HIGH_BG:
+    case CMD_SUBMIT_JOB_LOW:
+    case CMD_SUBMIT_JOB_LOW_BG:
+    case CMD_SUBMIT_JOB_EPOCH:
+    case CMD_SUBMIT_JOB_SCHED:
+    case CMD_SUBMIT_REDUCE_JOB:
+    case CMD_SUBMIT_REDUCE_JOB_BACKGROUND:
+        submit(p, pkt);
+        break;
+    case CMD_GET_STATUS: get_status(p, pkt); break;
+    case CMD_GET_STATUS_UNIQUE: get_status_unique(p, pkt); break;
+    case CMD_OPTION_REQ: option_req(p, pkt); break;
+    case CMD_SET_CLIENT_ID: set_client_id(p, pkt); break;
+    case CMD_ECHO_REQ: {
+        struct proto_arg a = {pkt->data, pkt->data_len};
+        peer_send(p, CMD_ECHO_RES, &a, 1);
+        break;
+    }
+    case CMD_CAN_DO: can_do(p, pkt, 0); break;
+    case CMD_CAN_DO_TIMEOUT: can_do(p, pkt, 1); break;
+    case CMD_CANT_DO: cant_do(p, pkt); break;
+    case CMD_RESET_ABILITIES: reset_abilities(p); break;
+    case CMD_PRE_SLEEP: pre_sleep(p); break;
+    case CMD_GRAB_JOB:
+    case CMD_GRAB_JOB_UNIQ:
+    case CMD_GRAB_JOB_ALL:
+        grab(p, pkt->cmd);
+        break;
+    case CMD_WORK_STATUS:
+    case CMD_WORK_COMPLETE:
+    case CMD_WORK_FAIL:
+    case CMD_WORK_EXCEPTION:
+    case CMD_WORK_DATA:
+    case CMD_WORK_WARNING:
+        work_result(p, pkt);
         break;
     default:
         not_expected(p);
@@ -29,7 +528,29 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
     }
 }
 
+void cmd_job_timeout(struct engine *e, struct job *j)
+{
+    log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
+    fail_job(e, j);
+}
+
 void cmd_peer_gone(struct peer *p)
 {
-    (void)p;
+    struct engine *e = p->eng;
+    /* the client side: jobs nobody waits for any more are dropped unless running */
+    while (p->waiters != NULL) {
+        struct waiter *w = p->waiters;
+        struct job *j = w->job;
+        job_remove_waiter(w);
+        if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+            job_free(e, j);
+    }
+    /* the worker side: running jobs go back to the queue */
+    if (p->worker != NULL) {
+        struct worker *w = p->worker;
+        while (w->abilities != NULL)
+            worker_remove(e, w->abilities);
+        requeue_worker_jobs(e, w, NULL);
+        worker_free(e, w);
+    }
 }

@@ -12,6 +12,12 @@ extern "C" {
 /* cmd_dispatch runs the handler for a well-formed request packet from p. */
 void cmd_dispatch(struct peer *p, const struct pb_packet *pkt);
 
+struct engine;
+struct job;
+
+/* cmd_job_timeout fails a running job whose worker passed its CAN_DO_TIMEOUT. */
+void cmd_job_timeout(struct engine *e, struct job *j);
+
 /* cmd_peer_gone releases the engine state of a peer that is going away. */
 void cmd_peer_gone(struct peer *p);
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "heap.h"
+#include "hmap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,6 +16,7 @@ extern "C" {
 
 struct peer;
 struct engine;
+struct func;
 
 /* struct engine_ops is what the engine asks of the shell that owns the sockets. */
 struct engine_ops {
@@ -43,7 +46,32 @@ struct engine {
     struct peer *peers;           /* all connected peers, oldest first (circular via prev) */
     size_t npeers;                /* peers in the list */
     struct engine_stats stats;    /* counters */
-    int shutting_down;            /* a graceful shutdown is in progress */
+    int shutting_down;            /* graceful shutdown: no new assignments, wait for running */
+
+    struct hmap funcs;            /* struct func by name */
+    struct func *func_list;       /* every function in creation order */
+    struct func *func_tail;       /* the newest function */
+    struct hmap jobs_by_id;       /* struct job by handle number */
+    struct hmap jobs_by_unique;   /* struct job by unique (all functions; "-" by payload) */
+    struct heap timers;           /* epoch due times and CAN_DO_TIMEOUT deadlines */
+    uint64_t next_id;             /* handle number of the next new job */
+    uint64_t seed;                /* hash seed */
+    size_t njobs;                 /* live jobs */
+    size_t nrunning;              /* jobs assigned to workers */
+    char prefix[48];              /* job handle prefix, e.g. "H:hostname" */
+    size_t prefix_len;            /* bytes in prefix */
+    const struct store_ops *store; /* durable store of background jobs, NULL for memory only */
+    void *store_ctx;              /* the store's own state */
+};
+
+/* struct store_ops is the durability seam: background jobs are added when created and marked done
+ * when they leave the server. A memory-only server has no store. */
+struct job;
+struct store_ops {
+    /* add records a new background job. Returns 0, or -1 if it could not be stored. */
+    int (*add)(void *ctx, const struct job *j);
+    /* done forgets a stored job (completed, failed, cancelled or dropped). */
+    void (*done)(void *ctx, const struct job *j);
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */
@@ -52,6 +80,16 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 
 /* engine_destroy frees everything e holds. Peers must have been removed first. */
 void engine_destroy(struct engine *e);
+
+/* engine_now returns the current wall-clock time in seconds, from the shell. */
+double engine_now(struct engine *e);
+
+/* engine_next_timer returns the earliest timer deadline, or a negative value if none. */
+double engine_next_timer(const struct engine *e);
+
+/* engine_run_timers handles every timer due at or before now: future jobs become ready (and
+ * workers are woken), running jobs past their CAN_DO_TIMEOUT fail. */
+void engine_run_timers(struct engine *e, double now);
 
 #ifdef __cplusplus
 }

@@ -97,12 +97,17 @@ int peer_write(struct peer *p, const void *data, size_t n)
     return queued(p);
 }
 
-int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs)
+/* put_packet queues a response: header, the arguments separated by NULs (and one after the last
+ * when a blob range follows), then bytes [off, off+len) of b if b is not NULL. */
+static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                      struct blob *b, size_t off, size_t len)
 {
     if (p->flags & PEER_CLOSING)
         return -1;
-    size_t body = proto_body_size(args, nargs);
-    if (body == SIZE_MAX)
+    uint64_t body = b ? len : 0;
+    for (int i = 0; i < nargs; i++)
+        body += args[i].len + ((b != NULL || i + 1 < nargs) ? 1 : 0);
+    if (body > UINT32_MAX)
         return -1;
     unsigned char hdr[PROTO_HEADER_SIZE];
     proto_header(hdr, PROTO_MAGIC_RES, cmd, (uint32_t)body);
@@ -110,14 +115,27 @@ int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int na
     int rc = outq_put(&p->out, hdr, sizeof hdr);
     for (int i = 0; i < nargs && rc == 0; i++) {
         rc = outq_put(&p->out, args[i].ptr, args[i].len);
-        if (rc == 0 && i + 1 < nargs)
+        if (rc == 0 && (b != NULL || i + 1 < nargs))
             rc = outq_put(&p->out, &nul, 1);
     }
+    if (rc == 0 && b != NULL)
+        rc = outq_put_ref(&p->out, b, off, len);
     if (rc != 0) {
         peer_close(p);
         return -1;
     }
     return queued(p);
+}
+
+int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs)
+{
+    return put_packet(p, cmd, args, nargs, NULL, 0, 0);
+}
+
+int peer_send_ref(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                  struct blob *b, size_t off, size_t len)
+{
+    return put_packet(p, cmd, args, nargs, b, off, len);
 }
 
 int peer_send_error(struct peer *p, const char *code, const char *text)

@@ -15,6 +15,8 @@ extern "C" {
 #endif
 
 struct engine;
+struct waiter;
+struct worker;
 
 /* Peer flags. */
 enum {
@@ -35,6 +37,8 @@ struct peer {
     uint32_t flags;       /* PEER_* */
     int fd;               /* socket number, for the admin 'workers' listing */
     char *client_id;      /* SET_CLIENT_ID value, NULL for '-' */
+    struct worker *worker; /* worker state, created by the first worker packet */
+    struct waiter *waiters; /* foreground jobs this client waits on */
     char ip[48];          /* peer address as text, for 'workers' */
 };
 
@@ -59,6 +63,11 @@ int peer_process(struct peer *p);
 /* peer_send queues one binary response packet with these arguments; the last argument is the
  * body tail (no NUL after it). Returns 0 or -1 (out of memory: the peer is being closed). */
 int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs);
+
+/* peer_send_ref queues a packet whose body is the arguments args[0..nargs) each followed by a
+ * NUL, then bytes [off, off+len) of blob b, shared rather than copied when large. */
+int peer_send_ref(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                  struct blob *b, size_t off, size_t len);
 
 /* peer_send_error queues an ERROR packet with gearmand's code and text. */
 int peer_send_error(struct peer *p, const char *code, const char *text);

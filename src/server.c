@@ -32,12 +32,37 @@ static void eng_close(struct engine *e, struct peer *p)
     conn_close((struct conn *)p);
 }
 
+static void close_listeners(struct server *s)
+{
+    for (int i = 0; i < s->nlis; i++) {
+        ev_io_stop(s->loop, &s->lis_io[i]);
+        close(s->lis[i].fd);
+    }
+    s->nlis = 0;
+    ev_timer_stop(s->loop, &s->resume_timer);
+}
+
+static void shutdown_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    struct server *s = w->data;
+    log_warn("graceful shutdown: %zu jobs still running after %.0fs; stopping",
+             s->eng.nrunning, s->cfg->shutdown_timeout);
+    ev_break(loop, EVBREAK_ALL);
+}
+
 static void eng_shutdown(struct engine *e, int graceful)
 {
     struct server *s = e->shell;
-    (void)graceful;
-    log_notice("shutdown requested");
-    ev_break(s->loop, EVBREAK_ALL);
+    s->stop_after_flush = 1;
+    if (!graceful)
+        return;
+    /* graceful: accept nothing new, assign nothing new, let running jobs finish */
+    e->shutting_down = 1;
+    close_listeners(s);
+    ev_timer_set(&s->shutdown_timer, s->cfg->shutdown_timeout, 0.);
+    ev_timer_start(s->loop, &s->shutdown_timer);
+    log_notice("graceful shutdown: waiting for %zu running jobs", e->nrunning);
 }
 
 static double eng_now(struct engine *e)
@@ -150,6 +175,29 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ------------------------------------------------------------ loop hooks */
 
+/* arm_job_timer points the job timer at the engine's earliest deadline. */
+static void arm_job_timer(struct server *s)
+{
+    double at = engine_next_timer(&s->eng);
+    if (at == s->job_timer_at)
+        return;
+    ev_timer_stop(s->loop, &s->job_timer);
+    s->job_timer_at = at;
+    if (at < 0)
+        return;
+    double delay = at - ev_now(s->loop);
+    ev_timer_set(&s->job_timer, delay > 0 ? delay : 0, 0.);
+    ev_timer_start(s->loop, &s->job_timer);
+}
+
+static void job_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    struct server *s = w->data;
+    s->job_timer_at = -1;
+    engine_run_timers(&s->eng, ev_now(loop));
+}
+
 static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
@@ -177,6 +225,11 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
             if (!d->closing)
                 conn_flush(d);
         }
+    }
+    arm_job_timer(s);
+    if (s->stop_after_flush && (!s->eng.shutting_down || s->eng.nrunning == 0)) {
+        ev_break(s->loop, EVBREAK_ALL);
+        return;
     }
     if (freed && s->paused && s->nconns < s->cfg->max_connections &&
         !ev_is_active(&s->resume_timer))
@@ -256,6 +309,11 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     }
     ev_timer_init(&s->resume_timer, resume_cb, 1.0, 0.);
     s->resume_timer.data = s;
+    ev_timer_init(&s->shutdown_timer, shutdown_timeout_cb, 0., 0.);
+    s->shutdown_timer.data = s;
+    ev_timer_init(&s->job_timer, job_timer_cb, 0., 0.);
+    s->job_timer.data = s;
+    s->job_timer_at = -1;
     ev_prepare_init(&s->flush_watcher, flush_cb);
     s->flush_watcher.data = s;
     ev_prepare_start(s->loop, &s->flush_watcher);
@@ -296,13 +354,12 @@ void server_destroy(struct server *s)
     }
     s->closing = NULL;
     s->dirty = NULL;
-    for (int i = 0; i < s->nlis; i++) {
-        ev_io_stop(s->loop, &s->lis_io[i]);
-        close(s->lis[i].fd);
-    }
+    close_listeners(s);
+    ev_timer_stop(s->loop, &s->shutdown_timer);
     if (s->cfg->unix_path != NULL)
         unlink(s->cfg->unix_path);
     ev_timer_stop(s->loop, &s->resume_timer);
+    ev_timer_stop(s->loop, &s->job_timer);
     ev_prepare_stop(s->loop, &s->flush_watcher);
     ev_signal_stop(s->loop, &s->sig_term);
     ev_signal_stop(s->loop, &s->sig_int);

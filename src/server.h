@@ -29,12 +29,16 @@ struct server {
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
     ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
+    ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
+    double job_timer_at;              /* the deadline job_timer is armed for, or -1 */
     ev_signal sig_term, sig_int, sig_hup; /* signal watchers */
     struct conn *dirty;               /* conns with output to flush (singly linked) */
     struct conn *closing;             /* conns to free (singly linked) */
     size_t nconns;                    /* open connections */
     char *rbuf;                       /* shared read buffer, SERVER_READ_SIZE bytes */
     int exit_code;                    /* what main returns */
+    int stop_after_flush;             /* admin shutdown: stop once replies are written */
+    ev_timer shutdown_timer;          /* bounds a graceful shutdown */
 };
 
 /* server_init opens the listeners and sets up the loop. Returns 0, or -1 with a message in err. */

@@ -1,0 +1,111 @@
+/* func: functions (job types), the workers that can do them, per-priority ready queues, and the
+ * scheduling decisions: which job a worker gets and which sleeping workers are woken. Pure. */
+#ifndef SPUR_FUNC_H
+#define SPUR_FUNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hmap.h"
+#include "job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct engine;
+struct peer;
+struct worker;
+
+/* struct func is one function name and its queues. */
+struct func {
+    struct hnode node;               /* engine->funcs, keyed by name */
+    struct job *head[PRIO_COUNT];    /* ready queue per priority, oldest first */
+    struct job *tail[PRIO_COUNT];    /* last ready job per priority */
+    uint32_t ready[PRIO_COUNT];      /* jobs in each ready queue */
+    uint32_t queued[PRIO_COUNT];     /* jobs not running (ready + future) per priority */
+    uint32_t running;                /* jobs assigned to workers */
+    uint32_t max_queue[PRIO_COUNT];  /* maxqueue limits, 0 = unlimited */
+    uint32_t nworkers;               /* workers that registered the function */
+    struct ability *workers;         /* circular list of those workers; the wake-up start */
+    struct func *next;               /* next function in creation order (engine->func_list) */
+    uint32_t name_len;               /* bytes in name */
+    char name[];                     /* the name, NUL-terminated */
+};
+
+/* func_total is what `status` calls TOTAL: jobs queued (ready or future) plus running. */
+static inline uint32_t func_total(const struct func *f)
+{
+    return f->queued[0] + f->queued[1] + f->queued[2] + f->running;
+}
+
+/* struct ability is one function one worker can do. */
+struct ability {
+    struct func *func;                  /* the function */
+    struct worker *worker;              /* the worker */
+    struct ability *fnext;              /* next in func's circular worker list */
+    struct ability *fprev;              /* previous in func's circular worker list */
+    struct ability *wnext;              /* next of the worker's abilities, in CAN_DO order */
+    struct ability *rnext[PRIO_COUNT];  /* worker's circular ready list per priority */
+    struct ability *rprev[PRIO_COUNT];  /* (linked iff func->ready[p] > 0) */
+    uint32_t timeout_ms;                /* CAN_DO_TIMEOUT, 0 = none */
+};
+
+/* struct worker is the worker side of a peer, created on its first worker packet. */
+struct worker {
+    struct peer *peer;                  /* the connection */
+    struct ability *abilities;          /* registered functions, CAN_DO order */
+    struct ability *abilities_tail;     /* last registered */
+    uint32_t nabilities;                /* count */
+    struct ability *ready[PRIO_COUNT];  /* round-robin cursor into each ready list */
+    struct job *running;                /* jobs assigned to it (job->next/prev) */
+    uint32_t nrunning;                  /* count */
+    uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
+    uint8_t noop_sent;                  /* woken with a NOOP since it slept */
+};
+
+/* func_get finds the function named name[0..len), creating it if create. NULL if absent or out
+ * of memory. */
+struct func *func_get(struct engine *e, const char *name, size_t len, int create);
+
+/* func_drop removes f, which must have no jobs and no workers, and frees it. */
+void func_drop(struct engine *e, struct func *f);
+
+/* func_free_all frees every function (at engine teardown). */
+void func_free_all(struct engine *e);
+
+/* func_push makes a job in limbo ready: appends it to its priority queue (or puts it first if
+ * at_head), and wakes sleeping workers. */
+void func_push(struct engine *e, struct job *j, int at_head);
+
+/* func_unlink removes a ready job from its queue into limbo. */
+void func_unlink(struct engine *e, struct job *j);
+
+/* func_take returns the job worker w should run next and removes it from its queue: highest
+ * priority across all w's functions, FIFO within one function, round-robin across functions of
+ * the same priority. *via gets the ability it was taken through. NULL if none is ready. O(1). */
+struct job *func_take(struct engine *e, struct worker *w, struct ability **via);
+
+/* func_has_work reports whether any of w's functions has a ready job. */
+int func_has_work(const struct worker *w);
+
+/* worker_get returns p's worker state, creating it. NULL when out of memory. */
+struct worker *worker_get(struct peer *p);
+
+/* worker_find returns w's ability for f, or NULL. */
+struct ability *worker_find(const struct worker *w, const struct func *f);
+
+/* worker_add registers f for w (updating the timeout if already there). Returns the ability or
+ * NULL when out of memory. */
+struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, uint32_t timeout_ms);
+
+/* worker_remove unregisters a from its worker. */
+void worker_remove(struct engine *e, struct ability *a);
+
+/* worker_free unregisters everything and frees w (its running jobs must be handled first). */
+void worker_free(struct engine *e, struct worker *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* hmap: an intrusive chained hash table. Objects embed a struct hnode; the caller hashes keys and
+ * compares them while walking a chain, so one table type serves every key. Pure, no I/O. */
+#ifndef SPUR_HMAP_H
+#define SPUR_HMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* struct hnode is embedded in each object stored in a table. */
+struct hnode {
+    struct hnode *next; /* next node in the same bucket */
+    uint64_t hash;      /* the key's full hash, kept for resizing and quick compares */
+};
+
+/* struct hmap is the table. Zero-initialised is a valid empty table. */
+struct hmap {
+    struct hnode **buckets; /* nbuckets chain heads */
+    size_t nbuckets;        /* a power of two, or 0 before the first insert */
+    size_t count;           /* nodes stored */
+};
+
+/* hmap_insert adds n with hash h (duplicates allowed). Grows the table when count > nbuckets.
+ * Returns 0, or -1 when out of memory (n is then not inserted). */
+int hmap_insert(struct hmap *m, struct hnode *n, uint64_t h);
+
+/* hmap_remove unlinks n, which must be in m. */
+void hmap_remove(struct hmap *m, struct hnode *n);
+
+/* hmap_chain returns the first node of the bucket for hash h (NULL if none); walk with ->next
+ * and compare ->hash and the key. */
+static inline struct hnode *hmap_chain(const struct hmap *m, uint64_t h)
+{
+    return m->nbuckets ? m->buckets[h & (m->nbuckets - 1)] : NULL;
+}
+
+/* hmap_free frees the bucket array (not the nodes). */
+void hmap_free(struct hmap *m);
+
+/* hmap_hash_bytes hashes n bytes (64-bit FNV-1a mixed with a seed). */
+uint64_t hmap_hash_bytes(const void *p, size_t n, uint64_t seed);
+
+/* hmap_mix64 scrambles an integer key into a well-distributed hash. */
+static inline uint64_t hmap_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,259 @@
+/* job: jobs, their indexes, handles, and the clients waiting on them. */
+#include "job.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "func.h"
+#include "peer.h"
+
+size_t job_handle(const struct engine *e, const struct job *j, char *out)
+{
+    memcpy(out, e->prefix, e->prefix_len);
+    out[e->prefix_len] = ':';
+    int n = snprintf(out + e->prefix_len + 1, 24, "%" PRIu64, j->id);
+    return e->prefix_len + 1 + (size_t)n;
+}
+
+struct job *job_find_handle(struct engine *e, const char *h, size_t len)
+{
+    size_t pl = e->prefix_len;
+    if (len < pl + 2 || len > pl + 21 || memcmp(h, e->prefix, pl) != 0 || h[pl] != ':')
+        return NULL;
+    const char *d = h + pl + 1;
+    size_t dl = len - pl - 1;
+    if (d[0] == '0') /* handles never have leading zeros */
+        return NULL;
+    uint64_t id = 0;
+    for (size_t i = 0; i < dl; i++) {
+        if (d[i] < '0' || d[i] > '9')
+            return NULL;
+        uint64_t next = id * 10 + (uint64_t)(d[i] - '0');
+        if (next / 10 != id)
+            return NULL;
+        id = next;
+    }
+    uint64_t hash = hmap_mix64(id);
+    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hash); n != NULL; n = n->next) {
+        struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
+        if (j->id == id)
+            return j;
+    }
+    return NULL;
+}
+
+/* is_dash reports whether the unique is the single byte "-" (coalesce on payload). */
+static int is_dash(const char *u, size_t ulen) { return ulen == 1 && u[0] == '-'; }
+
+/* unique_hash hashes the unique, or the payload for "-". */
+static uint64_t unique_hash(const struct engine *e, const char *u, size_t ulen, const char *data,
+                            size_t dlen)
+{
+    if (is_dash(u, ulen))
+        return hmap_hash_bytes(data, dlen, e->seed ^ 0x2d);
+    return hmap_hash_bytes(u, ulen, e->seed);
+}
+
+static struct job *from_unique_node(struct hnode *n)
+{
+    return (struct job *)((char *)n - offsetof(struct job, by_unique));
+}
+
+struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
+                            const char *data, size_t dlen)
+{
+    if (ulen == 0 || (is_dash(u, ulen) && dlen == 0))
+        return NULL;
+    uint64_t h = unique_hash(e, u, ulen, data, dlen);
+    int dash = is_dash(u, ulen);
+    for (struct hnode *n = hmap_chain(&e->jobs_by_unique, h); n != NULL; n = n->next) {
+        struct job *j = from_unique_node(n);
+        if (n->hash != h || j->func != f || j->unique_len != ulen ||
+            memcmp(job_unique(j), u, ulen) != 0)
+            continue;
+        if (dash && (job_payload_len(j) != dlen || memcmp(job_payload(j), data, dlen) != 0))
+            continue;
+        return j;
+    }
+    return NULL;
+}
+
+struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen)
+{
+    if (ulen == 0)
+        return NULL;
+    uint64_t h = hmap_hash_bytes(u, ulen, e->seed);
+    for (struct hnode *n = hmap_chain(&e->jobs_by_unique, h); n != NULL; n = n->next) {
+        struct job *j = from_unique_node(n);
+        if (n->hash == h && j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0 &&
+            !is_dash(u, ulen))
+            return j;
+    }
+    return NULL;
+}
+
+struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int background,
+                    const char *u, size_t ulen, const char *reducer, size_t rlen,
+                    const char *data, size_t dlen)
+{
+    assert(ulen <= UINT16_MAX && rlen <= UINT16_MAX);
+    struct job *j = calloc(1, sizeof *j);
+    if (j == NULL)
+        return NULL;
+    j->data = blob_new(ulen + rlen + dlen);
+    if (j->data == NULL) {
+        free(j);
+        return NULL;
+    }
+    char *p = j->data->data;
+    if (ulen)
+        memcpy(p, u, ulen);
+    if (rlen)
+        memcpy(p + ulen, reducer, rlen);
+    if (dlen)
+        memcpy(p + ulen + rlen, data, dlen);
+    j->data->len = (uint32_t)(ulen + rlen + dlen);
+    j->unique_len = (uint16_t)ulen;
+    j->reducer_len = (uint16_t)rlen;
+    j->func = f;
+    j->prio = (uint8_t)prio;
+    j->flags = background ? JOB_BACKGROUND : 0;
+    j->timer.index = HEAP_NONE;
+    j->state = JOB_LIMBO;
+    j->id = e->next_id++;
+    if (hmap_insert(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id)) != 0)
+        goto fail;
+    if (ulen > 0 && !(is_dash(u, ulen) && dlen == 0) &&
+        hmap_insert(&e->jobs_by_unique, &j->by_unique, unique_hash(e, u, ulen, data, dlen)) != 0) {
+        hmap_remove(&e->jobs_by_id, &j->by_id);
+        goto fail;
+    }
+    e->njobs++;
+    return j;
+fail:
+    blob_unref(j->data);
+    free(j);
+    return NULL;
+}
+
+int job_add_waiter(struct job *j, struct peer *client)
+{
+    struct waiter *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return -1;
+    w->job = j;
+    w->client = client;
+    w->jnext = j->waiters;
+    if (j->waiters)
+        j->waiters->jprev = w;
+    j->waiters = w;
+    w->pnext = client->waiters;
+    if (client->waiters)
+        client->waiters->pprev = w;
+    client->waiters = w;
+    return 0;
+}
+
+void job_remove_waiter(struct waiter *w)
+{
+    if (w->jprev)
+        w->jprev->jnext = w->jnext;
+    else
+        w->job->waiters = w->jnext;
+    if (w->jnext)
+        w->jnext->jprev = w->jprev;
+    if (w->pprev)
+        w->pprev->pnext = w->pnext;
+    else
+        w->client->waiters = w->pnext;
+    if (w->pnext)
+        w->pnext->pprev = w->pprev;
+    free(w);
+}
+
+uint32_t job_nwaiters(const struct job *j)
+{
+    uint32_t n = 0;
+    for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        n++;
+    return n;
+}
+
+void job_detach(struct engine *e, struct job *j)
+{
+    struct func *f = j->func;
+    switch (j->state) {
+    case JOB_READY:
+        func_unlink(e, j);
+        break;
+    case JOB_FUTURE:
+        heap_remove(&e->timers, &j->timer);
+        f->queued[j->prio]--;
+        break;
+    case JOB_RUNNING: {
+        struct worker *w = j->worker;
+        if (j->prev)
+            j->prev->next = j->next;
+        else
+            w->running = j->next;
+        if (j->next)
+            j->next->prev = j->prev;
+        w->nrunning--;
+        f->running--;
+        e->nrunning--;
+        heap_remove(&e->timers, &j->timer);
+        break;
+    }
+    case JOB_LIMBO:
+        break;
+    }
+    j->next = j->prev = NULL;
+    j->worker = NULL;
+    j->state = JOB_LIMBO;
+}
+
+int job_defer(struct engine *e, struct job *j, double at)
+{
+    assert(j->state == JOB_LIMBO);
+    if (heap_push(&e->timers, &j->timer, at) != 0)
+        return -1;
+    j->state = JOB_FUTURE;
+    j->func->queued[j->prio]++;
+    return 0;
+}
+
+void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms)
+{
+    assert(j->state == JOB_LIMBO);
+    j->state = JOB_RUNNING;
+    j->worker = w;
+    j->prev = NULL;
+    j->next = w->running;
+    if (w->running)
+        w->running->prev = j;
+    w->running = j;
+    w->nrunning++;
+    j->func->running++;
+    e->nrunning++;
+    if (timeout_ms > 0)
+        heap_push(&e->timers, &j->timer, engine_now(e) + timeout_ms / 1000.0);
+}
+
+void job_free(struct engine *e, struct job *j)
+{
+    job_detach(e, j);
+    hmap_remove(&e->jobs_by_id, &j->by_id);
+    if (j->unique_len > 0 && !(is_dash(job_unique(j), j->unique_len) && job_payload_len(j) == 0))
+        hmap_remove(&e->jobs_by_unique, &j->by_unique);
+    if ((j->flags & JOB_STORED) && e->store != NULL)
+        e->store->done(e->store_ctx, j);
+    while (j->waiters != NULL)
+        job_remove_waiter(j->waiters);
+    blob_unref(j->data);
+    e->njobs--;
+    free(j);
+}

@@ -1,0 +1,134 @@
+/* job: jobs, their indexes (by handle number and by function+unique), handles, and the clients
+ * waiting on them. Pure: replies go through peer_send, never a socket. */
+#ifndef SPUR_JOB_H
+#define SPUR_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blob.h"
+#include "heap.h"
+#include "hmap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct engine;
+struct func;
+struct peer;
+struct worker;
+
+/* Priorities, in the order workers are served. */
+enum job_prio { PRIO_HIGH = 0, PRIO_NORMAL = 1, PRIO_LOW = 2, PRIO_COUNT = 3 };
+
+/* Where a job is. */
+enum job_state {
+    JOB_READY = 0, /* in its function's ready queue */
+    JOB_FUTURE,    /* waiting in the timer heap for its epoch / schedule time */
+    JOB_RUNNING,   /* assigned to a worker */
+    JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
+};
+
+/* Job flags. */
+enum {
+    JOB_BACKGROUND = 1u << 0, /* submitted in the background (kept without clients) */
+    JOB_STORED = 1u << 1,     /* added to the durable store; done must be called */
+};
+
+/* struct waiter links one foreground submit to its job (a client may have several). */
+struct waiter {
+    struct job *job;      /* the job waited on */
+    struct peer *client;  /* the client connection */
+    struct waiter *jnext; /* next waiter of the same job */
+    struct waiter *jprev; /* previous waiter of the same job */
+    struct waiter *pnext; /* next waiter of the same client */
+    struct waiter *pprev; /* previous waiter of the same client */
+};
+
+/* struct job is one unit of work. */
+struct job {
+    struct hnode by_id;       /* engine->jobs_by_id */
+    struct hnode by_unique;   /* engine->jobs_by_unique, when the job has a unique */
+    struct heap_entry timer;  /* due time (JOB_FUTURE) or CAN_DO_TIMEOUT deadline (running) */
+    struct job *next;         /* ready queue or the worker's running list */
+    struct job *prev;         /* ready queue or the worker's running list */
+    uint64_t id;              /* the number in the handle */
+    struct func *func;        /* the function */
+    struct blob *data;        /* unique, then reducer, then payload */
+    struct waiter *waiters;   /* foreground clients attached */
+    struct worker *worker;    /* the worker running it, or NULL */
+    uint32_t num;             /* last WORK_STATUS numerator */
+    uint32_t den;             /* last WORK_STATUS denominator */
+    uint16_t unique_len;      /* bytes of unique at data->data */
+    uint16_t reducer_len;     /* bytes of reducer after the unique */
+    uint8_t prio;             /* enum job_prio */
+    uint8_t state;            /* enum job_state */
+    uint8_t flags;            /* JOB_* */
+    uint8_t retries;          /* times re-queued after losing its worker */
+};
+
+/* job_unique / job_reducer / job_payload return borrowed pointers into the job's data blob. */
+static inline const char *job_unique(const struct job *j) { return j->data->data; }
+static inline const char *job_reducer(const struct job *j) { return j->data->data + j->unique_len; }
+static inline const char *job_payload(const struct job *j)
+{
+    return j->data->data + j->unique_len + j->reducer_len;
+}
+static inline size_t job_payload_off(const struct job *j)
+{
+    return (size_t)j->unique_len + j->reducer_len;
+}
+static inline size_t job_payload_len(const struct job *j)
+{
+    return j->data->len - job_payload_off(j);
+}
+
+/* job_handle writes the job's handle (prefix:id) into out (at least 72 bytes); returns its length. */
+size_t job_handle(const struct engine *e, const struct job *j, char *out);
+
+/* job_find_handle returns the live job whose handle is h[0..len), or NULL. */
+struct job *job_find_handle(struct engine *e, const char *h, size_t len);
+
+/* job_find_unique returns the live job of f with this unique (for the unique "-", the one whose
+ * payload equals data), or NULL. An empty unique never matches. */
+struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
+                            const char *data, size_t dlen);
+
+/* job_find_unique_any returns a live job of any function with this unique, or NULL. */
+struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen);
+
+/* job_new creates a job of f (not yet queued) with the next handle number, copying unique,
+ * reducer and payload into one blob. Returns NULL when out of memory. */
+struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int background,
+                    const char *u, size_t ulen, const char *reducer, size_t rlen,
+                    const char *data, size_t dlen);
+
+/* job_add_waiter attaches client to j (a foreground submit). Returns 0 or -1 (no memory). */
+int job_add_waiter(struct job *j, struct peer *client);
+
+/* job_remove_waiter detaches and frees w. */
+void job_remove_waiter(struct waiter *w);
+
+/* job_nwaiters counts the foreground clients attached to j. */
+uint32_t job_nwaiters(const struct job *j);
+
+/* job_detach takes j out of its ready queue, the timer heap or its worker's running list, into
+ * JOB_LIMBO, keeping the function's counters right. */
+void job_detach(struct engine *e, struct job *j);
+
+/* job_defer puts a job in limbo into the timer heap until at (JOB_FUTURE). Returns 0 or -1. */
+int job_defer(struct engine *e, struct job *j, double at);
+
+/* job_start assigns a job in limbo to worker w (JOB_RUNNING), arming its CAN_DO_TIMEOUT deadline
+ * when timeout_ms > 0. */
+void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
+
+/* job_free removes j from every index, queue, heap and list, tells the store it is done if it was
+ * stored, detaches its waiters (sending nothing) and frees it. */
+void job_free(struct engine *e, struct job *j);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
