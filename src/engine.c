@@ -1,6 +1,7 @@
 /* engine: the server's pure state and the seam to the I/O shell. */
 #include "engine.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cmd.h"
 #include "func.h"
 #include "job.h"
+#include "peer.h"
 
 int engine_init(struct engine *e, const struct config *cfg, const struct engine_ops *ops,
                 void *shell)
@@ -74,4 +76,126 @@ void engine_run_timers(struct engine *e, double now)
             cmd_job_timeout(e, j);
         }
     }
+}
+
+/* fail formats an invariant violation. */
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* check_func verifies one function's queues and counters against its jobs. */
+static int check_func(const struct engine *e, const struct func *f, const size_t *future,
+                      const size_t *running, char *err, size_t errlen)
+{
+    for (int p = 0; p < PRIO_COUNT; p++) {
+        uint32_t n = 0;
+        const struct job *prev = NULL;
+        for (const struct job *j = f->head[p]; j != NULL; j = j->next) {
+            if (j->state != JOB_READY || j->func != f || j->prio != p || j->prev != prev)
+                return fail(err, errlen, "%s: bad job %llu in ready queue %d", f->name,
+                            (unsigned long long)j->id, p);
+            prev = j;
+            n++;
+        }
+        if (f->tail[p] != prev)
+            return fail(err, errlen, "%s: tail of queue %d is wrong", f->name, p);
+        if (n != f->ready[p])
+            return fail(err, errlen, "%s: ready[%d]=%u but queue holds %u", f->name, p,
+                        f->ready[p], n);
+        if (f->queued[p] != n + future[p])
+            return fail(err, errlen, "%s: queued[%d]=%u but %u ready + %zu future", f->name, p,
+                        f->queued[p], n, future[p]);
+    }
+    if (f->running != *running)
+        return fail(err, errlen, "%s: running=%u but %zu jobs run", f->name, f->running, *running);
+    uint32_t nw = 0;
+    const struct ability *a = f->workers;
+    if (a != NULL) {
+        do {
+            if (a->func != f)
+                return fail(err, errlen, "%s: foreign ability in worker list", f->name);
+            for (int p = 0; p < PRIO_COUNT; p++)
+                if ((a->rnext[p] != NULL) != (f->ready[p] > 0))
+                    return fail(err, errlen, "%s: ready list link %d disagrees with queue",
+                                f->name, p);
+            nw++;
+            a = a->fnext;
+        } while (a != f->workers);
+    }
+    if (nw != f->nworkers)
+        return fail(err, errlen, "%s: nworkers=%u but %u linked", f->name, f->nworkers, nw);
+    (void)e;
+    return 0;
+}
+
+int engine_check(const struct engine *e, char *err, size_t errlen)
+{
+    size_t nfunc = 0;
+    for (const struct func *f = e->func_list; f != NULL; f = f->next)
+        nfunc++;
+    if (nfunc != e->funcs.count)
+        return fail(err, errlen, "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
+    int rc = 0;
+    for (const struct func *f = e->func_list; f != NULL && rc == 0; f = f->next) {
+        size_t future[PRIO_COUNT] = {0, 0, 0}, running = 0;
+        for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
+            for (const struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next) {
+                const struct job *j = (const struct job *)((const char *)n -
+                                                           offsetof(struct job, by_id));
+                if (j->func != f)
+                    continue;
+                if (j->state == JOB_FUTURE)
+                    future[j->prio]++;
+                else if (j->state == JOB_RUNNING)
+                    running++;
+                else if (j->state == JOB_LIMBO)
+                    return fail(err, errlen, "job %llu left in limbo",
+                                (unsigned long long)j->id);
+                if (j->state == JOB_FUTURE && j->timer.index == HEAP_NONE)
+                    return fail(err, errlen, "future job %llu has no timer",
+                                (unsigned long long)j->id);
+                if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) &&
+                    j->state != JOB_RUNNING)
+                    return fail(err, errlen, "foreground job %llu queued with no client",
+                                (unsigned long long)j->id);
+            }
+        rc = check_func(e, f, future, &running, err, errlen);
+    }
+    if (rc != 0)
+        return rc;
+    if (e->jobs_by_id.count != e->njobs)
+        return fail(err, errlen, "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
+    size_t total_running = 0;
+    for (const struct func *f = e->func_list; f != NULL; f = f->next)
+        total_running += f->running;
+    if (total_running != e->nrunning)
+        return fail(err, errlen, "nrunning=%zu but functions count %zu", e->nrunning,
+                    total_running);
+    const struct peer *p = e->peers;
+    if (p != NULL) {
+        do {
+            if (p->worker != NULL) {
+                uint32_t n = 0;
+                for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
+                    if (j->state != JOB_RUNNING || j->worker != p->worker)
+                        return fail(err, errlen, "fd %d: bad job in running list", p->fd);
+                    n++;
+                }
+                if (n != p->worker->nrunning)
+                    return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
+            }
+            for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
+                if (w->client != p)
+                    return fail(err, errlen, "fd %d: waiter of another client", p->fd);
+            p = p->next;
+        } while (p != e->peers);
+    }
+    return 0;
 }

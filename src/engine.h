@@ -81,6 +81,11 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 /* engine_destroy frees everything e holds. Peers must have been removed first. */
 void engine_destroy(struct engine *e);
 
+/* engine_check verifies the engine's invariants by walking every structure: each job is in
+ * exactly one place, every counter matches its queue, ready lists match non-empty queues.
+ * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests. */
+int engine_check(const struct engine *e, char *err, size_t errlen);
+
 /* engine_now returns the current wall-clock time in seconds, from the shell. */
 double engine_now(struct engine *e);
 

@@ -1,0 +1,88 @@
+// Unit tests for the intrusive hash table and the deadline heap.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+extern "C" {
+#include "heap.h"
+#include "hmap.h"
+}
+
+namespace {
+struct Item {
+    hnode node;
+    uint64_t key;
+};
+Item *find(hmap *m, uint64_t key)
+{
+    uint64_t h = hmap_mix64(key);
+    for (hnode *n = hmap_chain(m, h); n; n = n->next)
+        if (n->hash == h && ((Item *)n)->key == key)
+            return (Item *)n;
+    return nullptr;
+}
+struct Timed {
+    heap_entry e;
+};
+} // namespace
+
+TEST(Hmap, InsertFindRemoveAcrossGrowth)
+{
+    hmap m = {};
+    std::vector<Item> items(5000);
+    for (size_t i = 0; i < items.size(); i++) {
+        items[i].key = i * 7919;
+        ASSERT_EQ(hmap_insert(&m, &items[i].node, hmap_mix64(items[i].key)), 0);
+    }
+    EXPECT_EQ(m.count, 5000u);
+    EXPECT_GE(m.nbuckets, 4096u);
+    for (size_t i = 0; i < items.size(); i++)
+        ASSERT_EQ(find(&m, i * 7919), &items[i]);
+    EXPECT_EQ(find(&m, 1), nullptr);
+    for (size_t i = 0; i < items.size(); i += 2)
+        hmap_remove(&m, &items[i].node);
+    EXPECT_EQ(m.count, 2500u);
+    for (size_t i = 0; i < items.size(); i++)
+        EXPECT_EQ(find(&m, i * 7919) != nullptr, i % 2 == 1) << i;
+    hmap_free(&m);
+}
+
+TEST(Hmap, EmptyTableLookupsAreSafe)
+{
+    hmap m = {};
+    EXPECT_EQ(hmap_chain(&m, 42), nullptr);
+    hmap_free(&m);
+}
+
+TEST(Hmap, HashBytesDependsOnSeedAndContent)
+{
+    EXPECT_EQ(hmap_hash_bytes("abc", 3, 1), hmap_hash_bytes("abc", 3, 1));
+    EXPECT_NE(hmap_hash_bytes("abc", 3, 1), hmap_hash_bytes("abd", 3, 1));
+    EXPECT_NE(hmap_hash_bytes("abc", 3, 1), hmap_hash_bytes("abc", 3, 2));
+}
+
+TEST(Heap, PopsInDeadlineOrderWithRemovals)
+{
+    heap h = {};
+    std::vector<Timed> t(1000);
+    std::mt19937 rng(7);
+    for (auto &x : t) {
+        x.e.index = HEAP_NONE;
+        ASSERT_EQ(heap_push(&h, &x.e, (double)(rng() % 100000)), 0);
+    }
+    for (size_t i = 0; i < t.size(); i += 3)
+        heap_remove(&h, &t[i].e);
+    for (size_t i = 0; i < t.size(); i += 3)
+        EXPECT_EQ(t[i].e.index, HEAP_NONE);
+    std::vector<double> got;
+    while (heap_entry *top = heap_top(&h)) {
+        got.push_back(top->at);
+        heap_remove(&h, top);
+    }
+    EXPECT_EQ(got.size(), 1000u - 334u);
+    EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+    heap_remove(&h, &t[1].e); // removing an absent entry is a no-op
+    heap_free(&h);
+}

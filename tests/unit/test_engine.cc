@@ -1,0 +1,491 @@
+// Unit tests for the job engine, driven through peers with the fake shell (no sockets).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fake_shell.h"
+
+extern "C" {
+#include "func.h"
+#include "job.h"
+}
+
+using std::string;
+
+namespace {
+
+struct Pkt {
+    uint32_t cmd;
+    std::vector<string> args; // body split on NUL
+    string body;
+};
+
+// parse splits a reply stream into packets.
+std::vector<Pkt> parse(const string &s)
+{
+    std::vector<Pkt> out;
+    size_t off = 0;
+    while (off + 12 <= s.size()) {
+        EXPECT_EQ(s.substr(off, 4), string("\0RES", 4));
+        Pkt p;
+        p.cmd = proto_get32(s.data() + off + 4);
+        uint32_t size = proto_get32(s.data() + off + 8);
+        p.body = s.substr(off + 12, size);
+        size_t start = 0;
+        for (size_t i = 0; i <= p.body.size(); i++)
+            if (i == p.body.size() || p.body[i] == '\0') {
+                p.args.push_back(p.body.substr(start, i - start));
+                start = i + 1;
+            }
+        out.push_back(p);
+        off += 12 + size;
+    }
+    EXPECT_EQ(off, s.size());
+    return out;
+}
+
+string join(std::initializer_list<string> parts)
+{
+    string s;
+    bool first = true;
+    for (auto &p : parts) {
+        if (!first)
+            s += '\0';
+        s += p;
+        first = false;
+    }
+    return s;
+}
+
+} // namespace
+
+class EngineTest : public ::testing::Test {
+  protected:
+    FakeShell f;
+    void SetUp() override
+    {
+        f.cfg.job_handle_prefix = strdup("H:t");
+        f.start();
+    }
+    void TearDown() override { check(); }
+
+    void check()
+    {
+        char err[256];
+        ASSERT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    }
+    void send(peer *p, uint32_t cmd, const string &body)
+    {
+        ASSERT_EQ(FakeShell::feed(p, FakeShell::req(cmd, body)), 0);
+        check();
+    }
+    std::vector<Pkt> recv(peer *p) { return parse(FakeShell::take(p)); }
+
+    // submit sends a submit packet and returns the handle from JOB_CREATED.
+    string submit(peer *c, uint32_t cmd, const string &fn, const string &uq, const string &data)
+    {
+        send(c, cmd, join({fn, uq, data}));
+        auto r = recv(c);
+        EXPECT_EQ(r.size(), 1u);
+        if (r.empty())
+            return "";
+        EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_CREATED) << r[0].body;
+        return r[0].body;
+    }
+    // grab asks for a job and returns the JOB_ASSIGN_UNIQ arguments (empty on NO_JOB).
+    std::vector<string> grab(peer *w)
+    {
+        send(w, CMD_GRAB_JOB_UNIQ, "");
+        auto r = recv(w);
+        EXPECT_EQ(r.size(), 1u);
+        if (r.empty() || r[0].cmd == CMD_NO_JOB)
+            return {};
+        EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+        return r[0].args;
+    }
+};
+
+TEST_F(EngineTest, SubmitGrabCompleteDeliversResult)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "rev");
+    string h = submit(c, CMD_SUBMIT_JOB, "rev", "u1", "hello");
+    EXPECT_EQ(h.rfind("H:t:", 0), 0u);
+    auto a = grab(w);
+    ASSERT_EQ(a.size(), 4u);
+    EXPECT_EQ(a[0], h);
+    EXPECT_EQ(a[1], "rev");
+    EXPECT_EQ(a[2], "u1");
+    EXPECT_EQ(a[3], "hello");
+    send(w, CMD_WORK_COMPLETE, join({h, "olleh"}));
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_WORK_COMPLETE);
+    EXPECT_EQ(r[0].body, join({h, "olleh"}));
+    EXPECT_EQ(f.eng.njobs, 0u);
+    EXPECT_TRUE(grab(w).empty());
+}
+
+TEST_F(EngineTest, PriorityIsGlobalAcrossFunctions)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "a");
+    send(w, CMD_CAN_DO, "b");
+    submit(c, CMD_SUBMIT_JOB_LOW_BG, "b", "", "low-b");
+    submit(c, CMD_SUBMIT_JOB_BG, "b", "", "norm-b");
+    submit(c, CMD_SUBMIT_JOB_HIGH_BG, "a", "", "high-a");
+    submit(c, CMD_SUBMIT_JOB_LOW_BG, "a", "", "low-a");
+    std::vector<string> order;
+    for (int i = 0; i < 4; i++) {
+        auto a = grab(w);
+        ASSERT_EQ(a.size(), 4u);
+        order.push_back(a[3]);
+        send(w, CMD_WORK_COMPLETE, join({a[0], ""}));
+    }
+    EXPECT_EQ(order, (std::vector<string>{"high-a", "norm-b", "low-b", "low-a"}));
+}
+
+TEST_F(EngineTest, RoundRobinAcrossFunctionsOfOnePriority)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "a");
+    send(w, CMD_CAN_DO, "b");
+    for (int i = 0; i < 3; i++)
+        submit(c, CMD_SUBMIT_JOB_BG, "a", "", "a" + std::to_string(i));
+    for (int i = 0; i < 3; i++)
+        submit(c, CMD_SUBMIT_JOB_BG, "b", "", "b" + std::to_string(i));
+    string order;
+    for (int i = 0; i < 6; i++) {
+        auto a = grab(w);
+        ASSERT_EQ(a.size(), 4u);
+        order += a[3] + " ";
+    }
+    EXPECT_EQ(order, "a0 b0 a1 b1 a2 b2 ");
+}
+
+TEST_F(EngineTest, CoalescedClientsAllGetResults)
+{
+    peer *c1 = f.connect();
+    peer *c2 = f.connect();
+    peer *w = f.connect();
+    string h1 = submit(c1, CMD_SUBMIT_JOB, "f", "same", "x");
+    string h2 = submit(c2, CMD_SUBMIT_JOB, "f", "same", "other payload ignored");
+    EXPECT_EQ(h1, h2);
+    EXPECT_NE(submit(c2, CMD_SUBMIT_JOB, "g", "same", "x"), h1) << "unique is per function";
+    send(w, CMD_CAN_DO, "f");
+    auto a = grab(w);
+    ASSERT_EQ(a.size(), 4u);
+    EXPECT_EQ(a[3], "x");
+    send(w, CMD_WORK_DATA, join({h1, "part"}));
+    send(w, CMD_WORK_COMPLETE, join({h1, "done"}));
+    for (peer *c : {c1, c2}) {
+        auto r = recv(c);
+        ASSERT_EQ(r.size(), 2u);
+        EXPECT_EQ(r[0].cmd, (uint32_t)CMD_WORK_DATA);
+        EXPECT_EQ(r[1].cmd, (uint32_t)CMD_WORK_COMPLETE);
+    }
+}
+
+TEST_F(EngineTest, EmptyUniqueNeverCoalescesDashCoalescesOnPayload)
+{
+    peer *c = f.connect();
+    EXPECT_NE(submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x"), submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x"));
+    string d1 = submit(c, CMD_SUBMIT_JOB_BG, "f", "-", "same");
+    EXPECT_EQ(submit(c, CMD_SUBMIT_JOB_BG, "f", "-", "same"), d1);
+    EXPECT_NE(submit(c, CMD_SUBMIT_JOB_BG, "f", "-", "diff"), d1);
+}
+
+TEST_F(EngineTest, UniqueOf64BytesCoalescesAnd65IsRejected)
+{
+    peer *c = f.connect();
+    string u64(64, 'u');
+    EXPECT_EQ(submit(c, CMD_SUBMIT_JOB_BG, "f", u64, "1"), submit(c, CMD_SUBMIT_JOB_BG, "f", u64, "2"));
+    send(c, CMD_SUBMIT_JOB_BG, join({"f", string(65, 'u'), "x"}));
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_ERROR);
+    EXPECT_EQ(r[0].body, join({"ARGUMENT_TOO_LARGE", "Unique value too large"}));
+}
+
+TEST_F(EngineTest, WorkerLossRequeuesToFrontAndClientGetsNewResult)
+{
+    peer *c = f.connect();
+    peer *w1 = f.connect();
+    peer *w2 = f.connect();
+    send(w1, CMD_CAN_DO, "f");
+    send(w2, CMD_CAN_DO, "f");
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "", "first");
+    submit(c, CMD_SUBMIT_JOB, "f", "", "second");
+    ASSERT_EQ(grab(w1)[3], "first");
+    f.disconnect(w1);
+    check();
+    auto a = grab(w2);
+    ASSERT_EQ(a.size(), 4u);
+    EXPECT_EQ(a[3], "first") << "a re-queued job keeps its place";
+    send(w2, CMD_WORK_COMPLETE, join({h, "ok"}));
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].body, join({h, "ok"}));
+}
+
+TEST_F(EngineTest, RetriesExhaustedFailsTheJob)
+{
+    f.cfg.job_retries = 1;
+    peer *c = f.connect();
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
+    for (int attempt = 0; attempt < 2; attempt++) {
+        peer *w = f.connect();
+        send(w, CMD_CAN_DO, "f");
+        ASSERT_EQ(grab(w).size(), 4u) << attempt;
+        f.disconnect(w);
+        check();
+    }
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_WORK_FAIL);
+    EXPECT_EQ(r[0].body, h);
+    EXPECT_EQ(f.eng.njobs, 0u);
+}
+
+TEST_F(EngineTest, ZeroRetriesFailsOnFirstLoss)
+{
+    f.cfg.job_retries = 0;
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
+    ASSERT_EQ(grab(w).size(), 4u);
+    send(w, CMD_RESET_ABILITIES, "");
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_WORK_FAIL);
+}
+
+TEST_F(EngineTest, CanDoTimeoutFailsJobAndLateResultIsNotFound)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO_TIMEOUT, join({"f", "1500"}));
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
+    ASSERT_EQ(grab(w).size(), 4u);
+    f.clock += 1.0;
+    engine_run_timers(&f.eng, f.clock);
+    EXPECT_TRUE(recv(c).empty()) << "not yet";
+    f.clock += 1.0;
+    engine_run_timers(&f.eng, f.clock);
+    check();
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_WORK_FAIL);
+    send(w, CMD_WORK_COMPLETE, join({h, "late"}));
+    auto e = recv(w);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0].body, join({"JOB_NOT_FOUND", "Job given in work result not found"}));
+}
+
+TEST_F(EngineTest, CompletedJobLeavesNoTimer)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO_TIMEOUT, join({"f", "100"}));
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
+    ASSERT_EQ(grab(w).size(), 4u);
+    send(w, CMD_WORK_COMPLETE, join({h, "done"}));
+    EXPECT_LT(engine_next_timer(&f.eng), 0) << "the timer died with its job";
+    f.clock += 10;
+    engine_run_timers(&f.eng, f.clock);
+    EXPECT_EQ(recv(c).size(), 1u) << "only the WORK_COMPLETE";
+}
+
+TEST_F(EngineTest, EpochJobWaitsThenWakesSleepingWorker)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    string when = std::to_string((long long)f.clock + 5);
+    send(c, CMD_SUBMIT_JOB_EPOCH, join({"f", "", when, "later"}));
+    ASSERT_EQ(recv(c).size(), 1u);
+    EXPECT_TRUE(grab(w).empty()) << "not due yet";
+    send(w, CMD_PRE_SLEEP, "");
+    EXPECT_TRUE(recv(w).empty()) << "no NOOP for a job that is not due";
+    EXPECT_DOUBLE_EQ(engine_next_timer(&f.eng), f.clock + 5);
+    f.clock += 5;
+    engine_run_timers(&f.eng, f.clock);
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+    EXPECT_EQ(grab(w)[3], "later");
+}
+
+TEST_F(EngineTest, SleepingWorkerGetsOneNoopUntilItGrabs)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    send(w, CMD_PRE_SLEEP, "");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "1");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "2");
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+    send(w, CMD_PRE_SLEEP, "");
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u) << "PRE_SLEEP with work waiting answers NOOP at once";
+}
+
+TEST_F(EngineTest, WorkerWakeupLimitRotates)
+{
+    f.cfg.worker_wakeup = 1;
+    peer *c = f.connect();
+    peer *ws[3];
+    for (auto &w : ws) {
+        w = f.connect();
+        send(w, CMD_CAN_DO, "f");
+        send(w, CMD_PRE_SLEEP, "");
+    }
+    std::vector<int> woken;
+    for (int i = 0; i < 3; i++) {
+        submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+        for (int k = 0; k < 3; k++)
+            if (!recv(ws[k]).empty())
+                woken.push_back(k);
+    }
+    EXPECT_EQ(woken, (std::vector<int>{0, 1, 2}));
+}
+
+TEST_F(EngineTest, ClientDisconnectDropsQueuedForegroundJob)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    submit(c, CMD_SUBMIT_JOB, "f", "", "x");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "bg");
+    f.disconnect(c);
+    check();
+    send(w, CMD_CAN_DO, "f");
+    EXPECT_EQ(grab(w)[3], "bg");
+    EXPECT_TRUE(grab(w).empty());
+}
+
+TEST_F(EngineTest, ForegroundJoinerOfBackgroundJobDoesNotCancelIt)
+{
+    peer *c1 = f.connect();
+    peer *c2 = f.connect();
+    peer *w = f.connect();
+    string h = submit(c1, CMD_SUBMIT_JOB_BG, "f", "u", "x");
+    EXPECT_EQ(submit(c2, CMD_SUBMIT_JOB, "f", "u", "x"), h);
+    f.disconnect(c2);
+    send(w, CMD_CAN_DO, "f");
+    EXPECT_EQ(grab(w)[0], h);
+}
+
+TEST_F(EngineTest, OnlyTheOwnerMayReport)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    peer *other = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
+    ASSERT_EQ(grab(w).size(), 4u);
+    send(other, CMD_WORK_DATA, join({h, "x"}));
+    auto r = recv(other);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].body, join({"JOB_NOT_FOUND", "Job does not exist on server"}));
+    send(other, CMD_WORK_EXCEPTION, join({h, "x"}));
+    r = recv(other);
+    EXPECT_EQ(r[0].body, join({"JOB_NOT_FOUND", "An exception was received for a job that does not exist"}));
+    EXPECT_TRUE(recv(c).empty());
+}
+
+TEST_F(EngineTest, ExceptionForwardedOnlyToClientsWithTheOption)
+{
+    peer *c1 = f.connect();
+    peer *c2 = f.connect();
+    peer *w = f.connect();
+    send(c1, CMD_OPTION_REQ, "Exceptions");
+    auto o = recv(c1);
+    ASSERT_EQ(o.size(), 1u);
+    EXPECT_EQ(o[0].cmd, (uint32_t)CMD_OPTION_RES);
+    EXPECT_EQ(o[0].body, "Exceptions");
+    string h = submit(c1, CMD_SUBMIT_JOB, "f", "u", "x");
+    submit(c2, CMD_SUBMIT_JOB, "f", "u", "x");
+    send(w, CMD_CAN_DO, "f");
+    grab(w);
+    send(w, CMD_WORK_EXCEPTION, join({h, "boom"}));
+    auto r1 = recv(c1), r2 = recv(c2);
+    ASSERT_EQ(r1.size(), 1u);
+    EXPECT_EQ(r1[0].cmd, (uint32_t)CMD_WORK_EXCEPTION);
+    EXPECT_EQ(r1[0].body, join({h, "boom"}));
+    ASSERT_EQ(r2.size(), 1u);
+    EXPECT_EQ(r2[0].cmd, (uint32_t)CMD_WORK_FAIL);
+    EXPECT_EQ(r2[0].body, h) << "exactly the handle, no stray NUL";
+}
+
+TEST_F(EngineTest, StatusTracksWorkStatus)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "uq", "x");
+    send(c, CMD_GET_STATUS, h);
+    EXPECT_EQ(recv(c)[0].body, join({h, "1", "0", "0", "0"}));
+    grab(w);
+    send(w, CMD_WORK_STATUS, join({h, "3", "10"}));
+    EXPECT_EQ(recv(c)[0].body, join({h, "3", "10"}));
+    send(c, CMD_GET_STATUS, h);
+    EXPECT_EQ(recv(c)[0].body, join({h, "1", "1", "3", "10"}));
+    send(c, CMD_GET_STATUS_UNIQUE, "uq");
+    EXPECT_EQ(recv(c)[0].body, join({"uq", "1", "1", "3", "10", "1"}));
+    send(c, CMD_GET_STATUS, "H:t:999");
+    EXPECT_EQ(recv(c)[0].body, join({"H:t:999", "0", "0", "0", "0"}));
+}
+
+TEST_F(EngineTest, MaxQueueRefusesWithQueueError)
+{
+    peer *c = f.connect();
+    FakeShell::feed(c, "create function f\r\nmaxqueue f 1\r\n");
+    EXPECT_EQ(FakeShell::take(c), "OK\r\nOK\r\n");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "1");
+    send(c, CMD_SUBMIT_JOB_BG, join({"f", "", "2"}));
+    auto r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].body, join({"QUEUE_ERROR", "Job queue is full"}));
+    submit(c, CMD_SUBMIT_JOB_BG, "g", "", "other function still fine");
+}
+
+TEST_F(EngineTest, GrabJobAllCarriesReducer)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    send(c, CMD_SUBMIT_REDUCE_JOB_BACKGROUND, join({"f", "u", "red", "agg", "data"}));
+    string h = recv(c)[0].body;
+    send(w, CMD_GRAB_JOB_ALL, "");
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_ALL);
+    EXPECT_EQ(r[0].body, join({h, "f", "u", "red", "data"}));
+}
+
+TEST_F(EngineTest, LargePayloadSharedWithWorkerNotCopied)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    string big(100000, 'p');
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", big);
+    send(w, CMD_GRAB_JOB, "");
+    ASSERT_GE(w->out.count, 2u);
+    bool shared = false;
+    for (uint32_t i = 0; i < w->out.count; i++) {
+        oseg *s = &w->out.seg[(w->out.head + i) % w->out.cap];
+        if (s->len == big.size() && s->b->refs == 2)
+            shared = true;
+    }
+    EXPECT_TRUE(shared) << "the payload blob is referenced by the queue and the job";
+    auto r = recv(w);
+    EXPECT_EQ(r[0].args.back(), big);
+}
