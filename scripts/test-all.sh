@@ -27,7 +27,7 @@ run_build() {
         grep -E '^\[  (PASSED|FAILED) |^\[==========\] .* ran\.|^\[  FAILED  \]' "$log" || tail -n 20 "$log"
     done
     echo "--- wire tests ($name)"
-    cat "$dir/tests/wire/run-wire.sh.log"
+    cat "$dir/tests/run-wire.sh.log"
     return $rc
 }
 
