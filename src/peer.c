@@ -174,11 +174,16 @@ static long parse_one(struct peer *p, const char *data, size_t n)
         switch (pa_find_line(data, n, e->cfg->max_line, &len, &used)) {
         case PA_NEED_MORE:
             return 0;
-        case PA_TOO_LONG:
+        case PA_TOO_LONG: {
             bad_input(p, "admin line too long", 0);
-            p->flags |= PEER_SKIP_LINE;
             admin_line_too_long(p);
+            /* drop through the newline if it is here already, else until it arrives */
+            const char *nl = memchr(data, '\n', n);
+            if (nl != NULL)
+                return (long)(nl - data + 1);
+            p->flags |= PEER_SKIP_LINE;
             return (long)n;
+        }
         case PA_OK:
             e->stats.lines++;
             admin_line(p, data, len);

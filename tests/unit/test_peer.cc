@@ -131,3 +131,13 @@ TEST_F(PeerTest, PeersListedInConnectOrder)
     EXPECT_EQ(a->next, c);
     EXPECT_EQ(f.eng.npeers, 2u);
 }
+
+TEST_F(PeerTest, OverlongLineWithNewlineInSameReadDoesNotEatNextLine)
+{
+    f.cfg.max_line = 64;
+    peer *p = f.connect();
+    ASSERT_EQ(FakeShell::feed(p, string(80, 'v') + "\n"), 0);
+    EXPECT_EQ(FakeShell::take(p), "ERR LINE_TOO_LONG Line+longer+than+max-line-length\r\n");
+    ASSERT_EQ(FakeShell::feed(p, "version\n"), 0);
+    EXPECT_EQ(FakeShell::take(p), "OK " PACKAGE_VERSION "\n");
+}
