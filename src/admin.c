@@ -92,42 +92,140 @@ static void cmd_prioritystatus(struct peer *p)
     reply(p, ".\n");
 }
 
-/* each_job calls fn for every live job, in handle-number order within each hash bucket. */
-static void each_job(struct engine *e, void (*fn)(struct peer *, const struct job *),
-                     struct peer *p)
+/* struct admin_listing is a 'show jobs' or 'show unique jobs' in progress: the handle numbers
+ * of the jobs that existed when it was asked, written a slice per loop iteration so a long listing
+ * never stalls other connections. Jobs that finish meanwhile are skipped. */
+struct admin_listing {
+    uint64_t *ids; /* snapshot of handle numbers */
+    size_t n;      /* entries in ids */
+    size_t pos;    /* next entry to write */
+    int unique;    /* 1: show unique jobs, 0: show jobs */
+};
+
+static struct job *job_by_id(struct engine *e, uint64_t id)
 {
+    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
+        struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
+        if (j->id == id)
+            return j;
+    }
+    return NULL;
+}
+
+static void listing_free(struct peer *p)
+{
+    if (p->listing == NULL)
+        return;
+    free(p->listing->ids);
+    free(p->listing);
+    p->listing = NULL;
+}
+
+/* write_slice writes up to ADMIN_SLICE lines of p's listing; returns 1 when it is finished. */
+static int write_slice(struct peer *p)
+{
+    struct engine *e = p->eng;
+    struct admin_listing *l = p->listing;
+    size_t end = l->pos + ADMIN_SLICE < l->n ? l->pos + ADMIN_SLICE : l->n;
+    for (; l->pos < end; l->pos++) {
+        struct job *j = job_by_id(e, l->ids[l->pos]);
+        if (j == NULL)
+            continue;
+        if (l->unique) {
+            peer_write(p, job_unique(j), j->unique_len);
+            peer_write(p, "\n", 1);
+        } else {
+            char h[80];
+            peer_write(p, h, job_handle(e, j, h));
+            replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+        }
+    }
+    if (l->pos < l->n)
+        return 0;
+    reply(p, ".\n");
+    return 1;
+}
+
+/* start_listing snapshots every live job's number and writes the first slice. */
+static void start_listing(struct peer *p, int unique)
+{
+    struct engine *e = p->eng;
+    if (p->listing != NULL) {
+        reply(p, "ERR BUSY A+listing+is+already+in+progress\r\n");
+        return;
+    }
+    struct admin_listing *l = calloc(1, sizeof *l);
+    uint64_t *ids = malloc(sizeof *ids * (e->njobs ? e->njobs : 1));
+    if (l == NULL || ids == NULL) {
+        free(l);
+        free(ids);
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+        return;
+    }
     for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
         for (struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next)
-            fn(p, (const struct job *)((const char *)n - offsetof(struct job, by_id)));
+            ids[l->n++] = ((struct job *)((char *)n - offsetof(struct job, by_id)))->id;
+    l->ids = ids;
+    l->unique = unique;
+    p->listing = l;
+    if (write_slice(p)) {
+        listing_free(p);
+        return;
+    }
+    p->listing_next = e->listings;
+    e->listings = p;
 }
 
-static void show_job(struct peer *p, const struct job *j)
+void admin_continue(struct engine *e)
 {
-    char h[80];
-    size_t hl = job_handle(p->eng, j, h);
-    peer_write(p, h, hl);
-    replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+    struct peer **pp = &e->listings;
+    while (*pp != NULL) {
+        struct peer *p = *pp;
+        if ((p->flags & PEER_CLOSING) || outq_pending(&p->out) > ADMIN_SLICE_BACKLOG) {
+            pp = &p->listing_next; /* wait until the socket has taken what is queued */
+            continue;
+        }
+        if (write_slice(p)) {
+            *pp = p->listing_next;
+            listing_free(p);
+            /* requests that arrived during the listing are answered now, in order */
+            e->ops.resume(e, p);
+        } else {
+            pp = &p->listing_next;
+        }
+    }
 }
 
-static void show_unique(struct peer *p, const struct job *j)
+int admin_ready(const struct engine *e)
 {
-    peer_write(p, job_unique(j), j->unique_len);
-    peer_write(p, "\n", 1);
+    for (const struct peer *p = e->listings; p != NULL; p = p->listing_next)
+        if (!(p->flags & PEER_CLOSING) && outq_pending(&p->out) <= ADMIN_SLICE_BACKLOG)
+            return 1;
+    return 0;
+}
+
+void admin_peer_gone(struct peer *p)
+{
+    if (p->listing == NULL)
+        return;
+    for (struct peer **pp = &p->eng->listings; *pp != NULL; pp = &(*pp)->listing_next)
+        if (*pp == p) {
+            *pp = p->listing_next;
+            break;
+        }
+    listing_free(p);
 }
 
 static void cmd_show(struct peer *p, const struct pa_token *t, size_t n)
 {
-    if (n == 2 && pa_token_is(&t[1], "jobs")) {
-        each_job(p->eng, show_job, p);
-        reply(p, ".\n");
-    } else if (n == 3 && pa_token_is(&t[1], "unique") && pa_token_is(&t[2], "jobs")) {
-        each_job(p->eng, show_unique, p);
-        reply(p, ".\n");
-    } else if (n == 1) {
+    if (n == 2 && pa_token_is(&t[1], "jobs"))
+        start_listing(p, 0);
+    else if (n == 3 && pa_token_is(&t[1], "unique") && pa_token_is(&t[2], "jobs"))
+        start_listing(p, 1);
+    else if (n == 1)
         unknown_command(p, &t[0]);
-    } else {
+    else
         reply(p, "ERR UNKNOWN_SHOW_ARGUMENTS\r\n");
-    }
 }
 
 /* ------------------------------------------------------------ changes */

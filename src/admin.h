@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "engine.h"
 #include "peer.h"
 
 #ifdef __cplusplus
@@ -12,6 +13,19 @@ extern "C" {
 
 /* admin_line runs one admin line (without its line ending) from p and queues the reply. */
 void admin_line(struct peer *p, const char *line, size_t len);
+
+#define ADMIN_SLICE 2000          /* lines of a 'show' listing written per loop iteration */
+#define ADMIN_SLICE_BACKLOG 65536 /* unsent bytes above which a listing waits for the socket */
+
+/* admin_continue writes the next slice of every pending 'show' listing. */
+void admin_continue(struct engine *e);
+
+/* admin_ready reports whether a pending listing can write its next slice now (its connection's
+ * unsent output is below ADMIN_SLICE_BACKLOG); the shell keeps the loop polling while it can. */
+int admin_ready(const struct engine *e);
+
+/* admin_peer_gone drops p's pending listing. */
+void admin_peer_gone(struct peer *p);
 
 /* admin_line_too_long queues the reply to a line longer than --max-line-length. */
 void admin_line_too_long(struct peer *p);

@@ -119,6 +119,11 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
     struct conn *c = w->data;
     struct peer *p = &c->peer;
     ssize_t n;
+    if (peer_busy(p)) {
+        /* replies must stay in order: read again once the listing is written (conn_resume) */
+        ev_io_stop(c->srv->loop, &c->rio);
+        return;
+    }
     if (buf_len(&p->in) > 0) {
         /* a partial packet is pending: read straight behind it */
         if (buf_reserve(&p->in, SERVER_READ_SIZE) != 0) {
@@ -146,6 +151,15 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         return;
     log_debug("read from fd %d failed: %s", p->fd, strerror(errno));
     conn_close(c);
+}
+
+void conn_resume(struct conn *c)
+{
+    if (c->closing)
+        return;
+    peer_process(&c->peer);
+    if (!c->closing && !c->eof && !peer_busy(&c->peer))
+        ev_io_start(c->srv->loop, &c->rio);
 }
 
 static void write_cb(struct ev_loop *loop, ev_io *w, int revents)

@@ -38,6 +38,9 @@ void conn_close(struct conn *c);
 /* conn_free tears c down now: a last flush attempt, engine detach, watchers, fd, memory. */
 void conn_free(struct conn *c);
 
+/* conn_resume handles input buffered while c's peer was busy and starts reading again. */
+void conn_resume(struct conn *c);
+
 /* conn_mark_dirty puts c on the server's flush list. */
 void conn_mark_dirty(struct conn *c);
 

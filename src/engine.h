@@ -28,6 +28,8 @@ struct engine_ops {
     void (*shutdown)(struct engine *e, int graceful);
     /* now: the current wall-clock time in seconds (the loop's cached time). */
     double (*now)(struct engine *e);
+    /* resume: p had stopped taking input (a listing in progress) and takes it again. */
+    void (*resume)(struct engine *e, struct peer *p);
 };
 
 /* struct engine_stats counts what the server did, for logs and admin. */
@@ -50,6 +52,7 @@ struct engine {
 
     struct hmap funcs;            /* struct func by name */
     struct func *func_list;       /* every function in creation order */
+    struct peer *listings;        /* peers with a 'show' listing still to write */
     struct func *func_tail;       /* the newest function */
     struct hmap jobs_by_id;       /* struct job by handle number */
     struct hmap jobs_by_unique;   /* struct job by unique (all functions; "-" by payload) */

@@ -46,6 +46,7 @@ void peer_detach(struct peer *p)
 {
     struct engine *e = p->eng;
     cmd_peer_gone(p);
+    admin_peer_gone(p);
     if (p->next != NULL) {
         if (p->next == p) {
             e->peers = NULL;
@@ -229,7 +230,7 @@ static long parse_one(struct peer *p, const char *data, size_t n)
 static int run(struct peer *p, const char *data, size_t n, size_t *left)
 {
     size_t off = 0;
-    while (off < n && !(p->flags & PEER_CLOSING)) {
+    while (off < n && !(p->flags & PEER_CLOSING) && !peer_busy(p)) {
         long used = parse_one(p, data + off, n - off);
         if (used < 0) {
             peer_close(p);

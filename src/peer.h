@@ -14,6 +14,7 @@
 extern "C" {
 #endif
 
+struct admin_listing;
 struct engine;
 struct waiter;
 struct worker;
@@ -39,6 +40,8 @@ struct peer {
     char *client_id;      /* SET_CLIENT_ID value, NULL for '-' */
     struct worker *worker; /* worker state, created by the first worker packet */
     struct waiter *waiters; /* foreground jobs this client waits on */
+    struct admin_listing *listing; /* a 'show' listing being written in slices, or NULL */
+    struct peer *listing_next; /* engine->listings */
     char ip[48];          /* peer address as text, for 'workers' */
 };
 
@@ -55,6 +58,10 @@ void peer_detach(struct peer *p);
 /* peer_feed handles n input bytes: complete packets and lines are dispatched, a partial one is
  * kept in p->in. Returns 0, or -1 when the connection must be closed (framing lost, no memory). */
 int peer_feed(struct peer *p, const char *data, size_t n);
+
+/* peer_busy reports whether p must not take more input now: a 'show' listing is still being
+ * written, and later requests wait so replies stay in request order. */
+static inline int peer_busy(const struct peer *p) { return p->listing != NULL; }
 
 /* peer_process handles the bytes already in p->in (after the shell read into it directly).
  * Returns 0 or -1 as peer_feed. */

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "conn.h"
 #include "log.h"
 
@@ -63,6 +64,12 @@ static void eng_shutdown(struct engine *e, int graceful)
     ev_timer_set(&s->shutdown_timer, s->cfg->shutdown_timeout, 0.);
     ev_timer_start(s->loop, &s->shutdown_timer);
     log_notice("graceful shutdown: waiting for %zu running jobs", e->nrunning);
+}
+
+static void eng_resume(struct engine *e, struct peer *p)
+{
+    (void)e;
+    conn_resume((struct conn *)p);
 }
 
 static double eng_now(struct engine *e)
@@ -175,6 +182,14 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ------------------------------------------------------------ loop hooks */
 
+/* idle_cb does nothing: an active idle watcher only keeps the loop from blocking. */
+static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+}
+
 /* arm_job_timer points the job timer at the engine's earliest deadline. */
 static void arm_job_timer(struct server *s)
 {
@@ -203,6 +218,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     (void)loop;
     (void)revents;
     struct server *s = w->data;
+    admin_continue(&s->eng);
     while (s->dirty != NULL) {
         struct conn *c = s->dirty;
         s->dirty = c->dirty_next;
@@ -227,6 +243,10 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         }
     }
     arm_job_timer(s);
+    if (admin_ready(&s->eng))
+        ev_idle_start(s->loop, &s->listing_idle);
+    else
+        ev_idle_stop(s->loop, &s->listing_idle);
     if (s->stop_after_flush && (!s->eng.shutting_down || s->eng.nrunning == 0)) {
         ev_break(s->loop, EVBREAK_ALL);
         return;
@@ -283,7 +303,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    static const struct engine_ops ops = {eng_output, eng_close, eng_shutdown, eng_now};
+    static const struct engine_ops ops = {eng_output, eng_close, eng_shutdown, eng_now,
+                                         eng_resume};
     if (engine_init(&s->eng, cfg, &ops, s) != 0) {
         snprintf(err, errlen, "cannot initialise the job engine");
         return -1;
@@ -309,6 +330,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     }
     ev_timer_init(&s->resume_timer, resume_cb, 1.0, 0.);
     s->resume_timer.data = s;
+    ev_idle_init(&s->listing_idle, idle_cb);
     ev_timer_init(&s->shutdown_timer, shutdown_timeout_cb, 0., 0.);
     s->shutdown_timer.data = s;
     ev_timer_init(&s->job_timer, job_timer_cb, 0., 0.);
@@ -360,6 +382,7 @@ void server_destroy(struct server *s)
         unlink(s->cfg->unix_path);
     ev_timer_stop(s->loop, &s->resume_timer);
     ev_timer_stop(s->loop, &s->job_timer);
+    ev_idle_stop(s->loop, &s->listing_idle);
     ev_prepare_stop(s->loop, &s->flush_watcher);
     ev_signal_stop(s->loop, &s->sig_term);
     ev_signal_stop(s->loop, &s->sig_int);

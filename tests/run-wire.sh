@@ -5,4 +5,4 @@ set -e
 marker="not slow"
 [ "${SPUR_SLOW:-0}" = "1" ] && marker=""
 cd "$SPUR_SRCDIR/tests/wire"
-exec "$PYTHON" -m pytest -p no:cacheprovider -c pytest.ini -m "$marker" -v -rs --ignore=engine_pending .
+exec "$PYTHON" -m pytest -p no:cacheprovider -c pytest.ini -m "$marker" -v -rs .

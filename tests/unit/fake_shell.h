@@ -37,6 +37,7 @@ struct FakeShell {
                 f->graceful = g;
             },
             [](engine *e) { return static_cast<FakeShell *>(e->shell)->clock; },
+            [](engine *, peer *p) { peer_process(p); },
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
     }

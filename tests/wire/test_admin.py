@@ -318,3 +318,31 @@ def test_shutdown_graceful_waits_for_running_job(server_factory):
     w.send_packet(WORK_COMPLETE, h, b"result")
     assert c.expect(WORK_COMPLETE) == h + b"\0result"
     assert s.proc.wait(timeout=10) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.spur_only
+def test_listings_on_100k_jobs_and_1000_functions_are_complete(server):
+    """Every listing is complete and exact on a big server, and another client is served while a
+    long `show jobs` is still being written (it is produced in slices)."""
+    c = server.connect(timeout=60)
+    batch = []
+    for i in range(100000):
+        batch.append(packet(SUBMIT_JOB_BG, b"fn%d" % (i % 1000), b"u%d" % i, b"x"))
+    c.send(b"".join(batch))
+    handles = set()
+    for _ in range(100000):
+        handles.add(c.expect(JOB_CREATED, timeout=60))
+    lister = server.connect(timeout=60)
+    other = server.connect()
+    lister.send(b"show jobs\n")
+    other.echo_roundtrip()
+    listing = lister.read_until(b"\n.\n", timeout=60)
+    rows = listing.split(b"\n")[:-2]
+    assert len(rows) == 100000
+    assert {r.split(b"\t")[0] for r in rows} == handles
+    status = ask(lister, b"status\n")
+    assert len(status.split(b"\n")) == 1000 + 2
+    assert sum(int(l.split(b"\t")[1]) for l in status.split(b"\n")[:-2]) == 100000
+    uniques = ask(lister, b"show unique jobs\n").split(b"\n")[:-2]
+    assert sorted(uniques) == sorted(b"u%d" % i for i in range(100000))

@@ -1,0 +1,144 @@
+// Unit tests for admin commands that need engine state: sliced listings, shutdown policy.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fake_shell.h"
+
+extern "C" {
+#include "admin.h"
+#include "spur_config.h"
+}
+
+using std::string;
+
+class AdminTest : public ::testing::Test {
+  protected:
+    FakeShell f;
+    void SetUp() override
+    {
+        f.cfg.job_handle_prefix = strdup("H:t");
+        f.start();
+    }
+    void submit_bg(peer *c, int n)
+    {
+        string in;
+        for (int i = 0; i < n; i++) {
+            string body = string("f\0u", 3) + std::to_string(i) + string("\0x", 2);
+            in += FakeShell::req(CMD_SUBMIT_JOB_BG, body);
+        }
+        ASSERT_EQ(FakeShell::feed(c, in), 0);
+        FakeShell::take(c);
+    }
+    static size_t count_lines(const string &s)
+    {
+        size_t n = 0;
+        for (char ch : s)
+            n += ch == '\n';
+        return n;
+    }
+};
+
+TEST_F(AdminTest, LongShowJobsIsWrittenInSlices)
+{
+    peer *c = f.connect();
+    submit_bg(c, 3 * ADMIN_SLICE + 10);
+    ASSERT_EQ(FakeShell::feed(c, "show jobs\n"), 0);
+    string first = FakeShell::take(c);
+    EXPECT_EQ(count_lines(first), (size_t)ADMIN_SLICE) << "one slice per loop iteration";
+    EXPECT_EQ(first.find(".\n"), string::npos);
+    EXPECT_TRUE(admin_ready(&f.eng));
+    string all = first;
+    int rounds = 0;
+    while (f.eng.listings != nullptr && rounds < 100) {
+        admin_continue(&f.eng);
+        all += FakeShell::take(c);
+        rounds++;
+    }
+    EXPECT_EQ(rounds, 3);
+    EXPECT_EQ(count_lines(all), (size_t)(3 * ADMIN_SLICE + 10 + 1));
+    EXPECT_EQ(all.substr(all.size() - 2), ".\n");
+    EXPECT_EQ(all.find("H:t:"), 0u);
+}
+
+TEST_F(AdminTest, JobsFinishedDuringListingAreSkipped)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    submit_bg(c, ADMIN_SLICE + 5);
+    ASSERT_EQ(FakeShell::feed(c, "show unique jobs\n"), 0);
+    string out = FakeShell::take(c);
+    // a worker takes and completes jobs while the listing is half written
+    FakeShell::feed(w, FakeShell::req(CMD_CAN_DO, "f"));
+    for (int i = 0; i < 100; i++) {
+        FakeShell::feed(w, FakeShell::req(CMD_GRAB_JOB, ""));
+        string a = FakeShell::take(w);
+        string handle = a.substr(12, a.find('\0', 12) - 12);
+        FakeShell::feed(w, FakeShell::req(CMD_WORK_COMPLETE, handle + string("\0", 1)));
+    }
+    while (f.eng.listings != nullptr) {
+        admin_continue(&f.eng);
+        out += FakeShell::take(c);
+    }
+    size_t lines = count_lines(out);
+    EXPECT_GE(lines, (size_t)ADMIN_SLICE + 5 + 1 - 100);
+    EXPECT_LE(lines, (size_t)ADMIN_SLICE + 5 + 1);
+    char err[256];
+    EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+}
+
+TEST_F(AdminTest, ListingWaitsForSlowReader)
+{
+    peer *c = f.connect();
+    submit_bg(c, 40 * ADMIN_SLICE);
+    ASSERT_EQ(FakeShell::feed(c, "show jobs\n"), 0);
+    for (int i = 0; i < 100; i++)
+        admin_continue(&f.eng); // nobody reads c's output
+    EXPECT_LE(outq_pending(&c->out), (size_t)ADMIN_SLICE_BACKLOG + 200 * ADMIN_SLICE);
+    EXPECT_FALSE(admin_ready(&f.eng)) << "a blocked listing does not keep the loop spinning";
+    EXPECT_NE(f.eng.listings, nullptr);
+}
+
+TEST_F(AdminTest, DisconnectDuringListingFreesIt)
+{
+    peer *c = f.connect();
+    submit_bg(c, 2 * ADMIN_SLICE);
+    ASSERT_EQ(FakeShell::feed(c, "show jobs\n"), 0);
+    EXPECT_NE(f.eng.listings, nullptr);
+    f.disconnect(c);
+    EXPECT_EQ(f.eng.listings, nullptr);
+}
+
+TEST_F(AdminTest, ShutdownPolicy)
+{
+    peer *remote = f.connect("10.1.2.3", 0);
+    ASSERT_EQ(FakeShell::feed(remote, "shutdown\n"), 0);
+    EXPECT_EQ(FakeShell::take(remote),
+              "ERR PERMISSION_DENIED Shutdown+is+not+allowed+from+this+connection\r\n");
+    EXPECT_EQ(f.shutdowns, 0);
+    peer *local = f.connect();
+    ASSERT_EQ(FakeShell::feed(local, "shutdown graceful\r\n"), 0);
+    EXPECT_EQ(FakeShell::take(local), "OK\r\n");
+    EXPECT_EQ(f.shutdowns, 1);
+    EXPECT_EQ(f.graceful, 1);
+    f.cfg.admin_shutdown = SHUTDOWN_ANY;
+    ASSERT_EQ(FakeShell::feed(remote, "shutdown\n"), 0);
+    EXPECT_EQ(FakeShell::take(remote), "OK\r\n");
+    EXPECT_EQ(f.graceful, 0);
+}
+
+TEST_F(AdminTest, RequestsAfterAListingAreAnsweredAfterIt)
+{
+    peer *c = f.connect();
+    submit_bg(c, ADMIN_SLICE + 1);
+    ASSERT_EQ(FakeShell::feed(c, "show jobs\nversion\n" + FakeShell::req(CMD_ECHO_REQ, "e")), 0);
+    string out = FakeShell::take(c);
+    EXPECT_EQ(out.find("OK "), string::npos) << "version waits for the listing";
+    while (f.eng.listings != nullptr) {
+        admin_continue(&f.eng);
+        out += FakeShell::take(c);
+    }
+    size_t dot = out.find("\n.\n");
+    ASSERT_NE(dot, string::npos);
+    EXPECT_EQ(out.substr(dot + 3), "OK " PACKAGE_VERSION "\n" + FakeShell::res(CMD_ECHO_RES, "e"));
+}

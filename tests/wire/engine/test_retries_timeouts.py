@@ -1,0 +1,416 @@
+"""Worker loss (disconnect, CANT_DO, RESET_ABILITIES), --job-retries, and CAN_DO_TIMEOUT."""
+import time
+
+import pytest
+
+from engine_wire import (NOT_FOUND_DATA, NOT_FOUND_RESULT, expect_assign, expect_error,
+                         expect_no_job, expect_noop, fname, grab_until_assign, kill,
+                         sleep_worker, status_of, submit, uniq, wait_status, worker)
+from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CANT_DO, GET_STATUS, PRE_SLEEP,
+                          RESET_ABILITIES, STATUS_RES, SUBMIT_JOB_BG, WORK_COMPLETE, WORK_DATA,
+                          WORK_FAIL, WORK_STATUS)
+
+UNKNOWN = b"\x000\x000\x000\x000"
+
+
+def lose_worker(w, how):
+    """Make the server take the worker's running jobs away from it."""
+    if how == "kill":
+        kill(w)
+    elif how == "close":
+        w.close()
+    elif how == "cant_do":
+        w.send_packet(CANT_DO, w.func)
+        w.echo_roundtrip()
+    elif how == "reset":
+        w.send_packet(RESET_ABILITIES)
+        w.echo_roundtrip()
+
+
+LOSSES = ["kill", "close", "cant_do", "reset"]
+
+
+def running(server, f, payload=b"arg", cmd=None, unique=b"", clients=1):
+    """Foreground clients (or one background submit) and a worker holding the job."""
+    cs = [server.connect() for _ in range(clients)]
+    if cmd is None:
+        h = submit(cs[0], f, payload, unique=unique)
+        for c in cs[1:]:
+            assert submit(c, f, payload, unique=unique) == h
+    else:
+        h = submit(cs[0], f, payload, unique=unique, cmd=cmd)
+    w = worker(server, f)
+    w.func = f
+    assert expect_assign(w) == [h, f, payload]
+    return h, w, cs
+
+
+@pytest.mark.parametrize("how", LOSSES)
+def test_worker_lost_mid_job_job_goes_to_another_worker(server, how):
+    f = fname()
+    h, w1, (c,) = running(server, f)
+    w1.send_packet(WORK_DATA, h, b"partial")
+    assert c.expect(WORK_DATA) == h + b"\0partial"
+    lose_worker(w1, how)
+    w2 = worker(server, f)
+    assert grab_until_assign(w2) == [h, f, b"arg"]
+    w2.send_packet(WORK_COMPLETE, h, b"from w2")
+    assert c.expect(WORK_COMPLETE) == h + b"\0from w2"    # nothing else came before it
+    c.echo_roundtrip()
+
+
+def test_worker_killed_mid_job_sleeping_worker_woken(server):
+    f = fname()
+    h, w1, (c,) = running(server, f)
+    w2 = sleep_worker(server, f)
+    kill(w1)
+    expect_noop(w2)
+    assert expect_assign(w2) == [h, f, b"arg"]
+    w2.send_packet(WORK_COMPLETE, h, b"done")
+    assert c.expect(WORK_COMPLETE) == h + b"\0done"
+
+
+def test_worker_killed_two_clients_both_get_new_result(server):
+    f = fname()
+    h, w1, cs = running(server, f, unique=uniq(), clients=2)
+    kill(w1)
+    w2 = worker(server, f)
+    assert grab_until_assign(w2)[0] == h
+    w2.send_packet(WORK_COMPLETE, h, b"r")
+    for c in cs:
+        assert c.expect(WORK_COMPLETE) == h + b"\0r"
+
+
+def test_worker_killed_background_job_runs_again(server):
+    f = fname()
+    h, w1, _ = running(server, f, cmd=SUBMIT_JOB_BG)
+    kill(w1)
+    w2 = worker(server, f)
+    assert grab_until_assign(w2) == [h, f, b"arg"]
+    w2.send_packet(WORK_COMPLETE, h, b"")
+    w2.echo_roundtrip()
+    assert status_of(server, f) == (0, 0, 1)
+
+
+def test_worker_killed_while_holding_two_jobs_both_requeued(server):
+    f = fname()
+    c = server.connect()
+    hs = [submit(c, f, b"%d" % i) for i in range(2)]
+    w1 = worker(server, f)
+    assert [expect_assign(w1)[0] for _ in hs] == hs
+    kill(w1)
+    w2 = worker(server, f)
+    got = {grab_until_assign(w2)[0], grab_until_assign(w2)[0]}
+    assert got == set(hs)
+    for h in hs:
+        w2.send_packet(WORK_COMPLETE, h, h)
+    results = {c.expect(WORK_COMPLETE) for _ in hs}
+    assert results == {h + b"\0" + h for h in hs}
+
+
+@pytest.mark.parametrize("how", ["cant_do", "reset"])
+def test_old_worker_late_result_rejected_after_requeue(server, how):
+    f = fname()
+    h, w1, (c,) = running(server, f)
+    lose_worker(w1, how)
+    w2 = worker(server, f)
+    assert grab_until_assign(w2)[0] == h
+    w1.send_packet(WORK_DATA, h, b"stale")
+    expect_error(w1, NOT_FOUND_DATA)
+    w1.send_packet(WORK_COMPLETE, h, b"stale")
+    expect_error(w1, NOT_FOUND_RESULT)
+    w2.send_packet(WORK_COMPLETE, h, b"fresh")
+    assert c.expect(WORK_COMPLETE) == h + b"\0fresh"
+    c.echo_roundtrip()
+
+
+def test_cant_do_of_other_function_keeps_running_job(server):
+    f, g = fname(), fname()
+    c = server.connect()
+    h = submit(c, f, b"x")
+    w = worker(server, f, g)
+    assert expect_assign(w)[0] == h
+    w.send_packet(CANT_DO, g)
+    w.echo_roundtrip()
+    expect_no_job(worker(server, f))
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+
+
+def test_requeued_job_status_is_queued_again(server):
+    f = fname()
+    h, w1, (c,) = running(server, f)
+    w1.send_packet(WORK_STATUS, h, b"1", b"2")
+    assert c.expect(WORK_STATUS) == h + b"\x001\x002"
+    lose_worker(w1, "cant_do")
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + b"\x001\x000\x000\x000"
+    assert status_of(server, f) == (1, 0, 0)
+
+
+def test_default_retries_unlimited(server):
+    f = fname()
+    h, w, (c,) = running(server, f)
+    for _ in range(5):
+        kill(w)
+        w = worker(server, f)
+        assert grab_until_assign(w)[0] == h
+    w.send_packet(WORK_COMPLETE, h, b"survived")
+    assert c.expect(WORK_COMPLETE) == h + b"\0survived"
+
+
+def lose_n_times(server, f, h, w, n, how="kill"):
+    """Lose the job's worker n times, re-grabbing after each loss but the last."""
+    for i in range(n):
+        w.func = f
+        lose_worker(w, how)
+        if i < n - 1:
+            w = worker(server, f)
+            assert grab_until_assign(w)[0] == h
+    return w
+
+
+@pytest.mark.parametrize("how", ["kill", "cant_do"])
+def test_retries_exhausted_clients_get_work_fail(any_server_factory, how):
+    """spurd --job-retries=1 (gearmand 1.1.20: -j 2): re-queued once, fails on the 2nd loss."""
+    s = any_server_factory("--job-retries=1")
+    f = fname()
+    h, w, cs = running(s, f, unique=uniq(), clients=2)
+    lose_n_times(s, f, h, w, 2, how)
+    for c in cs:
+        assert c.expect(WORK_FAIL) == h
+    cs[0].send_packet(GET_STATUS, h)
+    assert cs[0].expect(STATUS_RES) == h + UNKNOWN
+    wait_status(s, f, (0, 0, 0))
+    expect_no_job(worker(s, f))
+
+
+def test_retries_exhausted_background_job_is_removed(any_server_factory):
+    s = any_server_factory("--job-retries=0")
+    f = fname()
+    h, w, (c,) = running(s, f, cmd=SUBMIT_JOB_BG)
+    kill(w)
+    wait_status(s, f, (0, 0, 0))
+    expect_no_job(worker(s, f))
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + UNKNOWN
+
+
+@pytest.mark.spur_only
+@pytest.mark.parametrize("how", LOSSES)
+def test_job_retries_zero_fails_on_first_loss(server_factory, how):
+    """gearmand 1.1.20 reads 0 as unlimited (DIFFERENCES.md)."""
+    s = server_factory("--job-retries=0")
+    f = fname()
+    h, w, (c,) = running(s, f)
+    lose_worker(w, how)
+    assert c.expect(WORK_FAIL) == h
+    expect_no_job(worker(s, f))
+
+
+@pytest.mark.spur_only
+def test_job_retries_two_requeues_twice_fails_on_third_loss(server_factory):
+    s = server_factory("--job-retries=2")
+    f = fname()
+    h, w, (c,) = running(s, f)
+    lose_n_times(s, f, h, w, 2)
+    w = worker(s, f)
+    assert grab_until_assign(w)[0] == h          # still alive after two losses
+    c.echo_roundtrip()
+    kill(w)
+    assert c.expect(WORK_FAIL) == h
+    expect_no_job(worker(s, f))
+
+
+@pytest.mark.spur_only
+def test_job_retries_minus_one_is_unlimited(server_factory):
+    s = server_factory("--job-retries=-1")
+    f = fname()
+    h, w, (c,) = running(s, f)
+    w = lose_n_times(s, f, h, w, 1)
+    for _ in range(6):
+        w = worker(s, f)
+        assert grab_until_assign(w)[0] == h
+        kill(w)
+    w = worker(s, f)
+    assert grab_until_assign(w)[0] == h
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+
+
+@pytest.mark.gearmand_only
+def test_gearmand_job_retries_zero_is_unlimited_and_n_fails_on_nth_loss(gearmand_factory):
+    g0 = gearmand_factory("--job-retries=0")
+    f = fname()
+    h, w, (c,) = running(g0, f)
+    w = lose_n_times(g0, f, h, w, 3)
+    w = worker(g0, f)
+    assert grab_until_assign(w)[0] == h
+    g2 = gearmand_factory("--job-retries=2")
+    h, w, (c,) = running(g2, f)
+    lose_n_times(g2, f, h, w, 2)
+    assert c.expect(WORK_FAIL) == h
+
+
+# ---- CAN_DO_TIMEOUT -------------------------------------------------------------------------
+
+def timeout_worker(server, f, ms=1000):
+    w = server.connect()
+    w.send_packet(CAN_DO_TIMEOUT, f, str(ms).encode())
+    w.echo_roundtrip()
+    return w
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_expiry_fails_job(server):
+    """gearmand re-queues the job instead (DIFFERENCES.md)."""
+    f = fname()
+    c = server.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(server, f, 1000)
+    t0 = time.monotonic()
+    assert expect_assign(w)[0] == h
+    other = sleep_worker(server, f)
+    assert c.expect(WORK_FAIL, timeout=5) == h
+    assert 0.9 <= time.monotonic() - t0 < 4
+    assert status_of(server, f) == (0, 0, 2)
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + UNKNOWN
+    w.send_packet(WORK_DATA, h, b"late")
+    expect_error(w, NOT_FOUND_DATA)
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+    w.echo_roundtrip()
+    other.assert_silent(0.1)                      # no NOOP: nothing was re-queued
+    expect_no_job(other)
+    c.assert_silent(0.1)
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_is_in_milliseconds(server):
+    """gearmand rounds 1-999 ms up to a whole second."""
+    f = fname()
+    c = server.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(server, f, 300)
+    t0 = time.monotonic()
+    assert expect_assign(w)[0] == h
+    assert c.expect(WORK_FAIL, timeout=5) == h
+    assert 0.25 <= time.monotonic() - t0 < 0.9
+
+
+def test_can_do_timeout_zero_means_no_timeout(server):
+    f = fname()
+    c = server.connect()
+    h = submit(c, f, b"x")
+    w = timeout_worker(server, f, 0)
+    assert expect_assign(w)[0] == h
+    other = sleep_worker(server, f)
+    other.assert_silent(1.5)
+    c.assert_silent(0.05)
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_every_running_job_has_its_own_deadline(server):
+    """gearmand keeps one timer per connection: only the last job assigned is timed."""
+    f = fname()
+    c1, c2 = server.connect(), server.connect()
+    h1, h2 = submit(c1, f, b"1"), submit(c2, f, b"2")
+    w = timeout_worker(server, f, 1000)
+    assert expect_assign(w)[0] == h1
+    assert expect_assign(w)[0] == h2
+    assert c1.expect(WORK_FAIL, timeout=5) == h1
+    assert c2.expect(WORK_FAIL, timeout=5) == h2
+    wait_status(server, f, (0, 0, 1))
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_background_job_removed(server):
+    f = fname()
+    c = server.connect()
+    h = submit(c, f, b"bg", cmd=SUBMIT_JOB_BG)
+    w = timeout_worker(server, f, 1000)
+    assert expect_assign(w)[0] == h
+    wait_status(server, f, (0, 0, 1), timeout=5)
+    expect_no_job(w)
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_completed_job_then_silent_worker_nothing_happens(server):
+    """gearmand's use-after-free: the timer outlives the completed job and re-queues a ghost."""
+    f = fname()
+    c = server.connect()
+    h = submit(c, f, b"quick")
+    w = timeout_worker(server, f, 1000)
+    assert expect_assign(w)[0] == h
+    w.send_packet(WORK_COMPLETE, h, b"done")
+    assert c.expect(WORK_COMPLETE) == h + b"\0done"
+    other = sleep_worker(server, f)
+    # The worker now stays silent past its timeout (no PRE_SLEEP, no GRAB).
+    other.assert_silent(2.0)
+    c.assert_silent(0.05)
+    w.assert_silent(0.05)
+    assert status_of(server, f) == (0, 0, 2)
+    expect_no_job(other)
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + UNKNOWN
+    w.echo_roundtrip()
+
+
+def test_can_do_timeout_job_completed_in_time_then_pre_sleep(server):
+    f = fname()
+    c = server.connect()
+    h = submit(c, f, b"quick")
+    w = timeout_worker(server, f, 1000)
+    assert expect_assign(w)[0] == h
+    w.send_packet(WORK_COMPLETE, h, b"done")
+    assert c.expect(WORK_COMPLETE) == h + b"\0done"
+    expect_no_job(w)
+    w.send_packet(PRE_SLEEP)
+    other = sleep_worker(server, f)
+    other.assert_silent(1.8)
+    c.assert_silent(0.05)
+    w.assert_silent(0.05)
+    assert status_of(server, f) == (0, 0, 2)
+    expect_no_job(other)
+
+
+def test_can_do_timeout_applies_only_to_its_function(server):
+    timed, plain = fname(), fname()
+    c = server.connect()
+    h = submit(c, plain, b"long")
+    w = server.connect()
+    w.send_packet(CAN_DO_TIMEOUT, timed, b"1000")
+    w.send_packet(CAN_DO, plain)
+    w.echo_roundtrip()
+    assert expect_assign(w)[0] == h
+    other = sleep_worker(server, plain)
+    other.assert_silent(1.8)                      # no re-queue, no NOOP
+    c.assert_silent(0.05)
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+
+
+@pytest.mark.gearmand_only
+def test_gearmand_can_do_timeout_requeues_without_telling_clients(gearmand):
+    f = fname()
+    c = gearmand.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(gearmand, f, 1000)
+    assert expect_assign(w)[0] == h
+    other = sleep_worker(gearmand, f)
+    # The timer re-queues the job at 1 s, but the NOOP it queues for the sleeper is not flushed
+    # until something else makes the server loop run (here: the admin `status` connection).
+    other.assert_silent(2.5)
+    assert status_of(gearmand, f) == (1, 0, 2)
+    expect_noop(other)
+    assert expect_assign(other)[0] == h
+    c.assert_silent(0.1)
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+    other.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
