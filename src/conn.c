@@ -112,6 +112,35 @@ static void on_eof(struct conn *c)
         conn_close(c);
 }
 
+/* note_partial records when c started holding an unfinished packet or line. */
+static void note_partial(struct conn *c)
+{
+    const struct peer *p = &c->peer;
+    if (!peer_busy(p) && (buf_len(&p->in) > 0 || p->discard > 0 || (p->flags & PEER_SKIP_LINE))) {
+        if (c->partial_since == 0)
+            c->partial_since = ev_now(c->srv->loop);
+    } else {
+        c->partial_since = 0;
+    }
+}
+
+void conn_idle_sweep(struct server *s, double now)
+{
+    double limit = s->cfg->idle_timeout;
+    struct peer *p = s->eng.peers;
+    if (p == NULL || limit <= 0)
+        return;
+    do {
+        struct conn *c = (struct conn *)p;
+        p = p->next;
+        if (c->partial_since > 0 && !c->closing && now - c->partial_since >= limit) {
+            log_info("closing fd %d (%s): a packet left unfinished for %.0fs (--idle-timeout)",
+                     c->peer.fd, c->peer.ip, now - c->partial_since);
+            conn_close(c);
+        }
+    } while (p != s->eng.peers);
+}
+
 static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)loop;
@@ -134,12 +163,14 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         if (n > 0) {
             buf_commit(&p->in, (size_t)n);
             peer_process(p);
+            note_partial(c);
             return;
         }
     } else {
         n = read(p->fd, c->srv->rbuf, SERVER_READ_SIZE);
         if (n > 0) {
             peer_feed(p, c->srv->rbuf, (size_t)n);
+            note_partial(c);
             return;
         }
     }
@@ -158,6 +189,7 @@ void conn_resume(struct conn *c)
     if (c->closing)
         return;
     peer_process(&c->peer);
+    note_partial(c);
     if (!c->closing && !c->eof && !peer_busy(&c->peer))
         ev_io_start(c->srv->loop, &c->rio);
 }

@@ -23,6 +23,7 @@ struct conn {
     unsigned dirty : 1;      /* on the dirty list */
     unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
     unsigned closing : 1;    /* on the closing list */
+    double partial_since;    /* when an unfinished packet or line started waiting, 0 if none */
 };
 
 /* conn_new wraps an accepted socket and starts reading it. Returns NULL on failure (fd closed). */
@@ -37,6 +38,10 @@ void conn_close(struct conn *c);
 
 /* conn_free tears c down now: a last flush attempt, engine detach, watchers, fd, memory. */
 void conn_free(struct conn *c);
+
+/* conn_idle_sweep closes every connection whose unfinished packet has waited longer than
+ * --idle-timeout (called about once a second when the option is set). */
+void conn_idle_sweep(struct server *s, double now);
 
 /* conn_resume handles input buffered while c's peer was busy and starts reading again. */
 void conn_resume(struct conn *c);

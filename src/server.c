@@ -182,6 +182,12 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ------------------------------------------------------------ loop hooks */
 
+static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    conn_idle_sweep(w->data, ev_now(loop));
+}
+
 /* idle_cb does nothing: an active idle watcher only keeps the loop from blocking. */
 static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
@@ -331,6 +337,10 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_timer_init(&s->resume_timer, resume_cb, 1.0, 0.);
     s->resume_timer.data = s;
     ev_idle_init(&s->listing_idle, idle_cb);
+    ev_timer_init(&s->idle_timer, idle_sweep_cb, 1.0, 1.0);
+    s->idle_timer.data = s;
+    if (cfg->idle_timeout > 0)
+        ev_timer_start(s->loop, &s->idle_timer);
     ev_timer_init(&s->shutdown_timer, shutdown_timeout_cb, 0., 0.);
     s->shutdown_timer.data = s;
     ev_timer_init(&s->job_timer, job_timer_cb, 0., 0.);
@@ -383,6 +393,7 @@ void server_destroy(struct server *s)
     ev_timer_stop(s->loop, &s->resume_timer);
     ev_timer_stop(s->loop, &s->job_timer);
     ev_idle_stop(s->loop, &s->listing_idle);
+    ev_timer_stop(s->loop, &s->idle_timer);
     ev_prepare_stop(s->loop, &s->flush_watcher);
     ev_signal_stop(s->loop, &s->sig_term);
     ev_signal_stop(s->loop, &s->sig_int);

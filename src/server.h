@@ -40,6 +40,7 @@ struct server {
     int exit_code;                    /* what main returns */
     int stop_after_flush;             /* admin shutdown: stop once replies are written */
     ev_timer shutdown_timer;          /* bounds a graceful shutdown */
+    ev_timer idle_timer;              /* once a second: --idle-timeout sweep */
 };
 
 /* server_init opens the listeners and sets up the loop. Returns 0, or -1 with a message in err. */
