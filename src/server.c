@@ -269,6 +269,17 @@ static void term_cb(struct ev_loop *loop, ev_signal *w, int revents)
     ev_break(loop, EVBREAK_ALL);
 }
 
+static void usr1_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    if (!s->eng.shutting_down) {
+        log_notice("SIGUSR1: graceful shutdown");
+        s->eng.ops.shutdown(&s->eng, 1);
+    }
+}
+
 static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)loop;
@@ -353,6 +364,9 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_signal_init(&s->sig_term, term_cb, SIGTERM);
     ev_signal_init(&s->sig_int, term_cb, SIGINT);
     ev_signal_init(&s->sig_hup, hup_cb, SIGHUP);
+    ev_signal_init(&s->sig_usr1, usr1_cb, SIGUSR1);
+    s->sig_usr1.data = s;
+    ev_signal_start(s->loop, &s->sig_usr1);
     ev_signal_start(s->loop, &s->sig_term);
     ev_signal_start(s->loop, &s->sig_int);
     ev_signal_start(s->loop, &s->sig_hup);
@@ -398,6 +412,7 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_term);
     ev_signal_stop(s->loop, &s->sig_int);
     ev_signal_stop(s->loop, &s->sig_hup);
+    ev_signal_stop(s->loop, &s->sig_usr1);
     engine_destroy(&s->eng);
     free(s->rbuf);
     ev_loop_destroy(s->loop);

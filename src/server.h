@@ -32,7 +32,7 @@ struct server {
     ev_idle listing_idle;             /* keeps the loop polling while admin listings remain */
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
     double job_timer_at;              /* the deadline job_timer is armed for, or -1 */
-    ev_signal sig_term, sig_int, sig_hup; /* signal watchers */
+    ev_signal sig_term, sig_int, sig_hup, sig_usr1; /* signal watchers */
     struct conn *dirty;               /* conns with output to flush (singly linked) */
     struct conn *closing;             /* conns to free (singly linked) */
     size_t nconns;                    /* open connections */

@@ -218,3 +218,23 @@ def test_sighup_reopens_log_file(server_factory, tmp_path):
         assert time.monotonic() < deadline, "log file was not reopened"
         time.sleep(0.01)
     c.echo_roundtrip()
+
+
+@pytest.mark.spur_only
+def test_sigusr1_graceful_shutdown_waits_for_running_job(server_factory):
+    import signal
+    from gearman_wire import CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, SUBMIT_JOB, WORK_COMPLETE
+    s = server_factory()
+    c = s.connect()
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    c.send_packet(SUBMIT_JOB, b"f", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    w.send_packet(GRAB_JOB)
+    w.expect(JOB_ASSIGN)
+    s.proc.send_signal(signal.SIGUSR1)
+    c.echo_roundtrip()  # still serving existing connections
+    assert s.proc.poll() is None
+    w.send_packet(WORK_COMPLETE, h, b"done")
+    assert c.expect(WORK_COMPLETE) == h + b"\0done"
+    assert s.proc.wait(timeout=10) == 0
