@@ -15,6 +15,7 @@ struct blob *blob_new(size_t cap)
     b->refs = 1;
     b->len = 0;
     b->cap = (uint32_t)cap;
+    b->base = 0;
     return b;
 }
 
@@ -35,5 +36,5 @@ void blob_unref(struct blob *b)
         return;
     assert(b->refs > 0);
     if (--b->refs == 0)
-        free(b);
+        free((char *)b - b->base);
 }

@@ -15,6 +15,7 @@ struct blob {
     uint32_t refs; /* owners; freed when it drops to 0 */
     uint32_t len;  /* bytes in use */
     uint32_t cap;  /* bytes allocated after the header */
+    uint32_t base; /* offset of the header from the start of its allocation (0 unless embedded) */
     char data[];   /* the bytes */
 };
 
@@ -24,6 +25,16 @@ struct blob *blob_new(size_t cap);
 /* blob_from copies n bytes into a new blob (len n, one reference); NULL on failure. */
 struct blob *blob_from(const void *p, size_t n);
 
+/* blob_embed initialises a blob header placed base bytes into a larger allocation; the whole
+ * allocation is freed when the last reference goes. */
+static inline void blob_embed(struct blob *b, uint32_t base, uint32_t cap)
+{
+    b->refs = 1;
+    b->len = 0;
+    b->cap = cap;
+    b->base = base;
+}
+
 /* blob_ref adds a reference and returns b. */
 static inline struct blob *blob_ref(struct blob *b)
 {
@@ -31,7 +42,8 @@ static inline struct blob *blob_ref(struct blob *b)
     return b;
 }
 
-/* blob_unref drops a reference and frees b when none are left. NULL is ignored. */
+/* blob_unref drops a reference and frees b (its whole allocation) when none are left. NULL is
+ * ignored. */
 void blob_unref(struct blob *b);
 
 #ifdef __cplusplus

@@ -396,7 +396,8 @@ static void grab(struct peer *p, uint32_t cmd)
         reply = CMD_JOB_ASSIGN_ALL;
         nargs = 4;
     }
-    peer_send_ref(p, reply, args, nargs, j->data, job_payload_off(j), job_payload_len(j));
+    peer_send_ref(p, reply, args, nargs, job_blob(j), job_payload_off(j),
+                  job_payload_len(j));
 }
 
 /* owned_job returns the running job named by the handle if p's worker holds it, else NULL. */

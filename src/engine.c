@@ -29,6 +29,9 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
         snprintf(e->prefix, sizeof e->prefix, "H:%.38s", host);
     }
     e->prefix_len = strlen(e->prefix);
+    hmap_init(&e->funcs, func_hash, e);
+    hmap_init(&e->jobs_by_id, job_id_hash, e);
+    hmap_init(&e->jobs_by_unique, job_unique_hash, e);
     /* handle numbers start from the clock (2^24 per second of the epoch), so a restarted server
      * never hands out a number an earlier run used unless it outran 16M jobs a second */
     e->next_id = ((uint64_t)time(NULL) << 24) | 1;
@@ -60,15 +63,16 @@ double engine_now(struct engine *e) { return e->ops.now(e); }
 
 double engine_next_timer(const struct engine *e)
 {
-    const struct heap_entry *t = heap_top(&e->timers);
-    return t ? t->at : -1.0;
+    double at;
+    return heap_top(&e->timers, &at) ? at : -1.0;
 }
 
 void engine_run_timers(struct engine *e, double now)
 {
-    struct heap_entry *t;
-    while ((t = heap_top(&e->timers)) != NULL && t->at <= now) {
-        struct job *j = (struct job *)((char *)t - offsetof(struct job, timer));
+    uint32_t *pos;
+    double at;
+    while ((pos = heap_top(&e->timers, &at)) != NULL && at <= now) {
+        struct job *j = job_from_timer(pos);
         if (j->state == JOB_FUTURE) {
             job_detach(e, j);
             func_push(e, j, 0);
@@ -158,7 +162,7 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
                 else if (j->state == JOB_LIMBO)
                     return fail(err, errlen, "job %llu left in limbo",
                                 (unsigned long long)j->id);
-                if (j->state == JOB_FUTURE && j->timer.index == HEAP_NONE)
+                if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
                     return fail(err, errlen, "future job %llu has no timer",
                                 (unsigned long long)j->id);
                 if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) &&

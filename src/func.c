@@ -10,12 +10,18 @@
 
 /* ------------------------------------------------------------ functions */
 
+uint64_t func_hash(const struct hnode *n, const void *engine)
+{
+    const struct func *f = (const struct func *)n;
+    return hmap_hash_bytes(f->name, f->name_len, ((const struct engine *)engine)->seed);
+}
+
 struct func *func_get(struct engine *e, const char *name, size_t len, int create)
 {
     uint64_t h = hmap_hash_bytes(name, len, e->seed);
     for (struct hnode *n = hmap_chain(&e->funcs, h); n != NULL; n = n->next) {
         struct func *f = (struct func *)n;
-        if (n->hash == h && f->name_len == len && memcmp(f->name, name, len) == 0)
+        if (f->name_len == len && memcmp(f->name, name, len) == 0)
             return f;
     }
     if (!create)
@@ -49,7 +55,7 @@ void func_drop(struct engine *e, struct func *f)
         e->func_list = f->next;
     if (e->func_tail == f)
         e->func_tail = prev;
-    hmap_remove(&e->funcs, &f->node);
+    hmap_remove(&e->funcs, &f->node, func_hash(&f->node, e));
     free(f);
 }
 

@@ -64,6 +64,9 @@ struct worker {
     uint8_t noop_sent;                  /* woken with a NOOP since it slept */
 };
 
+/* func_hash is the hash of a function's name in engine->funcs. */
+uint64_t func_hash(const struct hnode *n, const void *engine);
+
 /* func_get finds the function named name[0..len), creating it if create. NULL if absent or out
  * of memory. */
 struct func *func_get(struct engine *e, const char *name, size_t len, int create);

@@ -1,5 +1,5 @@
-/* heap: a binary min-heap of deadlines. Each entry records its own position so it can be removed
- * or changed in O(log n). Pure. */
+/* heap: a binary min-heap of deadlines. An object with a deadline keeps only a 32-bit position
+ * field, which the heap updates as entries move, so removal is O(log n). Pure. */
 #ifndef SPUR_HEAP_H
 #define SPUR_HEAP_H
 
@@ -10,29 +10,36 @@
 extern "C" {
 #endif
 
-#define HEAP_NONE UINT32_MAX /* heap_index of an entry that is not in a heap */
+#define HEAP_NONE UINT32_MAX /* position of an object that is not in the heap */
 
-/* struct heap_entry is embedded in each object with a deadline. */
-struct heap_entry {
-    double at;       /* the deadline, seconds */
-    uint32_t index;  /* position in the heap, HEAP_NONE when absent */
+/* struct heap_slot is one entry: the deadline and the owner's position field. */
+struct heap_slot {
+    double at;        /* deadline, seconds */
+    uint32_t *pos;    /* the owner's position field, kept equal to this slot's index */
 };
 
-/* struct heap holds pointers to entries, earliest first. Zero-initialised is empty. */
+/* struct heap holds the entries, earliest first. Zero-initialised is empty. */
 struct heap {
-    struct heap_entry **a; /* the array */
-    uint32_t n;            /* entries in use */
-    uint32_t cap;          /* allocated slots */
+    struct heap_slot *a; /* the array */
+    uint32_t n;          /* entries in use */
+    uint32_t cap;        /* allocated slots */
 };
 
-/* heap_push adds e with deadline at. Returns 0, or -1 when out of memory. */
-int heap_push(struct heap *h, struct heap_entry *e, double at);
+/* heap_push adds the object whose position field is pos, due at. Returns 0, or -1 when out of
+ * memory (*pos is then HEAP_NONE). */
+int heap_push(struct heap *h, uint32_t *pos, double at);
 
-/* heap_remove removes e if it is in h. */
-void heap_remove(struct heap *h, struct heap_entry *e);
+/* heap_remove removes the object whose position field is pos, if it is in the heap. */
+void heap_remove(struct heap *h, uint32_t *pos);
 
-/* heap_top returns the earliest entry, or NULL. */
-static inline struct heap_entry *heap_top(const struct heap *h) { return h->n ? h->a[0] : NULL; }
+/* heap_top returns the earliest entry's position field (NULL if empty) and its deadline in *at. */
+static inline uint32_t *heap_top(const struct heap *h, double *at)
+{
+    if (h->n == 0)
+        return NULL;
+    *at = h->a[0].at;
+    return h->a[0].pos;
+}
 
 /* heap_free frees the array. */
 void heap_free(struct heap *h);

@@ -3,6 +3,14 @@
 
 #include <stdlib.h>
 
+void hmap_init(struct hmap *m, hmap_hash_fn fn, const void *ctx)
+{
+    m->buckets = NULL;
+    m->nbuckets = m->count = 0;
+    m->hash = fn;
+    m->ctx = ctx;
+}
+
 /* grow doubles the bucket array and relinks every node. Returns 0 or -1. */
 static int grow(struct hmap *m)
 {
@@ -14,7 +22,7 @@ static int grow(struct hmap *m)
         struct hnode *n = m->buckets[i];
         while (n != NULL) {
             struct hnode *next = n->next;
-            size_t j = n->hash & (nb - 1);
+            size_t j = m->hash(n, m->ctx) & (nb - 1);
             n->next = b[j];
             b[j] = n;
             n = next;
@@ -28,9 +36,9 @@ static int grow(struct hmap *m)
 
 int hmap_insert(struct hmap *m, struct hnode *n, uint64_t h)
 {
+    /* a failed grow only makes chains longer, unless there is no table at all */
     if (m->count >= m->nbuckets && grow(m) != 0 && m->nbuckets == 0)
         return -1;
-    n->hash = h;
     size_t j = h & (m->nbuckets - 1);
     n->next = m->buckets[j];
     m->buckets[j] = n;
@@ -38,9 +46,9 @@ int hmap_insert(struct hmap *m, struct hnode *n, uint64_t h)
     return 0;
 }
 
-void hmap_remove(struct hmap *m, struct hnode *n)
+void hmap_remove(struct hmap *m, struct hnode *n, uint64_t h)
 {
-    struct hnode **pp = &m->buckets[n->hash & (m->nbuckets - 1)];
+    struct hnode **pp = &m->buckets[h & (m->nbuckets - 1)];
     while (*pp != n)
         pp = &(*pp)->next;
     *pp = n->next;

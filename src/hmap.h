@@ -1,5 +1,7 @@
-/* hmap: an intrusive chained hash table. Objects embed a struct hnode; the caller hashes keys and
- * compares them while walking a chain, so one table type serves every key. Pure, no I/O. */
+/* hmap: an intrusive chained hash table. Objects embed a struct hnode (one pointer); the caller
+ * hashes keys and compares them while walking a chain, so one table type serves every key. The
+ * table rehashes nodes through a callback when it grows, so nodes need not store their hash.
+ * Pure, no I/O. */
 #ifndef SPUR_HMAP_H
 #define SPUR_HMAP_H
 
@@ -13,25 +15,32 @@ extern "C" {
 /* struct hnode is embedded in each object stored in a table. */
 struct hnode {
     struct hnode *next; /* next node in the same bucket */
-    uint64_t hash;      /* the key's full hash, kept for resizing and quick compares */
 };
 
-/* struct hmap is the table. Zero-initialised is a valid empty table. */
+/* hmap_hash_fn recomputes the hash of a stored node (ctx is the table's context). */
+typedef uint64_t (*hmap_hash_fn)(const struct hnode *n, const void *ctx);
+
+/* struct hmap is the table. */
 struct hmap {
     struct hnode **buckets; /* nbuckets chain heads */
     size_t nbuckets;        /* a power of two, or 0 before the first insert */
     size_t count;           /* nodes stored */
+    hmap_hash_fn hash;      /* rehashes a node when the table grows */
+    const void *ctx;        /* passed to hash */
 };
 
-/* hmap_insert adds n with hash h (duplicates allowed). Grows the table when count > nbuckets.
- * Returns 0, or -1 when out of memory (n is then not inserted). */
+/* hmap_init prepares an empty table whose nodes are rehashed with fn(node, ctx). */
+void hmap_init(struct hmap *m, hmap_hash_fn fn, const void *ctx);
+
+/* hmap_insert adds n whose key hashes to h (duplicates allowed). Grows the table when
+ * count > nbuckets. Returns 0, or -1 when out of memory (n is then not inserted). */
 int hmap_insert(struct hmap *m, struct hnode *n, uint64_t h);
 
-/* hmap_remove unlinks n, which must be in m. */
-void hmap_remove(struct hmap *m, struct hnode *n);
+/* hmap_remove unlinks n, which must be in m under hash h. */
+void hmap_remove(struct hmap *m, struct hnode *n, uint64_t h);
 
 /* hmap_chain returns the first node of the bucket for hash h (NULL if none); walk with ->next
- * and compare ->hash and the key. */
+ * and compare keys (a chain may hold nodes of other hashes). */
 static inline struct hnode *hmap_chain(const struct hmap *m, uint64_t h)
 {
     return m->nbuckets ? m->buckets[h & (m->nbuckets - 1)] : NULL;

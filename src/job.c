@@ -37,8 +37,7 @@ struct job *job_find_handle(struct engine *e, const char *h, size_t len)
             return NULL;
         id = next;
     }
-    uint64_t hash = hmap_mix64(id);
-    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hash); n != NULL; n = n->next) {
+    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
         struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
         if (j->id == id)
             return j;
@@ -58,9 +57,28 @@ static uint64_t unique_hash(const struct engine *e, const char *u, size_t ulen, 
     return hmap_hash_bytes(u, ulen, e->seed);
 }
 
-static struct job *from_unique_node(struct hnode *n)
+static struct job *from_unique_node(const struct hnode *n)
 {
-    return (struct job *)((char *)n - offsetof(struct job, by_unique));
+    return (struct job *)((char *)(uintptr_t)n - offsetof(struct job, by_unique));
+}
+
+/* has_unique_entry reports whether j is in the unique index (a unique other than "" and
+ * "-"-with-no-payload). */
+static int has_unique_entry(const struct job *j)
+{
+    return j->unique_len > 0 && !(is_dash(job_unique(j), j->unique_len) && job_payload_len(j) == 0);
+}
+
+uint64_t job_id_hash(const struct hnode *n, const void *engine)
+{
+    (void)engine;
+    return hmap_mix64(((const struct job *)((const char *)n - offsetof(struct job, by_id)))->id);
+}
+
+uint64_t job_unique_hash(const struct hnode *n, const void *engine)
+{
+    const struct job *j = from_unique_node(n);
+    return unique_hash(engine, job_unique(j), j->unique_len, job_payload(j), job_payload_len(j));
 }
 
 struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
@@ -72,7 +90,7 @@ struct job *job_find_unique(struct engine *e, const struct func *f, const char *
     int dash = is_dash(u, ulen);
     for (struct hnode *n = hmap_chain(&e->jobs_by_unique, h); n != NULL; n = n->next) {
         struct job *j = from_unique_node(n);
-        if (n->hash != h || j->func != f || j->unique_len != ulen ||
+        if (j->func != f || j->unique_len != ulen ||
             memcmp(job_unique(j), u, ulen) != 0)
             continue;
         if (dash && (job_payload_len(j) != dlen || memcmp(job_payload(j), data, dlen) != 0))
@@ -89,7 +107,7 @@ struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen)
     uint64_t h = hmap_hash_bytes(u, ulen, e->seed);
     for (struct hnode *n = hmap_chain(&e->jobs_by_unique, h); n != NULL; n = n->next) {
         struct job *j = from_unique_node(n);
-        if (n->hash == h && j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0 &&
+        if (j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0 &&
             !is_dash(u, ulen))
             return j;
     }
@@ -101,41 +119,40 @@ struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int ba
                     const char *data, size_t dlen)
 {
     assert(ulen <= UINT16_MAX && rlen <= UINT16_MAX);
-    struct job *j = calloc(1, sizeof *j);
+    size_t dl = ulen + rlen + dlen;
+    if (dl > UINT32_MAX)
+        return NULL;
+    struct job *j = malloc(sizeof *j + sizeof(struct blob) + dl);
     if (j == NULL)
         return NULL;
-    j->data = blob_new(ulen + rlen + dlen);
-    if (j->data == NULL) {
-        free(j);
-        return NULL;
-    }
-    char *p = j->data->data;
+    memset(j, 0, sizeof *j);
+    struct blob *b = job_blob(j);
+    blob_embed(b, (uint32_t)sizeof *j, (uint32_t)dl);
     if (ulen)
-        memcpy(p, u, ulen);
+        memcpy(b->data, u, ulen);
     if (rlen)
-        memcpy(p + ulen, reducer, rlen);
+        memcpy(b->data + ulen, reducer, rlen);
     if (dlen)
-        memcpy(p + ulen + rlen, data, dlen);
-    j->data->len = (uint32_t)(ulen + rlen + dlen);
+        memcpy(b->data + ulen + rlen, data, dlen);
+    b->len = (uint32_t)dl;
     j->unique_len = (uint16_t)ulen;
     j->reducer_len = (uint16_t)rlen;
     j->func = f;
     j->prio = (uint8_t)prio;
     j->flags = background ? JOB_BACKGROUND : 0;
-    j->timer.index = HEAP_NONE;
+    j->timer = HEAP_NONE;
     j->state = JOB_LIMBO;
     j->id = e->next_id++;
     if (hmap_insert(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id)) != 0)
         goto fail;
-    if (ulen > 0 && !(is_dash(u, ulen) && dlen == 0) &&
+    if (has_unique_entry(j) &&
         hmap_insert(&e->jobs_by_unique, &j->by_unique, unique_hash(e, u, ulen, data, dlen)) != 0) {
-        hmap_remove(&e->jobs_by_id, &j->by_id);
+        hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
         goto fail;
     }
     e->njobs++;
     return j;
 fail:
-    blob_unref(j->data);
     free(j);
     return NULL;
 }
@@ -246,14 +263,13 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
 void job_free(struct engine *e, struct job *j)
 {
     job_detach(e, j);
-    hmap_remove(&e->jobs_by_id, &j->by_id);
-    if (j->unique_len > 0 && !(is_dash(job_unique(j), j->unique_len) && job_payload_len(j) == 0))
-        hmap_remove(&e->jobs_by_unique, &j->by_unique);
+    hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
+    if (has_unique_entry(j))
+        hmap_remove(&e->jobs_by_unique, &j->by_unique, job_unique_hash(&j->by_unique, e));
     if ((j->flags & JOB_STORED) && e->store != NULL)
         e->store->done(e->store_ctx, j);
     while (j->waiters != NULL)
         job_remove_waiter(j->waiters);
-    blob_unref(j->data);
     e->njobs--;
-    free(j);
+    blob_unref(job_blob(j)); /* frees the job too, unless a write still holds the payload */
 }

@@ -46,21 +46,22 @@ struct waiter {
     struct waiter *pprev; /* previous waiter of the same client */
 };
 
-/* struct job is one unit of work. */
+/* struct job is one unit of work. It is allocated together with its data: the struct, then a
+ * blob header, then unique, reducer and payload. The blob is reference-counted so an output
+ * queue can keep sending the payload after the job is gone; the last reference frees it all. */
 struct job {
     struct hnode by_id;       /* engine->jobs_by_id */
     struct hnode by_unique;   /* engine->jobs_by_unique, when the job has a unique */
-    struct heap_entry timer;  /* due time (JOB_FUTURE) or CAN_DO_TIMEOUT deadline (running) */
     struct job *next;         /* ready queue or the worker's running list */
     struct job *prev;         /* ready queue or the worker's running list */
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
-    struct blob *data;        /* unique, then reducer, then payload */
     struct waiter *waiters;   /* foreground clients attached */
     struct worker *worker;    /* the worker running it, or NULL */
     uint32_t num;             /* last WORK_STATUS numerator */
     uint32_t den;             /* last WORK_STATUS denominator */
-    uint16_t unique_len;      /* bytes of unique at data->data */
+    uint32_t timer;           /* heap position: due time (JOB_FUTURE) or CAN_DO_TIMEOUT deadline */
+    uint16_t unique_len;      /* bytes of unique at the start of the data */
     uint16_t reducer_len;     /* bytes of reducer after the unique */
     uint8_t prio;             /* enum job_prio */
     uint8_t state;            /* enum job_state */
@@ -68,12 +69,27 @@ struct job {
     uint8_t retries;          /* times re-queued after losing its worker */
 };
 
-/* job_unique / job_reducer / job_payload return borrowed pointers into the job's data blob. */
-static inline const char *job_unique(const struct job *j) { return j->data->data; }
-static inline const char *job_reducer(const struct job *j) { return j->data->data + j->unique_len; }
+/* job_blob returns the blob that holds the job's unique, reducer and payload. */
+static inline struct blob *job_blob(const struct job *j)
+{
+    return (struct blob *)((char *)(uintptr_t)j + sizeof(struct job));
+}
+
+/* job_from_timer returns the job whose heap position field is pos. */
+static inline struct job *job_from_timer(uint32_t *pos)
+{
+    return (struct job *)((char *)pos - offsetof(struct job, timer));
+}
+
+/* job_unique / job_reducer / job_payload return borrowed pointers into the job's data. */
+static inline const char *job_unique(const struct job *j) { return job_blob(j)->data; }
+static inline const char *job_reducer(const struct job *j)
+{
+    return job_blob(j)->data + j->unique_len;
+}
 static inline const char *job_payload(const struct job *j)
 {
-    return j->data->data + j->unique_len + j->reducer_len;
+    return job_blob(j)->data + j->unique_len + j->reducer_len;
 }
 static inline size_t job_payload_off(const struct job *j)
 {
@@ -81,8 +97,12 @@ static inline size_t job_payload_off(const struct job *j)
 }
 static inline size_t job_payload_len(const struct job *j)
 {
-    return j->data->len - job_payload_off(j);
+    return job_blob(j)->len - job_payload_off(j);
 }
+
+/* job_id_hash / job_unique_hash are the hashes of a job's keys in the two indexes. */
+uint64_t job_id_hash(const struct hnode *n, const void *engine);
+uint64_t job_unique_hash(const struct hnode *n, const void *engine);
 
 /* job_handle writes the job's handle (prefix:id) into out (at least 72 bytes); returns its length. */
 size_t job_handle(const struct engine *e, const struct job *j, char *out);

@@ -15,22 +15,23 @@ struct Item {
     hnode node;
     uint64_t key;
 };
+uint64_t item_hash(const hnode *n, const void *) { return hmap_mix64(((const Item *)n)->key); }
 Item *find(hmap *m, uint64_t key)
 {
-    uint64_t h = hmap_mix64(key);
-    for (hnode *n = hmap_chain(m, h); n; n = n->next)
-        if (n->hash == h && ((Item *)n)->key == key)
+    for (hnode *n = hmap_chain(m, hmap_mix64(key)); n; n = n->next)
+        if (((Item *)n)->key == key)
             return (Item *)n;
     return nullptr;
 }
 struct Timed {
-    heap_entry e;
+    uint32_t pos;
 };
 } // namespace
 
 TEST(Hmap, InsertFindRemoveAcrossGrowth)
 {
-    hmap m = {};
+    hmap m;
+    hmap_init(&m, item_hash, nullptr);
     std::vector<Item> items(5000);
     for (size_t i = 0; i < items.size(); i++) {
         items[i].key = i * 7919;
@@ -42,7 +43,7 @@ TEST(Hmap, InsertFindRemoveAcrossGrowth)
         ASSERT_EQ(find(&m, i * 7919), &items[i]);
     EXPECT_EQ(find(&m, 1), nullptr);
     for (size_t i = 0; i < items.size(); i += 2)
-        hmap_remove(&m, &items[i].node);
+        hmap_remove(&m, &items[i].node, hmap_mix64(items[i].key));
     EXPECT_EQ(m.count, 2500u);
     for (size_t i = 0; i < items.size(); i++)
         EXPECT_EQ(find(&m, i * 7919) != nullptr, i % 2 == 1) << i;
@@ -51,7 +52,8 @@ TEST(Hmap, InsertFindRemoveAcrossGrowth)
 
 TEST(Hmap, EmptyTableLookupsAreSafe)
 {
-    hmap m = {};
+    hmap m;
+    hmap_init(&m, item_hash, nullptr);
     EXPECT_EQ(hmap_chain(&m, 42), nullptr);
     hmap_free(&m);
 }
@@ -69,20 +71,22 @@ TEST(Heap, PopsInDeadlineOrderWithRemovals)
     std::vector<Timed> t(1000);
     std::mt19937 rng(7);
     for (auto &x : t) {
-        x.e.index = HEAP_NONE;
-        ASSERT_EQ(heap_push(&h, &x.e, (double)(rng() % 100000)), 0);
+        x.pos = HEAP_NONE;
+        ASSERT_EQ(heap_push(&h, &x.pos, (double)(rng() % 100000)), 0);
     }
     for (size_t i = 0; i < t.size(); i += 3)
-        heap_remove(&h, &t[i].e);
+        heap_remove(&h, &t[i].pos);
     for (size_t i = 0; i < t.size(); i += 3)
-        EXPECT_EQ(t[i].e.index, HEAP_NONE);
+        EXPECT_EQ(t[i].pos, HEAP_NONE);
     std::vector<double> got;
-    while (heap_entry *top = heap_top(&h)) {
-        got.push_back(top->at);
+    double at;
+    while (uint32_t *top = heap_top(&h, &at)) {
+        EXPECT_EQ(h.a[*top].pos, top);
+        got.push_back(at);
         heap_remove(&h, top);
     }
     EXPECT_EQ(got.size(), 1000u - 334u);
     EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
-    heap_remove(&h, &t[1].e); // removing an absent entry is a no-op
+    heap_remove(&h, &t[1].pos); // removing an absent entry is a no-op
     heap_free(&h);
 }

@@ -476,7 +476,7 @@ TEST_F(EngineTest, LargePayloadSharedWithWorkerNotCopied)
     peer *w = f.connect();
     send(w, CMD_CAN_DO, "f");
     string big(100000, 'p');
-    submit(c, CMD_SUBMIT_JOB_BG, "f", "", big);
+    string h = submit(c, CMD_SUBMIT_JOB_BG, "f", "", big);
     send(w, CMD_GRAB_JOB, "");
     ASSERT_GE(w->out.count, 2u);
     bool shared = false;
@@ -486,6 +486,10 @@ TEST_F(EngineTest, LargePayloadSharedWithWorkerNotCopied)
             shared = true;
     }
     EXPECT_TRUE(shared) << "the payload blob is referenced by the queue and the job";
+    // the job completes and is freed while its payload is still queued for the worker
+    send(w, CMD_WORK_COMPLETE, join({h, "done"}));
+    EXPECT_EQ(f.eng.njobs, 0u);
     auto r = recv(w);
-    EXPECT_EQ(r[0].args.back(), big);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].args.back(), big) << "the queued payload outlived its job intact";
 }
