@@ -748,3 +748,96 @@ def test_driver_outputs_match_real_libgearman(jobserver, bg, real_examples, args
         r.pop("error", None)
         results.append(r)
     assert results[0] == results[1]
+
+
+# ---------------------------------------------------------------- the spur tool
+
+def spur():
+    return lgc_path("tools/spur")
+
+
+def gearman_tool():
+    path = shutil.which("gearman")
+    if path is None:
+        pytest.skip("gearman (gearman-tools) is not installed")
+    return path
+
+
+def tool_run(tool, server, *args, input=b""):
+    rc, out, err = run([tool, "-h", server.addr[0], "-p", server.addr[1]] + list(args),
+                       input=input)
+    return rc, out, err
+
+
+def test_spur_worker_runs_a_command(jobserver, bg):
+    w = bg(spur(), "-h", jobserver.addr[0], "-p", jobserver.addr[1], "-w", "-c", 2, "-f", "srev",
+           "--", "rev")
+    rc, out, err = tool_run(spur(), jobserver, "-f", "srev", input=b"hello\nworld\n")
+    assert (rc, out) == (0, "olleh\ndlrow\n"), err
+    rc, out, err = tool_run(spur(), jobserver, "-f", "srev", "abc")
+    assert (rc, out) == (0, "cba"), err
+    assert w.wait()[0] == 0
+
+
+def test_spur_matches_gearman_tool(jobserver, bg):
+    """The same jobs through gearman(1) and spur, against a worker of the other tool."""
+    g = gearman_tool()
+    outputs = []
+    for client, worker in ((g, spur()), (spur(), g)):
+        w = bg(worker, "-h", jobserver.addr[0], "-p", jobserver.addr[1], "-w", "-c", 4,
+               "-f", "cmp", "--", "tr", "a-z", "A-Z")
+        res = []
+        res.append(tool_run(client, jobserver, "-f", "cmp", input=b"from stdin\n")[:2])
+        res.append(tool_run(client, jobserver, "-f", "cmp", "one", "two")[:2])
+        res.append(tool_run(client, jobserver, "-P", "-f", "cmp", "x")[:2])
+        assert w.wait()[0] == 0
+        outputs.append(res)
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] == (0, "FROM STDIN\n")
+    assert outputs[0][1] == (0, "ONETWO")
+    assert outputs[0][2] == (0, "cmp: X")
+
+
+def test_spur_lines_background_and_priorities(jobserver, bg):
+    rc, out, err = tool_run(spur(), jobserver, "-v", "-b", "-N", "-f", "lines", input=b"a\nb\nc\n")
+    assert rc == 0, err
+    assert out.count("Task created: ") == 3
+    assert status_row(jobserver, "lines")[0] == 3
+    rc, out, err = tool_run(spur(), jobserver, "-b", "-I", "-f", "lines", "hi")
+    rc2, out2, err2 = tool_run(spur(), jobserver, "-b", "-L", "-f", "lines", "lo")
+    assert rc == 0 and rc2 == 0 and out == "" and out2 == ""
+    assert status_row(jobserver, "lines")[0] == 5
+    # a worker without a command echoes each workload back; -N stripped the newlines
+    w = bg(spur(), "-h", jobserver.addr[0], "-p", jobserver.addr[1], "-w", "-c", 5, "-f", "lines")
+    status, _ = w.wait()
+    assert status == 0
+    assert sorted(w.out.decode()) == sorted("abchilo")
+
+
+def test_spur_failing_command_fails_the_job(jobserver, bg):
+    w = bg(spur(), "-h", jobserver.addr[0], "-p", jobserver.addr[1], "-w", "-c", 1, "-f", "bad",
+           "--", "false")
+    rc, out, err = tool_run(spur(), jobserver, "-f", "bad", "x")
+    assert rc == 1
+    assert "Job failed" in err
+    assert w.wait()[0] == 0
+
+
+def test_spur_streams_lines_as_data(jobserver, bg):
+    w = bg(spur(), "-h", jobserver.addr[0], "-p", jobserver.addr[1], "-w", "-c", 1, "-n",
+           "-f", "stream", "--", "cat")
+    rc, out, err = tool_run(spur(), jobserver, "-f", "stream", input=b"l1\nl2\nl3")
+    assert (rc, out) == (0, "l1\nl2\nl3"), err
+    assert w.wait()[0] == 0
+
+
+def test_spur_usage_and_errors(jobserver):
+    rc, out, err = run([spur()])
+    assert rc == 2 and "no function" in err
+    rc, out, err = run([spur(), "-H"])
+    assert rc == 0 and "Client mode" in out
+    rc, out, err = run([spur(), "-h", "127.0.0.1", "-p", refused_addr().split(":")[1], "-f", "f", "x"])
+    assert rc == 1 and "GEARMAN_COULD_NOT_CONNECT" in err
+    rc, out, err = run([spur(), "-t", 300, "-h", jobserver.addr[0], "-p", jobserver.addr[1],
+                        "-f", "nobody", "x"])
+    assert rc == 1 and "GEARMAN_TIMEOUT" in err
