@@ -269,6 +269,8 @@ int peer_process(struct peer *p)
 {
     size_t left;
     size_t n = buf_len(&p->in);
+    if (n == 0)
+        return 0;
     if (run(p, buf_head(&p->in), n, &left) != 0)
         return -1;
     buf_consume(&p->in, n - left);
