@@ -10,6 +10,7 @@
  *   status HANDLE       gearman_client_job_status
  *   echo DATA           gearman_client_echo;  wecho DATA: gearman_worker_echo
  *   tasks FUNC N        N tasks (mixed priorities, foreground) in one run_tasks, all callbacks
+ *                       (-n: non-blocking, run_tasks/gearman_client_wait until done)
  *   bgtasks FUNC N      N background tasks in one run_tasks
  *   taskstatus HANDLE   gearman_client_add_task_status + run_tasks
  *   execute FUNC DATA   gearman_execute (foreground; -e N: epoch now+N; -b: background)
@@ -342,7 +343,17 @@ static int cmd_tasks(const char *func, long n, int background)
     }
     printf("added=%d\n", added);
     printf("has_tasks=%d\n", gearman_client_has_tasks(c));
+    if (O.non_blocking)
+        gearman_client_add_options(c, GEARMAN_CLIENT_NON_BLOCKING);
     gearman_return_t rc = gearman_client_run_tasks(c);
+    int io_waits = 0;
+    while (O.non_blocking && rc == GEARMAN_IO_WAIT && io_waits < 100000) {
+        io_waits++;
+        rc = gearman_client_wait(c);
+        if (rc == GEARMAN_SUCCESS)
+            rc = gearman_client_run_tasks(c);
+    }
+    printf("io_waits=%d\n", io_waits);
     printf("rc=%s\n", gearman_strerror(rc));
     print_tally();
     int ok = 0, handles = 0;

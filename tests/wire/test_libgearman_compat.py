@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import free_port, start_gearmand
+from conftest import free_port
 
 # The job servers every test runs against. Add "spurd" once its job engine lands.
 JOB_SERVERS = ["gearmand"]
@@ -331,6 +331,37 @@ def test_many_tasks_in_one_run(jobserver, bg):
     assert r["task_success"] == str(n) and r["handles"] == str(n)
     assert r["active"] == "0" and r["has_tasks_after_free"] == "0"
     w.wait()
+
+
+def test_non_blocking_run_tasks(jobserver, bg):
+    w = bg(driver(), "-s", addr(jobserver), "-c", 10, "worker", "rev")
+    r = drive([addr(jobserver)], "-n", "tasks", "rev", 10)
+    assert r["rc"] == "GEARMAN_SUCCESS"
+    assert r["complete"] == "10" and r["wrong"] == "0"
+    assert int(r["io_waits"]) >= 1  # run_tasks returned GEARMAN_IO_WAIT instead of blocking
+    w.wait()
+
+
+def test_headers_compile_as_cplusplus(tmp_path):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    src = tmp_path / "t.cc"
+    src.write_text('#include <libgearman/gearman.h>\n#include <libgearman-1.0/gearman.h>\n'
+                   'int main() { gearman_client_st c; gearman_client_create(&c);\n'
+                   '  gearman_return_t rc = GEARMAN_SUCCESS; return gearman_failed(rc); }\n')
+    for std in ("c++11", "c++17"):
+        p = subprocess.run([cxx, "-std=" + std, "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+                            "-fsyntax-only", "-I", os.path.join(SRCDIR, "libgearman-compat"),
+                            str(src)], capture_output=True)
+        assert p.returncode == 0, p.stderr.decode()
+    csrc = tmp_path / "t.c"
+    csrc.write_text(src.read_text().replace("int main()", "int main(void)"))
+    for std in ("c99", "c11"):
+        p = subprocess.run(["cc", "-std=" + std, "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+                            "-fsyntax-only", "-I", os.path.join(SRCDIR, "libgearman-compat"),
+                            str(csrc)], capture_output=True)
+        assert p.returncode == 0, p.stderr.decode()
 
 
 def test_task_callbacks_data_warning_status(jobserver, bg):
