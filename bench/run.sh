@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# bench/run.sh: run every spur-bench scenario against spurd and three gearmand configurations and
+# print a table of medians with spurd/gearmand ratios. Builds nothing: point it at binaries.
+#
+# Every server listens on 127.0.0.1 only, on a free port, and is started fresh for every run of
+# every scenario (so queued jobs, connections and memory from one run never leak into the next).
+# Every run is bounded (spur-bench --timeout plus timeout(1)); the servers are killed on exit.
+# A run that fails (server missing or refusing, anomalies, unfinished) is reported, never hidden:
+# its cell shows n/a, or a median of the good runs marked with '*'.
+set -u -o pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+SPURD=${SPURD:-$top/build/src/spurd}
+SPUR_BENCH=${SPUR_BENCH:-$top/build/bench/spur-bench}
+GEARMAND=${GEARMAND:-/usr/sbin/gearmand}
+runs=3
+drain_runs=1
+drain_jobs=1000000
+servers="spurd,gearmand-t0,gearmand,gearmand-hb"
+scenarios="bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout"
+out=""
+run_timeout=120
+drain_timeout=900
+bench_args=()
+
+usage() {
+    cat <<EOF
+Usage: bench/run.sh [OPTIONS] [-- EXTRA_SPUR_BENCH_ARGS]
+Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/gearmand ratios.
+
+  --spurd=PATH        spurd binary (env SPURD; default build/src/spurd)
+  --bench=PATH        spur-bench binary (env SPUR_BENCH; default build/bench/spur-bench)
+  --gearmand=PATH     gearmand binary (env GEARMAND; default /usr/sbin/gearmand)
+  --runs=N            runs per server and scenario (default 3)
+  --drain-runs=N      runs of the drain scenario (default 1: one 1M-job drain of a gearmand
+                      with its default 991 hash buckets takes about 5 minutes on 2 cores)
+  --drain-jobs=N      jobs queued and drained by the drain scenario (default 1000000)
+  --servers=LIST      any of spurd,gearmand-t0,gearmand,gearmand-hb (default: all)
+                        gearmand-t0   gearmand -t 0
+                        gearmand      gearmand with its default threads (4)
+                        gearmand-hb   gearmand --hashtable-buckets 1000003 (default threads)
+  --scenarios=LIST    default bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout
+  --timeout=S         wall-time bound of one run (default 120; drain: --drain-timeout=S, 900)
+  --out=DIR           keep logs and raw results here (default: a new directory under /tmp)
+  -h, --help          this text
+Anything after -- is passed to every spur-bench run.
+EOF
+}
+
+for arg in "$@"; do
+    if [ "${seen_dashdash:-0}" = 1 ]; then bench_args+=("$arg"); continue; fi
+    case $arg in
+        --spurd=*) SPURD=${arg#*=} ;;
+        --bench=*) SPUR_BENCH=${arg#*=} ;;
+        --gearmand=*) GEARMAND=${arg#*=} ;;
+        --runs=*) runs=${arg#*=} ;;
+        --drain-runs=*) drain_runs=${arg#*=} ;;
+        --drain-jobs=*) drain_jobs=${arg#*=} ;;
+        --servers=*) servers=${arg#*=} ;;
+        --scenarios=*) scenarios=${arg#*=} ;;
+        --timeout=*) run_timeout=${arg#*=} ;;
+        --drain-timeout=*) drain_timeout=${arg#*=} ;;
+        --out=*) out=${arg#*=} ;;
+        -h|--help) usage; exit 0 ;;
+        --) seen_dashdash=1 ;;
+        *) echo "run.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+for n in "$runs" "$drain_runs" "$drain_jobs" "$run_timeout" "$drain_timeout"; do
+    case $n in ''|*[!0-9]*|0) echo "run.sh: counts and timeouts must be positive integers" >&2; exit 2 ;; esac
+done
+if [ ! -x "$SPUR_BENCH" ]; then
+    echo "run.sh: spur-bench not found at $SPUR_BENCH (build it, or set SPUR_BENCH / --bench)" >&2
+    exit 2
+fi
+[ -n "$out" ] || out=$(mktemp -d /tmp/spur-bench-run.XXXXXX)
+mkdir -p "$out" || exit 2
+results=$out/results.tsv
+: >"$results"
+: >"$out/failures.txt"
+
+# Idle connections need file descriptors in the servers and in the bench.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 10300 ]; then
+    echo "run.sh: warning: open-file limit $(ulimit -n) is below what idle-conns needs" >&2
+fi
+
+# ------------------------------------------------------------------------------ servers
+
+srv_pid=""
+srv_port=""
+
+# stop_server stops the server we started, politely first.
+stop_server() {
+    [ -n "$srv_pid" ] || return 0
+    if kill -0 "$srv_pid" 2>/dev/null; then
+        kill -TERM "$srv_pid" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$srv_pid" 2>/dev/null
+    fi
+    wait "$srv_pid" 2>/dev/null
+    srv_pid=""
+}
+trap 'stop_server' EXIT
+trap 'stop_server; exit 130' INT TERM
+
+# port_in_use reports whether any socket uses local port $1 (IPv4 or IPv6).
+port_in_use() {
+    local hex
+    hex=$(printf ':%04X ' "$1")
+    grep -qs "$hex" /proc/net/tcp /proc/net/tcp6
+}
+
+# wait_listening waits up to 10 s for 127.0.0.1:$1 to accept while $2 is alive.
+wait_listening() {
+    local i
+    for i in $(seq 200); do
+        kill -0 "$2" 2>/dev/null || return 1
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    return 1
+}
+
+# start_server NAME LOGDIR: starts a fresh server; sets srv_pid and srv_port. Returns 0 or 1.
+start_server() {
+    local name=$1 dir=$2 try port
+    mkdir -p "$dir"
+    case $name in
+        spurd)
+            [ -x "$SPURD" ] || { echo "spurd not found at $SPURD" >"$dir/start.err"; return 1; }
+            rm -f "$dir/port"
+            "$SPURD" --port=0 --listen=127.0.0.1 --port-file="$dir/port" \
+                --log-file="$dir/server.log" >>"$dir/server.out" 2>&1 &
+            srv_pid=$!
+            for _ in $(seq 200); do
+                [ -s "$dir/port" ] && break
+                kill -0 "$srv_pid" 2>/dev/null || break
+                sleep 0.05
+            done
+            srv_port=$(cat "$dir/port" 2>/dev/null)
+            if [ -z "$srv_port" ] || ! wait_listening "$srv_port" "$srv_pid"; then
+                echo "spurd did not start (see $dir/server.out)" >"$dir/start.err"
+                stop_server
+                return 1
+            fi
+            return 0
+            ;;
+        gearmand-t0) set -- -t 0 ;;
+        gearmand) set -- ;;
+        gearmand-hb) set -- --hashtable-buckets 1000003 ;;
+        *) echo "unknown server $name" >"$dir/start.err"; return 1 ;;
+    esac
+    [ -x "$GEARMAND" ] || { echo "gearmand not found at $GEARMAND" >"$dir/start.err"; return 1; }
+    for try in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 12000)) # below the ephemeral range the bench's sockets use
+        port_in_use "$port" && continue
+        "$GEARMAND" --port="$port" --listen=127.0.0.1 --log-file="$dir/server.log" \
+            --pid-file="$dir/gearmand.pid" "$@" >>"$dir/server.out" 2>&1 &
+        srv_pid=$!
+        if wait_listening "$port" "$srv_pid"; then
+            srv_port=$port
+            return 0
+        fi
+        stop_server
+    done
+    echo "gearmand did not start (see $dir/server.out)" >"$dir/start.err"
+    return 1
+}
+
+# ------------------------------------------------------------------------------ runs
+
+IFS=, read -r -a server_list <<<"$servers"
+IFS=, read -r -a scenario_list <<<"$scenarios"
+
+total=0
+for sc in "${scenario_list[@]}"; do
+    n=$runs; [ "$sc" = drain ] && n=$drain_runs
+    total=$((total + n * ${#server_list[@]}))
+done
+echo "spur-bench comparison: ${#server_list[@]} servers x ${#scenario_list[@]} scenarios" \
+     "($runs runs each, drain $drain_runs x $drain_jobs jobs); logs in $out"
+echo "  spurd: $SPURD"
+echo "  gearmand: $GEARMAND ($("$GEARMAND" --version 2>&1 | grep -m1 . | cut -c1-40))"
+echo "  bench: $SPUR_BENCH; $(nproc) CPUs"
+
+count=0
+started=$(date +%s)
+for sc in "${scenario_list[@]}"; do
+    n=$runs; t=$run_timeout; extra=()
+    if [ "$sc" = drain ]; then n=$drain_runs; t=$drain_timeout; extra=(--jobs="$drain_jobs"); fi
+    for run in $(seq "$n"); do
+        for srv in "${server_list[@]}"; do
+            count=$((count + 1))
+            dir=$out/$srv/$sc-$run
+            printf '[%d/%d] %-12s %-13s run %d: ' "$count" "$total" "$srv" "$sc" "$run"
+            if ! start_server "$srv" "$dir"; then
+                echo "n/a ($(cat "$dir/start.err"))"
+                echo "$srv $sc run $run: $(cat "$dir/start.err")" >>"$out/failures.txt"
+                continue
+            fi
+            threads=$(awk '/^Threads:/ {print $2}' "/proc/$srv_pid/status" 2>/dev/null)
+            timeout --kill-after=10 $((t + 30)) "$SPUR_BENCH" --scenario="$sc" \
+                --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
+                "${extra[@]}" "${bench_args[@]}" >"$dir/bench.out" 2>"$dir/bench.err"
+            rc=$?
+            stop_server
+            line=$(grep '^RESULT ' "$dir/bench.out" | tail -n1)
+            kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
+            anomalies=$(kv anomalies); status=$(kv status)
+            if [ "$rc" != 0 ] || [ "$status" != ok ] || [ "$anomalies" != 0 ]; then
+                why="exit $rc, status ${status:-none}, anomalies ${anomalies:-?}"
+                echo "FAILED ($why)"
+                {
+                    echo "$srv $sc run $run: $why"
+                    grep -m3 'spur-bench' "$dir/bench.err" | sed 's/^/    /'
+                } >>"$out/failures.txt"
+                echo "$srv $sc $run FAIL" >>"$results"
+                continue
+            fi
+            for key in jobs_per_s p50_us p99_us p999_us cpu_us_per_job queue_jobs_per_s \
+                       rss_bytes_per_job rss_bytes_per_conn; do
+                v=$(kv "$key")
+                [ -n "$v" ] && [ "$v" != n/a ] && echo "$srv $sc $run $key $v" >>"$results"
+            done
+            echo "$srv $sc $run OK threads=${threads:-?}" >>"$results"
+            summary="$(kv jobs_per_s)/s"
+            [ -n "$(kv p99_us)" ] && summary="$summary p99 $(kv p99_us) us"
+            [ -n "$(kv rss_bytes_per_job)" ] && summary="$summary $(kv rss_bytes_per_job) B/job"
+            [ -n "$(kv rss_bytes_per_conn)" ] && summary="$summary $(kv rss_bytes_per_conn) B/conn"
+            echo "$summary (server threads ${threads:-?})"
+        done
+    done
+done
+echo "finished in $(( $(date +%s) - started )) s"
+
+# ------------------------------------------------------------------------------ table
+
+# Rows: scenario metric direction (higher or lower is better) label.
+rows="bg-submit jobs_per_s higher jobs/s
+bg-submit p50_us lower ack_p50_us
+bg-submit p99_us lower ack_p99_us
+bg-submit cpu_us_per_job lower cpu_us/job
+rt-latency jobs_per_s higher jobs/s
+rt-latency p50_us lower p50_us
+rt-latency p99_us lower p99_us
+rt-latency p999_us lower p99.9_us
+rt-latency cpu_us_per_job lower cpu_us/job
+rt-throughput jobs_per_s higher jobs/s
+rt-throughput p50_us lower p50_us
+rt-throughput p99_us lower p99_us
+rt-throughput cpu_us_per_job lower cpu_us/job
+drain jobs_per_s higher drain_jobs/s
+drain queue_jobs_per_s higher queue_jobs/s
+drain rss_bytes_per_job lower rss_B/job
+drain cpu_us_per_job lower cpu_us/job
+idle-conns rss_bytes_per_conn lower rss_B/conn
+idle-conns p50_us lower echo_p50_us
+idle-conns p99_us lower echo_p99_us
+fanout jobs_per_s higher jobs/s
+fanout p99_us lower p99_us
+fanout p999_us lower p99.9_us
+fanout cpu_us_per_job lower cpu_us/job"
+
+echo
+echo "Medians (ratio = spurd / best gearmand configuration for that row; '*' = some runs failed)"
+awk -v servers="$servers" -v scenarios="$scenarios" -v rows="$rows" '
+function median(list,    a, n, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    if (n % 2) return a[(n + 1) / 2]
+    return (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function fmt(v) { return (v >= 100 || v == int(v)) ? sprintf("%.0f", v) : sprintf("%.1f", v) }
+{
+    if ($4 == "FAIL") { failed[$1 SUBSEP $2] = 1; next }
+    if ($4 == "OK") { next }
+    k = $1 SUBSEP $2 SUBSEP $4
+    vals[k] = (k in vals) ? vals[k] " " $5 : $5
+}
+END {
+    ns = split(servers, sv, ",")
+    split(scenarios, want, ","); for (i in want) wanted[want[i]] = 1
+    printf "%-14s %-13s", "scenario", "metric"
+    for (i = 1; i <= ns; i++) printf " %13s", sv[i]
+    printf " %8s %s\n", "ratio", "(better)"
+    nr = split(rows, rl, "\n")
+    for (r = 1; r <= nr; r++) {
+        split(rl[r], f, " "); sc = f[1]; m = f[2]; dir = f[3]; label = f[4]
+        if (!(sc in wanted)) continue
+        printf "%-14s %-13s", sc, label
+        best = ""; sp = ""
+        for (i = 1; i <= ns; i++) {
+            k = sv[i] SUBSEP sc SUBSEP m
+            if (k in vals) {
+                v = median(vals[k]); cell = fmt(v) ((sv[i] SUBSEP sc) in failed ? "*" : "")
+                if (sv[i] == "spurd") sp = v
+                else if (best == "" || (dir == "higher" ? v > best : v < best)) best = v
+            } else cell = "n/a"
+            printf " %13s", cell
+        }
+        if (sp != "" && best != "" && best > 0) printf " %8.2f %s\n", sp / best, dir
+        else printf " %8s %s\n", "n/a", dir
+    }
+}' "$results"
+
+if [ -s "$out/failures.txt" ]; then
+    echo
+    echo "Failed runs (details in $out/<server>/<scenario>-<run>/):"
+    cat "$out/failures.txt"
+fi
+echo
+echo "Server threads seen: $(awk '$4 == "OK" {split($5, t, "="); s[$1] = t[2]} END {for (k in s) printf "%s=%s ", k, s[k]}' "$results")"
+exit 0
