@@ -1,0 +1,905 @@
+/* store_sqlite: the durable store of background jobs in one SQLite file. See store_sqlite.h for the
+ * API and the thread-safety rules, and docs/PERSISTENCE.md for the file layout and the guarantees.
+ *
+ * Layout of the state: the loop side owns `cur` (the batch being filled) and `carry_max_id`; the
+ * connection side owns `db`, the statements, `err`, `hwm`, `wal_frames` and the maintenance flags.
+ * No field is shared between the two sides. */
+#include "store_sqlite.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCHEMA_VERSION 1
+#define BUSY_MS 5000                 /* wait this long for another connection's lock */
+#define WAL_CKPT_FRAMES 1024         /* maintain: checkpoint(TRUNCATE) from 4 MiB of WAL (4 KiB pages) */
+#define WAL_HARD_FRAMES 16384        /* commit path: a passive checkpoint if maintain is not called */
+#define WAL_SIZE_LIMIT "67108864"    /* journal_size_limit: a reused WAL file is cut back to 64 MiB */
+#define FREE_MIN_PAGES 1024          /* maintain: vacuum only from 4 MiB of free pages ... */
+#define FREE_MIN_SHARE 4             /* ... that are at least 1/4 of the file */
+#define VACUUM_STEP "1024"           /* maintain: at most this many pages freed per call (4 MiB) */
+#define VACUUM_STEP_PAGES 1024       /* the same number, for arithmetic */
+#define IMPORTED_SUFFIX "_spur_imported"
+
+/* struct batch_add is one queued add: the job's fields copied into one allocation. */
+struct batch_add {
+    uint64_t id;        /* handle number */
+    int64_t when;       /* run-at time, 0 = now */
+    char *mem;          /* func | unique | reducer | data, owned; NULL once cancelled */
+    size_t func_len;    /* bytes of func at mem */
+    size_t unique_len;  /* bytes of unique after func */
+    size_t reducer_len; /* bytes of reducer after unique */
+    size_t data_len;    /* bytes of data after reducer */
+    int prio;           /* 0 high, 1 normal, 2 low */
+    int dead;           /* cancelled by a done in the same batch */
+};
+
+/* struct store_batch is a batch of operations: adds (with copies) and done ids. */
+struct store_batch {
+    struct batch_add *adds; /* adds, in the order queued */
+    size_t nadds;           /* entries used in adds, cancelled ones included */
+    size_t cap_adds;        /* entries allocated in adds */
+    size_t live_adds;       /* adds not cancelled */
+    uint64_t *dones;        /* ids to delete */
+    size_t ndones;          /* entries used in dones */
+    size_t cap_dones;       /* entries allocated in dones */
+    uint32_t *slots;        /* open-addressing index of adds by id: add index + 1, 0 = empty */
+    size_t nslots;          /* slots allocated (a power of two, or 0) */
+    uint64_t max_id;        /* largest id ever added to this batch (cancelled ones too) */
+    char err[256];          /* the last failed write's text, or "" */
+};
+
+/* struct store_sqlite is an open store. */
+struct store_sqlite {
+    /* loop side */
+    struct store_batch *cur; /* the batch being filled, NULL when empty */
+    uint64_t carry_max_id;   /* largest id of batches dropped because they cancelled out */
+    /* connection side */
+    sqlite3 *db;             /* the connection */
+    sqlite3_stmt *st_begin;  /* BEGIN IMMEDIATE */
+    sqlite3_stmt *st_commit; /* COMMIT */
+    sqlite3_stmt *st_insert; /* insert one job */
+    sqlite3_stmt *st_delete; /* delete one job by id */
+    sqlite3_stmt *st_hwm;    /* raise the persistent high-water mark */
+    sqlite3_stmt *st_free;   /* PRAGMA freelist_count */
+    sqlite3_stmt *st_pages;  /* PRAGMA page_count */
+    sqlite3_stmt *st_vacuum; /* PRAGMA incremental_vacuum(VACUUM_STEP) */
+    uint64_t hwm;            /* the high-water mark as stored */
+    int wal_frames;          /* frames in the WAL after the last commit (from the WAL hook) */
+    int maint_dirty;         /* something was written since maintain last had nothing to do */
+    int maint_freed;         /* rows were deleted since the free-page count was last checked */
+    char err[256];           /* the last error text, or "" */
+    char *note;              /* what open did that the operator should know, or NULL (sqlite3_free) */
+};
+
+/* set_err formats an error text into buf (len bytes). */
+static void set_err(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    if (buf == NULL || len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* db_err formats what went wrong in db while doing `what` into buf, with SQLite's message, result
+ * code and the operating system's errno when there is one. */
+static void db_err(sqlite3 *db, char *buf, size_t len, const char *what)
+{
+    int code = sqlite3_extended_errcode(db);
+    int sys = sqlite3_system_errno(db);
+    if (sys != 0 && (code & 0xff) != SQLITE_CONSTRAINT)
+        set_err(buf, len, "%s: %s (sqlite code %d, errno %d: %s)", what, sqlite3_errmsg(db), code, sys,
+                strerror(sys));
+    else
+        set_err(buf, len, "%s: %s (sqlite code %d)", what, sqlite3_errmsg(db), code);
+}
+
+/* exec runs sql (no result rows wanted). Returns 0 or -1 with the text in buf. */
+static int exec(sqlite3 *db, const char *sql, char *buf, size_t len)
+{
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        db_err(db, buf, len, sql);
+        return -1;
+    }
+    return 0;
+}
+
+/* query_int runs sql, which yields one integer, into *out. Returns 0 or -1 with the text in buf. */
+static int query_int(sqlite3 *db, const char *sql, int64_t *out, char *buf, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            *out = 0;
+            rc = SQLITE_OK;
+        }
+    }
+    if (rc != SQLITE_OK)
+        db_err(db, buf, len, sql);
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* step_once steps a prepared statement that yields no row we need, then resets it. Returns the
+ * step's result code (SQLITE_DONE or SQLITE_ROW on success). */
+static int step_once(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* step_ok tells whether a step result means success. */
+static int step_ok(int rc) { return rc == SQLITE_DONE || rc == SQLITE_ROW; }
+
+/* wal_hook runs after every commit with the number of frames in the WAL. It records it for
+ * maintain and, as a backstop when maintain is not called, checkpoints passively once the WAL is
+ * very large. Registering it also replaces SQLite's automatic checkpoint, which would otherwise run
+ * on the commit path every 1000 pages. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    struct store_sqlite *s = arg;
+    s->wal_frames = frames;
+    if (frames >= WAL_HARD_FRAMES)
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return SQLITE_OK;
+}
+
+/* ---------------------------------------------------------------- schema and import */
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS spur_meta (\n"
+    "  key TEXT PRIMARY KEY,\n"
+    "  value INTEGER NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS spur_jobs (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  prio INTEGER NOT NULL,\n"
+    "  run_at INTEGER NOT NULL,\n"
+    "  func BLOB NOT NULL,\n"
+    "  uniq BLOB NOT NULL,\n"
+    "  reducer BLOB NOT NULL,\n"
+    "  data BLOB NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS spur_import (\n"
+    "  table_name TEXT PRIMARY KEY,\n"
+    "  renamed_to TEXT NOT NULL,\n"
+    "  imported_at INTEGER NOT NULL,\n"
+    "  jobs INTEGER NOT NULL,\n"
+    "  skipped INTEGER NOT NULL,\n"
+    "  first_id INTEGER,\n"
+    "  last_id INTEGER);\n"
+    "INSERT OR IGNORE INTO spur_meta (key, value) VALUES ('schema', 1), ('max_id', 0);\n";
+
+/* has_table tells whether a table called name exists: 1, 0, or -1 on error. */
+static int has_table(sqlite3 *db, const char *name, char *buf, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    int found = -1;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    }
+    if (found < 0)
+        db_err(db, buf, len, "looking for a table");
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* column_mask returns a bit mask of which of gearmand's columns table has (1 unique_key,
+ * 2 function_name, 4 priority, 8 data, 16 when_to_run), or -1 on error. */
+static int column_mask(sqlite3 *db, const char *table, char *buf, size_t len)
+{
+    static const char *const names[] = {"unique_key", "function_name", "priority", "data", "when_to_run"};
+    sqlite3_stmt *st = NULL;
+    int mask = 0, rc;
+    if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL) != SQLITE_OK) {
+        db_err(db, buf, len, "reading the import table's columns");
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *col = (const char *)sqlite3_column_text(st, 0);
+        for (int i = 0; col != NULL && i < 5; i++)
+            if (sqlite3_stricmp(col, names[i]) == 0)
+                mask |= 1 << i;
+    }
+    if (rc != SQLITE_DONE) {
+        db_err(db, buf, len, "reading the import table's columns");
+        mask = -1;
+    }
+    sqlite3_finalize(st);
+    return mask;
+}
+
+/* blob_or_empty returns column k of st as bytes, "" rather than NULL when empty. */
+static const void *blob_or_empty(sqlite3_stmt *st, int k, size_t *len)
+{
+    const void *p = sqlite3_column_blob(st, k);
+    *len = (size_t)sqlite3_column_bytes(st, k);
+    return p != NULL ? p : "";
+}
+
+/* bind_bytes binds n bytes at p to parameter k without copying; an empty value is an empty blob,
+ * not NULL. Returns the SQLite result code. */
+static int bind_bytes(sqlite3_stmt *st, int k, const void *p, size_t n)
+{
+    return sqlite3_bind_blob64(st, k, n ? p : "", (sqlite3_uint64)n, SQLITE_STATIC);
+}
+
+/* import_gearmand copies the rows of gearmand's table into spur_jobs, records the import and
+ * renames the table; the caller holds the write transaction. *next is the first id to assign and
+ * is advanced past the last one. Returns 0 or -1 with the text in buf. */
+static int import_gearmand(struct store_sqlite *s, const char *table, uint64_t *next, char *buf, size_t len)
+{
+    sqlite3 *db = s->db;
+    sqlite3_stmt *sel = NULL, *ins = NULL, *rec = NULL;
+    char *sql = NULL, *renamed = NULL;
+    int64_t jobs = 0, skipped = 0, first = 0, last = 0;
+    int ret = -1, rc;
+
+    if (strncmp(table, "spur_", 5) == 0 || strncmp(table, "sqlite_", 7) == 0) {
+        set_err(buf, len, "import table %s: that name belongs to Spur or SQLite", table);
+        return -1;
+    }
+    int exists = has_table(db, table, buf, len);
+    if (exists <= 0)
+        return exists; /* nothing to import, or an error */
+
+    /* Imported before (the table has re-appeared, e.g. gearmand ran again on this file)? Leave it. */
+    int64_t done_before = 0, rows = 0;
+    sql = sqlite3_mprintf("SELECT count(*) FROM spur_import WHERE table_name = %Q", table);
+    if (sql == NULL || query_int(db, sql, &done_before, buf, len) != 0)
+        goto out;
+    if (done_before) {
+        sqlite3_free(sql);
+        sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"", table);
+        if (sql == NULL || query_int(db, sql, &rows, buf, len) != 0)
+            goto out;
+        if (rows > 0)
+            s->note = sqlite3_mprintf("table %s was imported before and has re-appeared with %lld rows: "
+                                      "not imported again (rename it and restart to import it)",
+                                      table, (long long)rows);
+        ret = 0;
+        goto out;
+    }
+
+    int mask = column_mask(db, table, buf, len);
+    if (mask < 0)
+        goto out;
+    if ((mask & 15) != 15) {
+        set_err(buf, len, "import table %s does not have gearmand's columns "
+                "(unique_key, function_name, priority, data)", table);
+        goto out;
+    }
+    renamed = sqlite3_mprintf("%s" IMPORTED_SUFFIX, table);
+    if (renamed == NULL)
+        goto oom;
+    int clash = has_table(db, renamed, buf, len);
+    if (clash != 0) {
+        if (clash > 0)
+            set_err(buf, len, "cannot import table %s: a table %s already exists", table, renamed);
+        goto out;
+    }
+
+    sqlite3_free(sql);
+    sql = sqlite3_mprintf("SELECT unique_key, function_name, priority, data, %s FROM \"%w\" ORDER BY rowid",
+                          (mask & 16) ? "when_to_run" : "0", table);
+    if (sql == NULL)
+        goto oom;
+    if (sqlite3_prepare_v2(db, sql, -1, &sel, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5, x'', ?6)",
+                           -1, &ins, NULL) != SQLITE_OK) {
+        db_err(db, buf, len, "preparing the import");
+        goto out;
+    }
+    while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+        size_t ulen, flen, dlen;
+        const void *u = blob_or_empty(sel, 0, &ulen);
+        const void *f = blob_or_empty(sel, 1, &flen);
+        const void *d = blob_or_empty(sel, 3, &dlen);
+        int64_t prio = sqlite3_column_type(sel, 2) == SQLITE_NULL ? 1 : sqlite3_column_int64(sel, 2);
+        int64_t when = sqlite3_column_int64(sel, 4); /* NULL reads as 0 */
+        if (flen == 0) {
+            skipped++;
+            continue;
+        }
+        if (*next > (uint64_t)INT64_MAX) {
+            set_err(buf, len, "import: job ids exhausted");
+            goto out;
+        }
+        sqlite3_bind_int64(ins, 1, (int64_t)*next);
+        sqlite3_bind_int(ins, 2, prio >= 0 && prio <= 2 ? (int)prio : 1);
+        sqlite3_bind_int64(ins, 3, when > 0 ? when : 0);
+        bind_bytes(ins, 4, f, flen);
+        bind_bytes(ins, 5, u, ulen);
+        bind_bytes(ins, 6, d, dlen);
+        if (!step_ok(step_once(ins))) {
+            db_err(db, buf, len, "importing a row");
+            goto out;
+        }
+        if (jobs == 0)
+            first = (int64_t)*next;
+        last = (int64_t)*next;
+        jobs++;
+        (*next)++;
+    }
+    if (rc != SQLITE_DONE) {
+        db_err(db, buf, len, "reading the import table");
+        goto out;
+    }
+    sqlite3_finalize(sel);
+    sel = NULL;
+
+    if (sqlite3_prepare_v2(db, "INSERT INTO spur_import (table_name, renamed_to, imported_at, jobs, skipped, "
+                               "first_id, last_id) VALUES (?1, ?2, strftime('%s', 'now'), ?3, ?4, ?5, ?6)",
+                           -1, &rec, NULL) != SQLITE_OK) {
+        db_err(db, buf, len, "recording the import");
+        goto out;
+    }
+    sqlite3_bind_text(rec, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(rec, 2, renamed, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(rec, 3, jobs);
+    sqlite3_bind_int64(rec, 4, skipped);
+    if (jobs) {
+        sqlite3_bind_int64(rec, 5, first);
+        sqlite3_bind_int64(rec, 6, last);
+    }
+    if (!step_ok(step_once(rec))) {
+        db_err(db, buf, len, "recording the import");
+        goto out;
+    }
+    sqlite3_free(sql);
+    sql = sqlite3_mprintf("ALTER TABLE \"%w\" RENAME TO \"%w\"; "
+                          "UPDATE spur_meta SET value = max(value, %lld) WHERE key = 'max_id'",
+                          table, renamed, (long long)last);
+    if (sql == NULL)
+        goto oom;
+    if (exec(db, sql, buf, len) != 0)
+        goto out;
+    s->note = sqlite3_mprintf("imported %lld jobs from gearmand's table %s (ids %lld..%lld, %lld rows "
+                              "without a function skipped); the table is now %s",
+                              (long long)jobs, table, (long long)first, (long long)last, (long long)skipped,
+                              renamed);
+    ret = 0;
+    goto out;
+oom:
+    set_err(buf, len, "import: out of memory");
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(rec);
+    sqlite3_free(sql);
+    sqlite3_free(renamed);
+    return ret;
+}
+
+/* ---------------------------------------------------------------- open and close */
+
+/* prepare prepares sql into *st for repeated use. Returns 0 or -1 with the text in buf. */
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *buf, size_t len)
+{
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
+        db_err(db, buf, len, sql);
+        return -1;
+    }
+    return 0;
+}
+
+/* finalize_all finalizes every prepared statement of s. */
+static void finalize_all(struct store_sqlite *s)
+{
+    sqlite3_stmt **all[] = {&s->st_begin, &s->st_commit, &s->st_insert, &s->st_delete,
+                            &s->st_hwm,   &s->st_free,   &s->st_pages,  &s->st_vacuum};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        sqlite3_finalize(*all[i]);
+        *all[i] = NULL;
+    }
+}
+
+/* setup does everything open does once the connection exists. Returns 0 or -1 with the text in
+ * buf. */
+static int setup(struct store_sqlite *s, const char *import_table, uint64_t *next_id, char *buf, size_t len)
+{
+    sqlite3 *db = s->db;
+    int64_t pages = 0, version = 0, max_id = 0, av = 0;
+    char mode[16] = "";
+
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, BUSY_MS);
+    if (query_int(db, "PRAGMA page_count", &pages, buf, len) != 0)
+        return -1;
+    /* auto_vacuum must be chosen before the first table exists. */
+    if (pages == 0 && exec(db, "PRAGMA auto_vacuum = INCREMENTAL", buf, len) != 0)
+        return -1;
+
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(st, 0));
+    else
+        db_err(db, buf, len, "PRAGMA journal_mode = WAL");
+    sqlite3_finalize(st);
+    if (sqlite3_stricmp(mode, "wal") != 0) {
+        if (mode[0] != '\0')
+            set_err(buf, len, "cannot switch to WAL mode (journal mode is %s)", mode);
+        return -1;
+    }
+    if (exec(db, "PRAGMA synchronous = FULL", buf, len) != 0 ||
+        exec(db, "PRAGMA journal_size_limit = " WAL_SIZE_LIMIT, buf, len) != 0)
+        return -1;
+    sqlite3_wal_hook(db, wal_hook, s);
+
+    /* Schema, version check, high-water mark and the one-time import: one transaction. */
+    if (exec(db, "BEGIN IMMEDIATE", buf, len) != 0)
+        return -1;
+    if (exec(db, schema_sql, buf, len) != 0 ||
+        query_int(db, "SELECT value FROM spur_meta WHERE key = 'schema'", &version, buf, len) != 0 ||
+        query_int(db, "SELECT max((SELECT value FROM spur_meta WHERE key = 'max_id'), "
+                      "coalesce((SELECT max(id) FROM spur_jobs), 0))",
+                  &max_id, buf, len) != 0)
+        goto rollback;
+    if (version != SCHEMA_VERSION) {
+        set_err(buf, len, "store schema version %lld is not supported (this Spur reads version %d)",
+                (long long)version, SCHEMA_VERSION);
+        goto rollback;
+    }
+    uint64_t next = next_id != NULL ? *next_id : 1;
+    if (next <= (uint64_t)max_id)
+        next = (uint64_t)max_id + 1;
+    uint64_t first_free = next;
+    if (import_table != NULL && import_table[0] != '\0' && import_gearmand(s, import_table, &next, buf, len) != 0)
+        goto rollback;
+    if (exec(db, "COMMIT", buf, len) != 0)
+        goto rollback;
+    s->hwm = next != first_free ? next - 1 : (uint64_t)max_id; /* as stored */
+
+    /* A file made by gearmand (or an old SQLite) has no auto-vacuum: convert it once. */
+    if (query_int(db, "PRAGMA auto_vacuum", &av, buf, len) != 0)
+        return -1;
+    if (av != 2 && (exec(db, "PRAGMA auto_vacuum = INCREMENTAL", buf, len) != 0 || exec(db, "VACUUM", buf, len) != 0))
+        return -1;
+
+    if (prepare(db, "BEGIN IMMEDIATE", &s->st_begin, buf, len) != 0 ||
+        prepare(db, "COMMIT", &s->st_commit, buf, len) != 0 ||
+        prepare(db, "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                &s->st_insert, buf, len) != 0 ||
+        prepare(db, "DELETE FROM spur_jobs WHERE id = ?1", &s->st_delete, buf, len) != 0 ||
+        prepare(db, "UPDATE spur_meta SET value = ?1 WHERE key = 'max_id' AND value < ?1", &s->st_hwm, buf, len) != 0 ||
+        prepare(db, "PRAGMA freelist_count", &s->st_free, buf, len) != 0 ||
+        prepare(db, "PRAGMA page_count", &s->st_pages, buf, len) != 0 ||
+        prepare(db, "PRAGMA incremental_vacuum(" VACUUM_STEP ")", &s->st_vacuum, buf, len) != 0)
+        return -1;
+    if (next_id != NULL)
+        *next_id = next;
+    s->maint_dirty = 1; /* look at the WAL and the free pages once */
+    s->maint_freed = 1;
+    return 0;
+rollback:
+    if (!sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+struct store_sqlite *store_sqlite_open(const char *path, const char *import_table, uint64_t *next_id,
+                                       char *err, size_t errlen)
+{
+    struct store_sqlite *s = calloc(1, sizeof *s);
+    char buf[512] = "";
+    if (s == NULL) {
+        set_err(err, errlen, "store %s: out of memory", path);
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        set_err(err, errlen, "store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        sqlite3_close(s->db);
+        free(s);
+        return NULL;
+    }
+    if (setup(s, import_table, next_id, buf, sizeof buf) != 0) {
+        set_err(err, errlen, "store %s: %s", path, buf);
+        finalize_all(s);
+        sqlite3_close(s->db);
+        sqlite3_free(s->note);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+const char *store_sqlite_note(const struct store_sqlite *s) { return s->note; }
+
+struct sqlite3 *store_sqlite_handle(struct store_sqlite *s) { return s->db; }
+
+const char *store_sqlite_error(const struct store_sqlite *s) { return s->err; }
+
+void store_sqlite_close(struct store_sqlite *s)
+{
+    if (s == NULL)
+        return;
+    store_sqlite_commit(s); /* best effort: a failure leaves the dones to a later replay */
+    store_sqlite_free_batch(s->cur);
+    if (s->carry_max_id > s->hwm) {
+        sqlite3_bind_int64(s->st_hwm, 1, (int64_t)s->carry_max_id);
+        step_once(s->st_hwm);
+    }
+    finalize_all(s);
+    sqlite3_close(s->db);
+    sqlite3_free(s->note);
+    free(s);
+}
+
+/* ---------------------------------------------------------------- batches (loop side) */
+
+/* mix64 scrambles an id into a hash. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb3fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* slot_put indexes add number i (by its id) in b's slots, which have room. */
+static void slot_put(struct store_batch *b, size_t i)
+{
+    size_t mask = b->nslots - 1;
+    size_t k = (size_t)mix64(b->adds[i].id) & mask;
+    while (b->slots[k] != 0)
+        k = (k + 1) & mask;
+    b->slots[k] = (uint32_t)(i + 1);
+}
+
+/* slot_find returns the add of id in b, or NULL. */
+static struct batch_add *slot_find(const struct store_batch *b, uint64_t id)
+{
+    if (b->nslots == 0)
+        return NULL;
+    size_t mask = b->nslots - 1;
+    for (size_t k = (size_t)mix64(id) & mask; b->slots[k] != 0; k = (k + 1) & mask)
+        if (b->adds[b->slots[k] - 1].id == id)
+            return &b->adds[b->slots[k] - 1];
+    return NULL;
+}
+
+/* current returns the batch being filled, creating it. NULL when out of memory. */
+static struct store_batch *current(struct store_sqlite *s)
+{
+    if (s->cur == NULL)
+        s->cur = calloc(1, sizeof *s->cur);
+    return s->cur;
+}
+
+int store_sqlite_add(struct store_sqlite *s, const struct store_rec *r)
+{
+    if (r->id == 0 || r->id > (uint64_t)INT64_MAX || r->prio < 0 || r->prio > 2)
+        return -1;
+    if (r->func_len > SIZE_MAX / 4 || r->unique_len > SIZE_MAX / 4 || r->reducer_len > SIZE_MAX / 4 ||
+        r->data_len > SIZE_MAX / 4)
+        return -1; /* the sum below must not overflow */
+    struct store_batch *b = current(s);
+    if (b == NULL || b->nadds >= UINT32_MAX - 1)
+        return -1;
+    if (b->nadds == b->cap_adds) {
+        size_t ncap = b->cap_adds ? b->cap_adds * 2 : 64;
+        struct batch_add *na = realloc(b->adds, ncap * sizeof *na);
+        if (na == NULL)
+            return -1;
+        b->adds = na;
+        b->cap_adds = ncap;
+    }
+    if ((b->nadds + 1) * 2 > b->nslots) { /* keep the index at most half full */
+        size_t nslots = b->nslots ? b->nslots * 2 : 128;
+        uint32_t *ns = calloc(nslots, sizeof *ns);
+        if (ns == NULL)
+            return -1;
+        free(b->slots);
+        b->slots = ns;
+        b->nslots = nslots;
+        for (size_t i = 0; i < b->nadds; i++)
+            slot_put(b, i);
+    }
+    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len;
+    char *mem = malloc(total ? total : 1);
+    if (mem == NULL)
+        return -1;
+    char *p = mem;
+    if (r->func_len)
+        memcpy(p, r->func, r->func_len);
+    p += r->func_len;
+    if (r->unique_len)
+        memcpy(p, r->unique, r->unique_len);
+    p += r->unique_len;
+    if (r->reducer_len)
+        memcpy(p, r->reducer, r->reducer_len);
+    p += r->reducer_len;
+    if (r->data_len)
+        memcpy(p, r->data, r->data_len);
+    struct batch_add *a = &b->adds[b->nadds];
+    *a = (struct batch_add){.id = r->id,
+                            .when = r->when > 0 ? r->when : 0,
+                            .mem = mem,
+                            .func_len = r->func_len,
+                            .unique_len = r->unique_len,
+                            .reducer_len = r->reducer_len,
+                            .data_len = r->data_len,
+                            .prio = r->prio};
+    slot_put(b, b->nadds);
+    b->nadds++;
+    b->live_adds++;
+    if (r->id > b->max_id)
+        b->max_id = r->id;
+    return 0;
+}
+
+/* push_done appends id to b's dones. Returns 0 or -1 when out of memory. */
+static int push_done(struct store_batch *b, uint64_t id)
+{
+    if (b->ndones == b->cap_dones) {
+        size_t ncap = b->cap_dones ? b->cap_dones * 2 : 64;
+        uint64_t *nd = realloc(b->dones, ncap * sizeof *nd);
+        if (nd == NULL)
+            return -1;
+        b->dones = nd;
+        b->cap_dones = ncap;
+    }
+    b->dones[b->ndones++] = id;
+    return 0;
+}
+
+int store_sqlite_done(struct store_sqlite *s, uint64_t id)
+{
+    struct store_batch *b = current(s);
+    if (b == NULL)
+        return -1;
+    struct batch_add *a = slot_find(b, id);
+    if (a != NULL) { /* added in this very batch: cancel both */
+        if (!a->dead) {
+            a->dead = 1;
+            free(a->mem);
+            a->mem = NULL;
+            b->live_adds--;
+        }
+        return 0;
+    }
+    return push_done(b, id);
+}
+
+size_t store_sqlite_pending(const struct store_sqlite *s)
+{
+    return s->cur ? s->cur->live_adds + s->cur->ndones : 0;
+}
+
+struct store_batch *store_sqlite_take_batch(struct store_sqlite *s)
+{
+    struct store_batch *b = s->cur;
+    if (b == NULL)
+        return NULL;
+    s->cur = NULL;
+    if (s->carry_max_id > b->max_id)
+        b->max_id = s->carry_max_id;
+    if (b->live_adds + b->ndones == 0) { /* everything cancelled out: nothing to write */
+        s->carry_max_id = b->max_id;
+        store_sqlite_free_batch(b);
+        return NULL;
+    }
+    s->carry_max_id = 0;
+    return b;
+}
+
+size_t store_batch_ops(const struct store_batch *b) { return b->live_adds + b->ndones; }
+
+const char *store_batch_error(const struct store_batch *b) { return b->err; }
+
+int store_sqlite_retry_dones(struct store_sqlite *s, const struct store_batch *b)
+{
+    for (size_t i = 0; i < b->ndones; i++)
+        if (store_sqlite_done(s, b->dones[i]) != 0)
+            return -1;
+    return 0;
+}
+
+void store_sqlite_free_batch(struct store_batch *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->nadds; i++)
+        free(b->adds[i].mem);
+    free(b->adds);
+    free(b->dones);
+    free(b->slots);
+    free(b);
+}
+
+/* ---------------------------------------------------------------- writing (connection side) */
+
+/* bind_add binds add a to the insert statement. Returns the SQLite result code. */
+static int bind_add(sqlite3_stmt *st, const struct batch_add *a)
+{
+    const char *p = a->mem;
+    int rc = sqlite3_bind_int64(st, 1, (int64_t)a->id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 2, a->prio);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, a->when);
+    if (rc == SQLITE_OK)
+        rc = bind_bytes(st, 4, p, a->func_len);
+    p += a->func_len;
+    if (rc == SQLITE_OK)
+        rc = bind_bytes(st, 5, p, a->unique_len);
+    p += a->unique_len;
+    if (rc == SQLITE_OK)
+        rc = bind_bytes(st, 6, p, a->reducer_len);
+    p += a->reducer_len;
+    if (rc == SQLITE_OK)
+        rc = bind_bytes(st, 7, p, a->data_len);
+    return rc;
+}
+
+int store_sqlite_write_batch(struct store_sqlite *s, struct store_batch *b)
+{
+    sqlite3 *db = s->db;
+    const char *what = "BEGIN";
+    size_t ops = b->live_adds + b->ndones;
+    b->err[0] = '\0';
+    if (ops == 0 && b->max_id <= s->hwm)
+        return 0;
+    if (!step_ok(step_once(s->st_begin)))
+        goto fail;
+    what = "storing a job";
+    for (size_t i = 0; i < b->nadds; i++) {
+        const struct batch_add *a = &b->adds[i];
+        if (a->dead)
+            continue;
+        if (bind_add(s->st_insert, a) != SQLITE_OK || !step_ok(step_once(s->st_insert)))
+            goto fail;
+    }
+    what = "deleting a job";
+    for (size_t i = 0; i < b->ndones; i++) {
+        sqlite3_bind_int64(s->st_delete, 1, (int64_t)b->dones[i]);
+        if (!step_ok(step_once(s->st_delete)))
+            goto fail;
+    }
+    what = "raising the high-water mark";
+    if (b->max_id > s->hwm) {
+        sqlite3_bind_int64(s->st_hwm, 1, (int64_t)b->max_id);
+        if (!step_ok(step_once(s->st_hwm)))
+            goto fail;
+    }
+    what = "COMMIT";
+    if (!step_ok(step_once(s->st_commit)))
+        goto fail;
+    sqlite3_clear_bindings(s->st_insert); /* the bound bytes belong to b */
+    if (b->max_id > s->hwm)
+        s->hwm = b->max_id;
+    s->maint_dirty = 1;
+    if (b->ndones)
+        s->maint_freed = 1;
+    s->err[0] = '\0';
+    return 0;
+fail: {
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "%s (batch of %zu ops)", what, ops);
+    db_err(db, s->err, sizeof s->err, ctx);
+    sqlite3_clear_bindings(s->st_insert);
+    if (!sqlite3_get_autocommit(db) && sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK) {
+        size_t n = strlen(s->err);
+        snprintf(s->err + n, sizeof s->err - n, "; ROLLBACK failed: %s", sqlite3_errmsg(db));
+    }
+    snprintf(b->err, sizeof b->err, "%s", s->err);
+    return -1;
+}
+}
+
+int store_sqlite_commit(struct store_sqlite *s)
+{
+    struct store_batch *b = store_sqlite_take_batch(s);
+    if (b == NULL)
+        return 0;
+    int rc = store_sqlite_write_batch(s, b);
+    if (rc != 0)
+        store_sqlite_retry_dones(s, b);
+    store_sqlite_free_batch(b);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- replay and maintenance */
+
+int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struct store_rec *r), void *ctx,
+                        uint64_t *max_id)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = 0, rc;
+    if (max_id != NULL) {
+        int64_t m = 0;
+        if (query_int(s->db, "SELECT max((SELECT value FROM spur_meta WHERE key = 'max_id'), "
+                             "coalesce((SELECT max(id) FROM spur_jobs), 0))",
+                      &m, s->err, sizeof s->err) != 0)
+            return -1;
+        *max_id = (uint64_t)m;
+    }
+    if (sqlite3_prepare_v2(s->db, "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        db_err(s->db, s->err, sizeof s->err, "replay");
+        return -1;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_rec r;
+        r.id = (uint64_t)sqlite3_column_int64(st, 0);
+        r.prio = sqlite3_column_int(st, 1);
+        r.when = sqlite3_column_int64(st, 2);
+        r.func = blob_or_empty(st, 3, &r.func_len);
+        r.unique = blob_or_empty(st, 4, &r.unique_len);
+        r.reducer = blob_or_empty(st, 5, &r.reducer_len);
+        r.data = blob_or_empty(st, 6, &r.data_len);
+        if ((ret = cb(ctx, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE) {
+        db_err(s->db, s->err, sizeof s->err, "replay");
+        ret = -1;
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+/* pragma_int steps a prepared one-integer pragma. Returns the value, or -1 on error. */
+static int64_t pragma_int(sqlite3_stmt *st)
+{
+    int64_t v = -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return v;
+}
+
+void store_sqlite_maintain(struct store_sqlite *s)
+{
+    if (!s->maint_dirty)
+        return;
+    s->maint_dirty = 0;
+    sqlite3_busy_timeout(s->db, 0); /* never wait for another connection here */
+    int vacuumed = 0;
+    if (s->maint_freed) {
+        s->maint_freed = 0;
+        int64_t free_pages = pragma_int(s->st_free), pages = pragma_int(s->st_pages);
+        if (free_pages >= FREE_MIN_PAGES && free_pages * FREE_MIN_SHARE >= pages) {
+            int rc;
+            while ((rc = sqlite3_step(s->st_vacuum)) == SQLITE_ROW)
+                ;
+            sqlite3_reset(s->st_vacuum);
+            if (rc == SQLITE_DONE) {
+                vacuumed = 1;
+                if (free_pages > VACUUM_STEP_PAGES) /* more to free on the next call */
+                    s->maint_freed = s->maint_dirty = 1;
+            } else {
+                db_err(s->db, s->err, sizeof s->err, "incremental vacuum");
+                s->maint_freed = s->maint_dirty = 1;
+            }
+        }
+    }
+    if (s->wal_frames >= WAL_CKPT_FRAMES || vacuumed) {
+        int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        if (rc == SQLITE_OK)
+            s->wal_frames = 0;
+        else {
+            if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+                db_err(s->db, s->err, sizeof s->err, "checkpoint");
+            s->maint_dirty = 1; /* try again next time */
+        }
+    }
+    sqlite3_busy_timeout(s->db, BUSY_MS);
+}
