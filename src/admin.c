@@ -12,6 +12,7 @@
 #include "job.h"
 #include "log.h"
 #include "proto_admin.h"
+#include "store.h"
 
 #define ADMIN_MAX_TOKENS 6 /* the most any command takes ("maxqueue F H N L" is 5) */
 
@@ -102,16 +103,6 @@ struct admin_listing {
     int unique;    /* 1: show unique jobs, 0: show jobs */
 };
 
-static struct job *job_by_id(struct engine *e, uint64_t id)
-{
-    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
-        struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
-        if (j->id == id)
-            return j;
-    }
-    return NULL;
-}
-
 static void listing_free(struct peer *p)
 {
     if (p->listing == NULL)
@@ -128,7 +119,7 @@ static int write_slice(struct peer *p)
     struct admin_listing *l = p->listing;
     size_t end = l->pos + ADMIN_SLICE < l->n ? l->pos + ADMIN_SLICE : l->n;
     for (; l->pos < end; l->pos++) {
-        struct job *j = job_by_id(e, l->ids[l->pos]);
+        struct job *j = job_find_id(e, l->ids[l->pos]);
         if (j == NULL)
             continue;
         if (l->unique) {
@@ -254,8 +245,8 @@ static void cmd_cancel(struct peer *p, const struct pa_token *t, size_t n)
         /* the worker finishes it; its results then go nowhere and it is never retried */
         while (j->waiters != NULL)
             job_remove_waiter(j->waiters);
-        if ((j->flags & JOB_STORED) && e->store != NULL)
-            e->store->done(e->store_ctx, j);
+        if (j->flags & JOB_STORED)
+            store_done(e, j);
         j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
     } else {
         job_free(e, j);

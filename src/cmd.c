@@ -11,6 +11,7 @@
 #include "func.h"
 #include "job.h"
 #include "log.h"
+#include "store.h"
 
 #define HANDLE_BUF 80
 
@@ -205,12 +206,20 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
                 return;
             }
         } else if (!(j->flags & JOB_BACKGROUND)) {
-            /* a background submit makes the job independent of its foreground clients */
-            if (e->store != NULL && e->store->add(e->store_ctx, j) != 0) {
-                peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
+            /* a background submit makes the job independent of its foreground clients, and
+             * durable: the reply waits for the store */
+            if (e->store_mgr == NULL) {
+                j->flags |= JOB_BACKGROUND;
+            } else {
+                if (store_add(e, j, p, 0) != 0)
+                    peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
                 return;
             }
-            j->flags |= JOB_BACKGROUND | (e->store ? JOB_STORED : 0);
+        } else if (e->store_mgr != NULL && (j->state == JOB_PENDING || p->pending_acks > 0)) {
+            /* the job is not durable yet, or earlier replies are held: this one waits too */
+            if (store_ack(e, j, p) != 0)
+                peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+            return;
         }
         send_handle(p, CMD_JOB_CREATED, e, j);
         return;
@@ -227,13 +236,13 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         return;
     }
     int future = due > engine_now(e);
-    if (k.background && e->store != NULL) {
-        if (e->store->add(e->store_ctx, j) != 0) {
+    if (k.background && e->store_mgr != NULL) {
+        /* JOB_CREATED and the job's first run wait until its batch is durable */
+        if (store_add(e, j, p, future ? due : 0) != 0) {
             job_free(e, j);
             peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
-            return;
         }
-        j->flags |= JOB_STORED;
+        return;
     }
     if (!k.background && job_add_waiter(j, p) != 0) {
         job_free(e, j);
@@ -357,12 +366,12 @@ static void pre_sleep(struct peer *p)
     struct worker *w = worker_get(p);
     if (w == NULL)
         return;
-    if (func_has_work(w) && !p->eng->shutting_down) {
+    if (func_has_work(w) && !p->eng->shutting_down && !p->eng->replaying) {
         peer_send(p, CMD_NOOP, NULL, 0);
         return;
     }
+    worker_awake(p->eng, w);
     w->sleeping = 1;
-    w->noop_sent = 0;
 }
 
 static void grab(struct peer *p, uint32_t cmd)
@@ -373,10 +382,10 @@ static void grab(struct peer *p, uint32_t cmd)
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
         return;
     }
-    w->sleeping = 0;
-    w->noop_sent = 0;
     struct ability *a;
-    struct job *j = e->shutting_down ? NULL : func_take(e, w, &a);
+    struct job *j = (e->shutting_down || e->replaying) ? NULL : func_take(e, w, &a);
+    /* after the take, so a wake-up it triggers is for work that is still left */
+    worker_awake(e, w);
     if (j == NULL) {
         peer_send(p, CMD_NO_JOB, NULL, 0);
         return;

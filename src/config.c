@@ -21,7 +21,7 @@ void config_defaults(struct config *c)
     c->verbose = LOG_ERROR;
     c->threads = 0;
     c->job_retries = -1;
-    c->worker_wakeup = 0;
+    c->worker_wakeup = -1;
     c->keepalive_idle = -1;
     c->keepalive_interval = -1;
     c->keepalive_count = -1;
@@ -64,6 +64,8 @@ enum {
     OPT_SQLITE_DB,
     OPT_SQLITE_TABLE,
     OPT_STORE_ON_SHUTDOWN,
+    OPT_STORE_MAX_PAGES,
+    OPT_STORE_SYNC,
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
@@ -113,6 +115,8 @@ static const struct option long_opts[] = {
     {"libsqlite3-db", required_argument, NULL, OPT_SQLITE_DB},
     {"libsqlite3-table", required_argument, NULL, OPT_SQLITE_TABLE},
     {"store-queue-on-shutdown", no_argument, NULL, OPT_STORE_ON_SHUTDOWN},
+    {"store-max-pages", required_argument, NULL, OPT_STORE_MAX_PAGES},
+    {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca-file", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
@@ -157,13 +161,17 @@ void config_usage(FILE *out)
         "  -u, --user=USER            switch to USER after binding\n"
         "      --verbose=LEVEL        FATAL ALERT CRITICAL ERROR (default) WARNING NOTICE INFO DEBUG\n"
         "  -V, --version              print the version and exit\n"
-        "  -w, --worker-wakeup=N      sleeping workers woken per new job (0 = all, default)\n"
+        "  -w, --worker-wakeup=N      sleeping workers woken per new job: N, or 0 for all, as\n"
+        "                             gearmand; unset (default): one per job that needs a worker\n"
         "      --check-args           parse the options and exit\n"
         "\n"
         "Spur's own options:\n"
         "      --unix=PATH            also listen on a unix-domain socket\n"
         "      --port-file=FILE       write the bound TCP port to FILE (useful with --port=0)\n"
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
+        "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
+        "                             normal: no fsync, safe against kill -9 but not power loss\n"
+        "      --store-max-pages=N    cap the store at N pages (to test a full disk)\n"
         "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
         "      --max-line-length=N    longest admin line, newline included (default 8192)\n"
         "      --max-output-buffer=N  unsent reply bytes before a connection is closed\n"
@@ -445,6 +453,19 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
         case OPT_SQLITE_DB: set_str(&c->sqlite_db, optarg); break;
         case OPT_SQLITE_TABLE: set_str(&c->sqlite_table, optarg); break;
         case OPT_STORE_ON_SHUTDOWN: c->store_on_shutdown = 1; break;
+        case OPT_STORE_SYNC:
+            if (strcmp(optarg, "full") == 0)
+                c->store_sync_normal = 0;
+            else if (strcmp(optarg, "normal") == 0)
+                c->store_sync_normal = 1;
+            else
+                return errf(err, errlen, "invalid --store-sync '%s' (full or normal)", optarg);
+            break;
+        case OPT_STORE_MAX_PAGES:
+            if (parse_long(optarg, 0, LONG_MAX, &v) != 0)
+                return errf(err, errlen, "invalid --store-max-pages '%s'", optarg);
+            c->store_max_pages = v;
+            break;
         case OPT_SSL:
         case OPT_SSL_FILE:
             return errf(err, errlen, "TLS (--ssl*) is not supported by spurd");

@@ -42,7 +42,7 @@ struct config {
     /* job engine */
     int exceptions;                  /* --exceptions: every connection gets exceptions */
     int job_retries;                 /* -j: -1 unlimited, 0 no retry, N retries */
-    int worker_wakeup;               /* -w: sleepers woken per job, 0 = all */
+    int worker_wakeup;               /* -w: sleepers woken per job, 0 = all, -1 = one per ready job */
     char *job_handle_prefix;         /* --job-handle-prefix, default "H:<hostname>" */
 
     /* network behaviour */
@@ -69,6 +69,8 @@ struct config {
     char *sqlite_db;                 /* --libsqlite3-db */
     char *sqlite_table;              /* --libsqlite3-table */
     int store_on_shutdown;           /* --store-queue-on-shutdown (accepted) */
+    long store_max_pages;            /* --store-max-pages (testing): cap the store file, 0 = none */
+    int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
 };
 
 /* config_defaults fills c with the defaults (no allocation). */

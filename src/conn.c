@@ -148,8 +148,9 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
     struct conn *c = w->data;
     struct peer *p = &c->peer;
     ssize_t n;
-    if (peer_busy(p)) {
-        /* replies must stay in order: read again once the listing is written (conn_resume) */
+    if (peer_busy(p) || (peer_waiting(p) && buf_len(&p->in) >= 16 * SERVER_READ_SIZE)) {
+        /* replies must stay in order: read again once the listing is written or the held
+         * replies are sent (conn_resume); meanwhile the input buffer stays bounded */
         ev_io_stop(c->srv->loop, &c->rio);
         return;
     }

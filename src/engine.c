@@ -155,7 +155,7 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
                                                            offsetof(struct job, by_id));
                 if (j->func != f)
                     continue;
-                if (j->state == JOB_FUTURE)
+                if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
                     future[j->prio]++;
                 else if (j->state == JOB_RUNNING)
                     running++;

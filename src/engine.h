@@ -17,6 +17,7 @@ extern "C" {
 struct peer;
 struct engine;
 struct func;
+struct store;
 
 /* struct engine_ops is what the engine asks of the shell that owns the sockets. */
 struct engine_ops {
@@ -63,18 +64,8 @@ struct engine {
     size_t nrunning;              /* jobs assigned to workers */
     char prefix[48];              /* job handle prefix, e.g. "H:hostname" */
     size_t prefix_len;            /* bytes in prefix */
-    const struct store_ops *store; /* durable store of background jobs, NULL for memory only */
-    void *store_ctx;              /* the store's own state */
-};
-
-/* struct store_ops is the durability seam: background jobs are added when created and marked done
- * when they leave the server. A memory-only server has no store. */
-struct job;
-struct store_ops {
-    /* add records a new background job. Returns 0, or -1 if it could not be stored. */
-    int (*add)(void *ctx, const struct job *j);
-    /* done forgets a stored job (completed, failed, cancelled or dropped). */
-    void (*done)(void *ctx, const struct job *j);
+    struct store *store_mgr;      /* the durable store, NULL for memory only (store.h) */
+    int replaying;                /* stored jobs are still being loaded: no job is handed out */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */

@@ -132,25 +132,60 @@ static void became_empty(struct func *f, int p)
     } while (a != f->workers);
 }
 
-/* wake sends NOOP to sleeping workers of f: all of them, or --worker-wakeup many, rotating. */
-static void wake(struct engine *e, struct func *f)
+/* wake_one sends a NOOP to the next sleeping worker of f (rotating). Returns 1, or 0 if f has no
+ * sleeper left to wake. */
+static int wake_one(struct engine *e, struct func *f)
 {
     struct ability *start = f->workers;
-    if (start == NULL || e->shutting_down)
-        return;
-    int limit = e->cfg->worker_wakeup;
-    int woken = 0;
+    if (start == NULL)
+        return 0;
     struct ability *a = start;
     do {
         struct worker *w = a->worker;
+        a = a->fnext;
         if (w->sleeping && !w->noop_sent && !(w->peer->flags & PEER_CLOSING)) {
             w->noop_sent = 1;
+            w->woken_for = f;
+            f->woken++;
+            f->workers = a; /* the next wake-up starts after this worker */
             peer_send(w->peer, CMD_NOOP, NULL, 0);
-            woken++;
+            return 1;
         }
-        a = a->fnext;
-    } while (a != start && (limit == 0 || woken < limit));
-    f->workers = start->fnext; /* the next job starts waking at the next worker */
+    } while (a != start);
+    (void)e;
+    return 0;
+}
+
+void func_wake(struct engine *e, struct func *f)
+{
+    if (f->workers == NULL || e->shutting_down || e->replaying)
+        return;
+    int limit = e->cfg->worker_wakeup;
+    if (limit < 0) {
+        /* one sleeper per ready job that no woken worker is coming for yet */
+        uint32_t ready = f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW];
+        while (f->woken < ready && wake_one(e, f))
+            ;
+        return;
+    }
+    /* gearmand's rule: wake every sleeper, or at most --worker-wakeup of them */
+    for (int n = 0; (limit == 0 || n < limit) && wake_one(e, f); n++)
+        ;
+}
+
+void worker_awake(struct engine *e, struct worker *w)
+{
+    w->sleeping = 0;
+    if (!w->noop_sent)
+        return;
+    w->noop_sent = 0;
+    struct func *f = w->woken_for;
+    w->woken_for = NULL;
+    if (f != NULL) {
+        f->woken--;
+        if (e->cfg->worker_wakeup < 0)
+            func_wake(e, f); /* its job may still need a worker */
+    }
 }
 
 void func_push(struct engine *e, struct job *j, int at_head)
@@ -176,7 +211,7 @@ void func_push(struct engine *e, struct job *j, int at_head)
     }
     if (f->ready[p]++ == 0)
         became_ready(f, p);
-    wake(e, f);
+    func_wake(e, f);
 }
 
 void func_unlink(struct engine *e, struct job *j)
@@ -310,6 +345,7 @@ void worker_remove(struct engine *e, struct ability *a)
 
 void worker_free(struct engine *e, struct worker *w)
 {
+    worker_awake(e, w);
     while (w->abilities != NULL)
         worker_remove(e, w->abilities);
     w->peer->worker = NULL;

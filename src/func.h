@@ -27,6 +27,7 @@ struct func {
     uint32_t running;                /* jobs assigned to workers */
     uint32_t max_queue[PRIO_COUNT];  /* maxqueue limits, 0 = unlimited */
     uint32_t nworkers;               /* workers that registered the function */
+    uint32_t woken;                  /* sleepers sent a NOOP for this function, not yet grabbing */
     struct ability *workers;         /* circular list of those workers; the wake-up start */
     struct func *next;               /* next function in creation order (engine->func_list) */
     uint32_t name_len;               /* bytes in name */
@@ -60,6 +61,7 @@ struct worker {
     struct ability *ready[PRIO_COUNT];  /* round-robin cursor into each ready list */
     struct job *running;                /* jobs assigned to it (job->next/prev) */
     uint32_t nrunning;                  /* count */
+    struct func *woken_for;             /* the function whose job it was woken for, or NULL */
     uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
     uint8_t noop_sent;                  /* woken with a NOOP since it slept */
 };
@@ -80,6 +82,14 @@ void func_free_all(struct engine *e);
 /* func_push makes a job in limbo ready: appends it to its priority queue (or puts it first if
  * at_head), and wakes sleeping workers. */
 void func_push(struct engine *e, struct job *j, int at_head);
+
+/* func_wake sends NOOP to f's sleeping workers, rotating: by default as many as f has ready jobs
+ * not yet matched by a woken worker; with --worker-wakeup=N, N per call (0: all), as gearmand. */
+void func_wake(struct engine *e, struct func *f);
+
+/* worker_awake records that w is no longer sleeping (it grabs, sleeps again or leaves): a NOOP
+ * it was sent no longer counts for its function, which may wake another sleeper. */
+void worker_awake(struct engine *e, struct worker *w);
 
 /* func_unlink removes a ready job from its queue into limbo. */
 void func_unlink(struct engine *e, struct job *j);

@@ -10,13 +10,29 @@
 #include "engine.h"
 #include "func.h"
 #include "peer.h"
+#include "store.h"
 
-size_t job_handle(const struct engine *e, const struct job *j, char *out)
+size_t job_handle_id(const struct engine *e, uint64_t id, char *out)
 {
     memcpy(out, e->prefix, e->prefix_len);
     out[e->prefix_len] = ':';
-    int n = snprintf(out + e->prefix_len + 1, 24, "%" PRIu64, j->id);
+    int n = snprintf(out + e->prefix_len + 1, 24, "%" PRIu64, id);
     return e->prefix_len + 1 + (size_t)n;
+}
+
+size_t job_handle(const struct engine *e, const struct job *j, char *out)
+{
+    return job_handle_id(e, j->id, out);
+}
+
+struct job *job_find_id(struct engine *e, uint64_t id)
+{
+    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
+        struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
+        if (j->id == id)
+            return j;
+    }
+    return NULL;
 }
 
 struct job *job_find_handle(struct engine *e, const char *h, size_t len)
@@ -37,12 +53,7 @@ struct job *job_find_handle(struct engine *e, const char *h, size_t len)
             return NULL;
         id = next;
     }
-    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
-        struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
-        if (j->id == id)
-            return j;
-    }
-    return NULL;
+    return job_find_id(e, id);
 }
 
 /* is_dash reports whether the unique is the single byte "-" (coalesce on payload). */
@@ -118,6 +129,13 @@ struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int ba
                     const char *u, size_t ulen, const char *reducer, size_t rlen,
                     const char *data, size_t dlen)
 {
+    return job_new_id(e, f, prio, background, u, ulen, reducer, rlen, data, dlen, 0);
+}
+
+struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int background,
+                       const char *u, size_t ulen, const char *reducer, size_t rlen,
+                       const char *data, size_t dlen, uint64_t id)
+{
     assert(ulen <= UINT16_MAX && rlen <= UINT16_MAX);
     size_t dl = ulen + rlen + dlen;
     if (dl > UINT32_MAX)
@@ -142,7 +160,7 @@ struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int ba
     j->flags = background ? JOB_BACKGROUND : 0;
     j->timer = HEAP_NONE;
     j->state = JOB_LIMBO;
-    j->id = e->next_id++;
+    j->id = id ? id : e->next_id++;
     if (hmap_insert(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id)) != 0)
         goto fail;
     if (has_unique_entry(j) &&
@@ -211,6 +229,9 @@ void job_detach(struct engine *e, struct job *j)
         heap_remove(&e->timers, &j->timer);
         f->queued[j->prio]--;
         break;
+    case JOB_PENDING:
+        f->queued[j->prio]--;
+        break;
     case JOB_RUNNING: {
         struct worker *w = j->worker;
         if (j->prev)
@@ -266,8 +287,8 @@ void job_free(struct engine *e, struct job *j)
     hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
     if (has_unique_entry(j))
         hmap_remove(&e->jobs_by_unique, &j->by_unique, job_unique_hash(&j->by_unique, e));
-    if ((j->flags & JOB_STORED) && e->store != NULL)
-        e->store->done(e->store_ctx, j);
+    if (j->flags & JOB_STORED)
+        store_done(e, j);
     while (j->waiters != NULL)
         job_remove_waiter(j->waiters);
     e->njobs--;

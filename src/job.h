@@ -28,6 +28,7 @@ enum job_state {
     JOB_FUTURE,    /* waiting in the timer heap for its epoch / schedule time */
     JOB_RUNNING,   /* assigned to a worker */
     JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
+    JOB_PENDING,   /* background job waiting for its store batch to be durable */
 };
 
 /* Job flags. */
@@ -110,6 +111,13 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out);
 /* job_find_handle returns the live job whose handle is h[0..len), or NULL. */
 struct job *job_find_handle(struct engine *e, const char *h, size_t len);
 
+/* job_find_id returns the live job with handle number id, or NULL. */
+struct job *job_find_id(struct engine *e, uint64_t id);
+
+/* job_handle_id writes the handle of job number id into out (at least 72 bytes); returns its
+ * length. */
+size_t job_handle_id(const struct engine *e, uint64_t id, char *out);
+
 /* job_find_unique returns the live job of f with this unique (for the unique "-", the one whose
  * payload equals data), or NULL. An empty unique never matches. */
 struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
@@ -123,6 +131,12 @@ struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen);
 struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int background,
                     const char *u, size_t ulen, const char *reducer, size_t rlen,
                     const char *data, size_t dlen);
+
+/* job_new_id is job_new with a given handle number (a job restored from the store); id 0 takes
+ * the next number. */
+struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int background,
+                       const char *u, size_t ulen, const char *reducer, size_t rlen,
+                       const char *data, size_t dlen, uint64_t id);
 
 /* job_add_waiter attaches client to j (a foreground submit). Returns 0 or -1 (no memory). */
 int job_add_waiter(struct job *j, struct peer *client);

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "proto_admin.h"
 #include "proto_bin.h"
+#include "store.h"
 
 static struct log_limit bad_input_limit = {1.0, 0, 0};
 
@@ -45,6 +46,7 @@ void peer_attach(struct peer *p)
 void peer_detach(struct peer *p)
 {
     struct engine *e = p->eng;
+    store_peer_gone(p->eng, p);
     cmd_peer_gone(p);
     admin_peer_gone(p);
     if (p->next != NULL) {
@@ -226,11 +228,49 @@ static long parse_one(struct peer *p, const char *data, size_t n)
     return -1;
 }
 
+/* is_durable_submit reports whether cmd creates a background job (its reply may wait on the store). */
+static int is_durable_submit(uint32_t cmd)
+{
+    return cmd == CMD_SUBMIT_JOB_BG || cmd == CMD_SUBMIT_JOB_HIGH_BG ||
+           cmd == CMD_SUBMIT_JOB_LOW_BG || cmd == CMD_SUBMIT_JOB_EPOCH ||
+           cmd == CMD_SUBMIT_JOB_SCHED || cmd == CMD_SUBMIT_REDUCE_JOB_BACKGROUND;
+}
+
+static int is_submit(uint32_t cmd)
+{
+    return is_durable_submit(cmd) || cmd == CMD_SUBMIT_JOB || cmd == CMD_SUBMIT_JOB_HIGH ||
+           cmd == CMD_SUBMIT_JOB_LOW || cmd == CMD_SUBMIT_REDUCE_JOB;
+}
+
+/* must_wait reports whether the packet at data must wait: while the store replays, submits
+ * wait (so restored jobs keep their order ahead of new ones); while p has replies held on the
+ * store, anything but another background submit waits (so replies stay in request order). */
+static int must_wait(struct peer *p, const char *data, size_t n)
+{
+    int replaying = p->eng->replaying;
+    if (p->pending_acks == 0 && !replaying)
+        return 0;
+    if (p->discard > 0 || (p->flags & PEER_SKIP_LINE))
+        return 0;
+    if (data[0] != '\0')
+        return p->pending_acks > 0; /* admin lines answer during a replay */
+    if (n < PROTO_HEADER_SIZE)
+        return 0;
+    uint32_t cmd = proto_get32(data + 4);
+    if (replaying && is_submit(cmd)) {
+        p->flags |= PEER_WAIT_REPLAY;
+        return 1;
+    }
+    return p->pending_acks > 0 && !is_durable_submit(cmd);
+}
+
 /* run parses data[0..n) until it is used up or incomplete; *left gets the unused count. */
 static int run(struct peer *p, const char *data, size_t n, size_t *left)
 {
     size_t off = 0;
     while (off < n && !(p->flags & PEER_CLOSING) && !peer_busy(p)) {
+        if (must_wait(p, data + off, n - off))
+            break;
         long used = parse_one(p, data + off, n - off);
         if (used < 0) {
             peer_close(p);

@@ -25,6 +25,7 @@ enum {
     PEER_LOCAL = 1u << 1,      /* loopback or unix socket: may run admin shutdown */
     PEER_EXCEPTIONS = 1u << 2, /* OPTION_REQ exceptions was set */
     PEER_SKIP_LINE = 1u << 3,  /* dropping the rest of an over-long admin line */
+    PEER_WAIT_REPLAY = 1u << 4, /* a submit waits for the store's replay to finish */
 };
 
 /* struct peer is one connection's protocol state. */
@@ -42,6 +43,7 @@ struct peer {
     struct waiter *waiters; /* foreground jobs this client waits on */
     struct admin_listing *listing; /* a 'show' listing being written in slices, or NULL */
     struct peer *listing_next; /* engine->listings */
+    uint32_t pending_acks; /* replies held until the store has written their batch */
     char ip[48];          /* peer address as text, for 'workers' */
 };
 
@@ -62,6 +64,13 @@ int peer_feed(struct peer *p, const char *data, size_t n);
 /* peer_busy reports whether p must not take more input now: a 'show' listing is still being
  * written, and later requests wait so replies stay in request order. */
 static inline int peer_busy(const struct peer *p) { return p->listing != NULL; }
+
+/* peer_waiting reports whether p holds input it may not process yet: replies wait on the store,
+ * or the store's replay is still running. */
+static inline int peer_waiting(const struct peer *p)
+{
+    return p->pending_acks > 0 || (p->flags & PEER_WAIT_REPLAY);
+}
 
 /* peer_process handles the bytes already in p->in (after the shell read into it directly).
  * Returns 0 or -1 as peer_feed. */

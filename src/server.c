@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "conn.h"
 #include "log.h"
+#include "store.h"
 
 static struct log_limit accept_limit = {5.0, 0, 0};
 
@@ -182,6 +183,21 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ------------------------------------------------------------ loop hooks */
 
+static void store_async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    store_complete(&s->eng);
+}
+
+/* store_notify runs on the committer thread: ev_async_send is the thread-safe wake-up. */
+static void store_notify(void *arg)
+{
+    struct server *s = arg;
+    ev_async_send(s->loop, &s->store_async);
+}
+
 static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
@@ -225,6 +241,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     (void)revents;
     struct server *s = w->data;
     admin_continue(&s->eng);
+    store_flush(&s->eng);
     while (s->dirty != NULL) {
         struct conn *c = s->dirty;
         s->dirty = c->dirty_next;
@@ -327,6 +344,12 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
 
+    ev_async_init(&s->store_async, store_async_cb);
+    s->store_async.data = s;
+    ev_async_start(s->loop, &s->store_async);
+    if (store_open(&s->eng, store_notify, s, err, errlen) != 0)
+        return -1;
+
     int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis, LISTEN_MAX,
                        &s->port, err, errlen);
     if (n < 0)
@@ -413,6 +436,8 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_int);
     ev_signal_stop(s->loop, &s->sig_hup);
     ev_signal_stop(s->loop, &s->sig_usr1);
+    store_close(&s->eng);
+    ev_async_stop(s->loop, &s->store_async);
     engine_destroy(&s->eng);
     free(s->rbuf);
     ev_loop_destroy(s->loop);

@@ -29,6 +29,7 @@ struct server {
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
     ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
+    ev_async store_async;             /* the store's committer thread wakes the loop */
     ev_idle listing_idle;             /* keeps the loop polling while admin listings remain */
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
     double job_timer_at;              /* the deadline job_timer is armed for, or -1 */

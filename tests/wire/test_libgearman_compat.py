@@ -19,7 +19,7 @@ import pytest
 from conftest import free_port
 
 # The job servers every test runs against. Add "spurd" once its job engine lands.
-JOB_SERVERS = ["gearmand"]
+JOB_SERVERS = ["gearmand", "spurd"]
 
 BUILDDIR = os.environ.get("SPUR_BUILDDIR")
 SRCDIR = os.environ.get("SPUR_SRCDIR",

@@ -144,12 +144,44 @@ def test_sleeper_with_two_functions_gets_one_noop(server):
     w.assert_silent(0.3)
 
 
-def test_every_sleeper_woken_by_default(server):
+def test_every_sleeper_woken_with_worker_wakeup_zero(any_server_factory):
+    """-w 0 is gearmand's default: every sleeper gets a NOOP for one job."""
+    s = any_server_factory("--worker-wakeup=0")
+    f = fname()
+    ws = [sleep_worker(s, f) for _ in range(3)]
+    c = s.connect()
+    submit(c, f, b"x")
+    assert noop_count(ws) == [0, 1, 2]
+
+
+@pytest.mark.spur_only
+def test_default_wakes_one_sleeper_per_ready_job(server):
+    """Spur's default (no -w): one NOOP per job that no woken worker is coming for, so one job
+    does not wake every sleeper into a GRAB / NO_JOB / PRE_SLEEP storm (gearmand wakes all)."""
     f = fname()
     ws = [sleep_worker(server, f) for _ in range(3)]
     c = server.connect()
     submit(c, f, b"x")
-    assert noop_count(ws) == [0, 1, 2]
+    assert len(noop_count(ws)) == 1
+    submit(c, f, b"y")
+    submit(c, f, b"z")
+    assert len(noop_count(ws)) == 2, "two more jobs wake the two other sleepers"
+    submit(c, f, b"w")
+    assert noop_count(ws) == [], "nobody is left asleep"
+
+
+@pytest.mark.spur_only
+def test_default_wakes_another_sleeper_when_woken_worker_takes_other_work(server):
+    """A woken worker that grabs a job of another function leaves this one's job waiting: the
+    next sleeper is woken for it."""
+    f, g = fname(), fname()
+    both = sleep_worker(server, f, g)
+    only_f = sleep_worker(server, f)
+    c = server.connect()
+    submit(c, g, b"g-job", cmd=SUBMIT_JOB_HIGH_BG)
+    assert noop_count([both, only_f]) == [0]
+    submit(c, f, b"f-job")
+    assert noop_count([both, only_f]) == [1]
 
 
 def test_worker_wakeup_one_wakes_one_sleeper_per_job(any_server_factory):

@@ -1,0 +1,527 @@
+/* store: the engine's side of durability: group commit on a committer thread, held replies,
+ * and streamed replay. */
+#include "store.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "log.h"
+#include "peer.h"
+#include "store_sqlite.h"
+
+#include <sqlite3.h>
+
+/* struct ack is one reply held until a batch is durable. */
+struct ack {
+    struct ack *next;   /* next held reply, in submission order */
+    struct peer *peer;  /* who gets the reply; NULL once it disconnected */
+    uint64_t id;        /* the job's handle number */
+    double due;         /* when the job may run (for the ack that created it) */
+    uint8_t owner;      /* 1: this submit created the job, which becomes runnable when durable */
+    uint8_t added;      /* 1: this submit added a record to the batch (owner, or a conversion of
+                           a foreground job to background) */
+};
+
+/* struct ack_list is a FIFO of held replies. */
+struct ack_list {
+    struct ack *head; /* oldest */
+    struct ack *tail; /* newest */
+};
+
+/* struct replay_job is one stored job copied out by the committer thread during replay. */
+struct replay_job {
+    uint64_t id;           /* handle number */
+    int64_t when;          /* due time, 0 = now */
+    uint32_t func_len;     /* bytes of function name at bytes */
+    uint32_t unique_len;   /* then the unique */
+    uint32_t reducer_len;  /* then the reducer */
+    uint32_t data_len;     /* then the payload */
+    uint8_t prio;          /* priority */
+    char *bytes;           /* func, unique, reducer, data */
+};
+
+/* struct replay_chunk is a run of replayed jobs handed to the loop at once. */
+struct replay_chunk {
+    struct replay_chunk *next;                  /* next chunk */
+    size_t n;                                   /* jobs in use */
+    struct replay_job jobs[STORE_REPLAY_CHUNK]; /* the jobs */
+};
+
+/* struct store is the manager; fields say which thread owns them. */
+struct store {
+    struct engine *eng;            /* loop */
+    struct store_sqlite *db;       /* loop side and connection side, see store_sqlite.h */
+    pthread_t thread;              /* the committer */
+    pthread_mutex_t mu;            /* guards the hand-off fields below */
+    pthread_cond_t cv;             /* wakes the committer */
+    void (*notify)(void *arg);     /* wakes the loop (thread-safe) */
+    void *notify_arg;              /* for notify */
+    /* hand-off, under mu */
+    struct store_batch *to_write;  /* batch for the committer */
+    struct store_batch *written;   /* batch the committer finished */
+    int written_rc;                /* its result */
+    struct replay_chunk *chunks;   /* replayed jobs for the loop, oldest first */
+    struct replay_chunk *chunks_tail;
+    int replay_done;               /* the committer finished replaying */
+    int replay_failed;             /* replay stopped on a read error */
+    int stop;                      /* the committer should exit */
+    /* committer only */
+    struct replay_chunk *filling;  /* chunk being filled during replay */
+    /* loop only */
+    struct ack_list cur;           /* replies held on the current batch */
+    struct ack_list flight;        /* replies held on the batch being written */
+    int in_flight;                 /* a batch is with the committer */
+    uint64_t replayed;             /* jobs restored so far */
+    double replay_started;         /* monotonic time the replay began */
+};
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------ committer thread */
+
+/* push_chunk hands a filled replay chunk to the loop. */
+static void push_chunk(struct store *st, struct replay_chunk *c)
+{
+    pthread_mutex_lock(&st->mu);
+    if (st->chunks_tail)
+        st->chunks_tail->next = c;
+    else
+        st->chunks = c;
+    st->chunks_tail = c;
+    pthread_mutex_unlock(&st->mu);
+    st->notify(st->notify_arg);
+}
+
+/* replay_row copies one stored job into the chunk being filled. */
+static int replay_row(void *ctx, const struct store_rec *r)
+{
+    struct store *st = ctx;
+    if (st->filling == NULL) {
+        st->filling = calloc(1, sizeof *st->filling);
+        if (st->filling == NULL)
+            return -1;
+    }
+    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len;
+    if (r->unique_len > UINT16_MAX || r->reducer_len > UINT16_MAX || total > UINT32_MAX)
+        return 0; /* cannot be a job: skip it */
+    char *b = malloc(total ? total : 1);
+    if (b == NULL)
+        return -1;
+    struct replay_job *j = &st->filling->jobs[st->filling->n++];
+    memcpy(b, r->func, r->func_len);
+    memcpy(b + r->func_len, r->unique, r->unique_len);
+    memcpy(b + r->func_len + r->unique_len, r->reducer, r->reducer_len);
+    memcpy(b + r->func_len + r->unique_len + r->reducer_len, r->data, r->data_len);
+    *j = (struct replay_job){r->id, r->when, (uint32_t)r->func_len, (uint32_t)r->unique_len,
+                             (uint32_t)r->reducer_len, (uint32_t)r->data_len, (uint8_t)r->prio, b};
+    if (st->filling->n == STORE_REPLAY_CHUNK) {
+        push_chunk(st, st->filling);
+        st->filling = NULL;
+    }
+    return 0;
+}
+
+static void *committer(void *arg)
+{
+    struct store *st = arg;
+    uint64_t max_id = 0;
+    int rc = store_sqlite_replay(st->db, replay_row, st, &max_id);
+    if (st->filling != NULL) {
+        push_chunk(st, st->filling);
+        st->filling = NULL;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->replay_done = 1;
+    st->replay_failed = rc != 0;
+    pthread_mutex_unlock(&st->mu);
+    st->notify(st->notify_arg);
+
+    double last_maintain = mono();
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        while (st->to_write == NULL && !st->stop) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&st->cv, &st->mu, &until);
+            if (st->to_write == NULL && mono() - last_maintain >= 1.0) {
+                pthread_mutex_unlock(&st->mu);
+                store_sqlite_maintain(st->db);
+                last_maintain = mono();
+                pthread_mutex_lock(&st->mu);
+            }
+        }
+        if (st->to_write == NULL && st->stop)
+            break;
+        struct store_batch *b = st->to_write;
+        st->to_write = NULL;
+        pthread_mutex_unlock(&st->mu);
+        int wrc = store_sqlite_write_batch(st->db, b);
+        if (mono() - last_maintain >= 1.0) {
+            store_sqlite_maintain(st->db);
+            last_maintain = mono();
+        }
+        pthread_mutex_lock(&st->mu);
+        st->written = b;
+        st->written_rc = wrc;
+        pthread_mutex_unlock(&st->mu);
+        st->notify(st->notify_arg);
+        pthread_mutex_lock(&st->mu);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ loop side */
+
+static struct store *mgr(const struct engine *e) { return e->store_mgr; }
+
+int store_replaying(const struct engine *e) { return e->replaying; }
+
+int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err, size_t errlen)
+{
+    const struct config *c = e->cfg;
+    const char *path = NULL, *import = NULL;
+    if (c->store != NULL) {
+        path = c->store + strlen("sqlite:");
+    } else if (c->queue_type != NULL && strcasecmp(c->queue_type, "libsqlite3") == 0) {
+        path = c->sqlite_db;
+        import = c->sqlite_table ? c->sqlite_table : "gearman_queue";
+    }
+    if (path == NULL)
+        return 0;
+    struct store *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint64_t next_id = e->next_id;
+    st->db = store_sqlite_open(path, import, &next_id, err, errlen);
+    if (st->db == NULL) {
+        free(st);
+        return -1;
+    }
+    if (c->store_sync_normal)
+        sqlite3_exec(store_sqlite_handle(st->db), "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    if (c->store_max_pages > 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA max_page_count=%ld", c->store_max_pages);
+        sqlite3_exec(store_sqlite_handle(st->db), sql, NULL, NULL, NULL);
+    }
+    const char *note = store_sqlite_note(st->db);
+    if (note != NULL)
+        log_notice("store: %s", note);
+    if (next_id > e->next_id)
+        e->next_id = next_id;
+    st->eng = e;
+    st->notify = notify;
+    st->notify_arg = arg;
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    e->store_mgr = st;
+    e->replaying = 1;
+    st->replay_started = mono();
+    if (pthread_create(&st->thread, NULL, committer, st) != 0) {
+        snprintf(err, errlen, "cannot start the store thread");
+        store_sqlite_close(st->db);
+        e->store_mgr = NULL;
+        e->replaying = 0;
+        free(st);
+        return -1;
+    }
+    log_notice("store: %s opened; replaying stored jobs", path);
+    return 0;
+}
+
+static void free_chunk(struct replay_chunk *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->jobs[i].bytes);
+    free(c);
+}
+
+static void free_acks(struct ack_list *l)
+{
+    while (l->head != NULL) {
+        struct ack *a = l->head;
+        l->head = a->next;
+        free(a);
+    }
+    l->tail = NULL;
+}
+
+void store_close(struct engine *e)
+{
+    struct store *st = mgr(e);
+    if (st == NULL)
+        return;
+    pthread_mutex_lock(&st->mu);
+    st->stop = 1;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->thread, NULL);
+    /* what the committer finished, or never took, is dropped here; close writes the current batch */
+    store_sqlite_free_batch(st->written);
+    store_sqlite_free_batch(st->to_write);
+    while (st->chunks != NULL) {
+        struct replay_chunk *c = st->chunks;
+        st->chunks = c->next;
+        free_chunk(c);
+    }
+    free_acks(&st->cur);
+    free_acks(&st->flight);
+    store_sqlite_close(st->db);
+    pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->cv);
+    free(st);
+    e->store_mgr = NULL;
+    e->replaying = 0;
+}
+
+/* hold appends a held reply to the current batch's list. */
+static int hold(struct store *st, uint64_t id, struct peer *p, double due, int owner, int added)
+{
+    struct ack *a = malloc(sizeof *a);
+    if (a == NULL)
+        return -1;
+    *a = (struct ack){NULL, p, id, due, (uint8_t)owner, (uint8_t)added};
+    if (st->cur.tail)
+        st->cur.tail->next = a;
+    else
+        st->cur.head = a;
+    st->cur.tail = a;
+    if (p != NULL)
+        p->pending_acks++;
+    return 0;
+}
+
+/* record fills a store_rec from a job. */
+static void record(const struct job *j, double due, struct store_rec *r)
+{
+    const struct func *f = j->func;
+    *r = (struct store_rec){j->id, f->name, f->name_len, job_unique(j), j->unique_len,
+                            job_reducer(j), j->reducer_len, job_payload(j), job_payload_len(j),
+                            j->prio, (int64_t)due};
+}
+
+int store_add(struct engine *e, struct job *j, struct peer *p, double due)
+{
+    struct store *st = mgr(e);
+    struct store_rec r;
+    record(j, due, &r);
+    int owner = j->state == JOB_LIMBO;
+    if (store_sqlite_add(st->db, &r) != 0)
+        return -1;
+    if (hold(st, j->id, p, due, owner, 1) != 0) {
+        store_sqlite_done(st->db, j->id);
+        return -1;
+    }
+    j->flags |= JOB_STORED | JOB_BACKGROUND;
+    if (owner) {
+        j->state = JOB_PENDING;
+        j->func->queued[j->prio]++;
+    }
+    return 0;
+}
+
+int store_ack(struct engine *e, struct job *j, struct peer *p)
+{
+    return hold(mgr(e), j->id, p, 0, 0, 0);
+}
+
+void store_done(struct engine *e, const struct job *j)
+{
+    struct store *st = mgr(e);
+    if (st != NULL && store_sqlite_done(st->db, j->id) != 0)
+        log_error("store: out of memory recording that job %llu is done",
+                  (unsigned long long)j->id);
+}
+
+/* activate makes a job that just became durable runnable. */
+static void activate(struct engine *e, struct job *j, double due)
+{
+    job_detach(e, j);
+    if (due <= engine_now(e) || job_defer(e, j, due) != 0)
+        func_push(e, j, 0);
+}
+
+/* answer sends the held reply of a, given whether its batch was written. */
+static void answer(struct engine *e, struct ack *a, int ok, const char *errtext)
+{
+    struct job *j = job_find_id(e, a->id);
+    if (a->owner && j != NULL && j->state == JOB_PENDING) {
+        if (ok) {
+            activate(e, j, a->due);
+        } else {
+            j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
+            char h[80];
+            struct proto_arg fa = {h, job_handle(e, j, h)};
+            for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+                peer_send(w->client, CMD_WORK_FAIL, &fa, 1);
+            job_free(e, j);
+            j = NULL;
+        }
+    } else if (!ok && a->added && j != NULL) {
+        j->flags &= (uint8_t)~JOB_STORED; /* the conversion to background was not stored */
+    }
+    struct peer *p = a->peer;
+    if (p == NULL)
+        return;
+    if (!ok && (a->added || j == NULL)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Could not store the job: %s", errtext);
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, msg);
+    } else {
+        char h[80];
+        struct proto_arg ca = {h, job_handle_id(e, a->id, h)};
+        peer_send(p, CMD_JOB_CREATED, &ca, 1);
+    }
+    if (--p->pending_acks == 0)
+        e->ops.resume(e, p);
+}
+
+/* answer_all answers every held reply of l in order and empties it. */
+static void answer_all(struct engine *e, struct ack_list *l, int ok, const char *errtext)
+{
+    while (l->head != NULL) {
+        struct ack *a = l->head;
+        l->head = a->next;
+        if (l->head == NULL)
+            l->tail = NULL;
+        answer(e, a, ok, errtext);
+        free(a);
+    }
+}
+
+void store_flush(struct engine *e)
+{
+    struct store *st = mgr(e);
+    if (st == NULL || st->in_flight || e->replaying)
+        return;
+    struct store_batch *b = store_sqlite_take_batch(st->db);
+    if (b == NULL) {
+        /* replies held only behind earlier ones (joins of durable jobs): nothing to write */
+        answer_all(e, &st->cur, 1, "");
+        return;
+    }
+    st->flight = st->cur;
+    st->cur.head = st->cur.tail = NULL;
+    st->in_flight = 1;
+    pthread_mutex_lock(&st->mu);
+    st->to_write = b;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* restore recreates one replayed job, runnable in its stored order. */
+static void restore(struct engine *e, const struct replay_job *r)
+{
+    const char *b = r->bytes;
+    struct func *f = func_get(e, b, r->func_len, 1);
+    if (f == NULL) {
+        log_error("store: out of memory restoring job %llu", (unsigned long long)r->id);
+        return;
+    }
+    const char *u = b + r->func_len, *red = u + r->unique_len, *d = red + r->reducer_len;
+    struct job *j = job_new_id(e, f, (enum job_prio)r->prio, 1, u, r->unique_len, red,
+                               r->reducer_len, d, r->data_len, r->id);
+    if (j == NULL) {
+        log_error("store: out of memory restoring job %llu", (unsigned long long)r->id);
+        return;
+    }
+    j->flags |= JOB_STORED;
+    if (r->when <= engine_now(e) || job_defer(e, j, (double)r->when) != 0)
+        func_push(e, j, 0);
+}
+
+/* finish_replay opens the queues to workers once every stored job is back. */
+static void finish_replay(struct engine *e, int failed)
+{
+    struct store *st = mgr(e);
+    e->replaying = 0;
+    if (failed)
+        log_error("store: replay stopped early (%s); %llu jobs restored",
+                  store_sqlite_error(st->db), (unsigned long long)st->replayed);
+    else
+        log_notice("store: replayed %llu jobs in %.3fs", (unsigned long long)st->replayed,
+                   mono() - st->replay_started);
+    for (struct func *f = e->func_list; f != NULL; f = f->next)
+        if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
+            func_wake(e, f);
+    /* submits that waited for the replay are handled now, in order */
+    struct peer *p = e->peers;
+    if (p != NULL) {
+        do {
+            struct peer *next = p->next;
+            if (p->flags & PEER_WAIT_REPLAY) {
+                p->flags &= ~PEER_WAIT_REPLAY;
+                e->ops.resume(e, p);
+            }
+            p = next;
+        } while (p != e->peers);
+    }
+}
+
+void store_complete(struct engine *e)
+{
+    struct store *st = mgr(e);
+    if (st == NULL)
+        return;
+    pthread_mutex_lock(&st->mu);
+    struct store_batch *b = st->written;
+    int rc = st->written_rc;
+    st->written = NULL;
+    struct replay_chunk *chunks = st->chunks;
+    st->chunks = st->chunks_tail = NULL;
+    int replay_done = st->replay_done, replay_failed = st->replay_failed;
+    pthread_mutex_unlock(&st->mu);
+
+    while (chunks != NULL) {
+        struct replay_chunk *c = chunks;
+        chunks = c->next;
+        for (size_t i = 0; i < c->n; i++)
+            restore(e, &c->jobs[i]);
+        st->replayed += c->n;
+        free_chunk(c);
+    }
+    if (replay_done && e->replaying)
+        finish_replay(e, replay_failed);
+    if (b != NULL) {
+        if (rc != 0) {
+            log_error("store: writing %zu operations failed: %s", store_batch_ops(b),
+                      store_batch_error(b));
+            if (store_sqlite_retry_dones(st->db, b) != 0)
+                log_error("store: out of memory keeping failed deletions for a retry");
+        }
+        st->in_flight = 0;
+        answer_all(e, &st->flight, rc == 0, store_batch_error(b));
+        store_sqlite_free_batch(b);
+    }
+    store_flush(e);
+}
+
+void store_peer_gone(struct engine *e, struct peer *p)
+{
+    struct store *st = mgr(e);
+    if (st == NULL || p->pending_acks == 0)
+        return;
+    for (struct ack *a = st->flight.head; a != NULL; a = a->next)
+        if (a->peer == p)
+            a->peer = NULL;
+    for (struct ack *a = st->cur.head; a != NULL; a = a->next)
+        if (a->peer == p)
+            a->peer = NULL;
+    p->pending_acks = 0;
+}

@@ -1,0 +1,330 @@
+"""The durable store: background jobs survive kill -9 and restarts, with their handles, priority,
+order and due time; finished jobs leave no row; a full disk is answered with QUEUE_ERROR."""
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import EXTERNAL, start_gearmand, start_spurd
+
+GEARMAND = os.environ.get("SPUR_GEARMAND", "/usr/sbin/gearmand")
+from gearman_wire import (CAN_DO, ECHO_REQ, ERROR, GRAB_JOB_ALL, GRAB_JOB_UNIQ, JOB_ASSIGN_ALL,
+                          JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB, SUBMIT_JOB, SUBMIT_JOB_BG,
+                          SUBMIT_JOB_EPOCH, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG,
+                          SUBMIT_REDUCE_JOB_BACKGROUND, WORK_COMPLETE, WORK_FAIL, Conn, packet)
+
+pytestmark = pytest.mark.spur_only
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    if EXTERNAL:
+        pytest.skip("needs its own spurd")
+    return str(tmp_path / "jobs.db")
+
+
+def restart(factory, server, *args):
+    """kill -9 the server and start a new one with the same options (the same store)."""
+    server.stop(signal.SIGKILL)
+    server.proc = None  # killed on purpose: the factory does not check its exit code
+    s = factory(*args)
+    wait_replayed(s)
+    return s
+
+
+def ask(c, line):
+    c.send(line)
+    return c.read_until(b".\n") if line.split()[0] in (b"status", b"show") else c.read_line()
+
+
+def grab_all(s, func, n):
+    """Grab and complete n jobs of func; return [(handle, unique, payload)] in assignment order."""
+    w = s.connect()
+    w.send_packet(CAN_DO, func)
+    got = []
+    for _ in range(n):
+        w.send_packet(GRAB_JOB_UNIQ)
+        body = w.expect(JOB_ASSIGN_UNIQ)
+        h, _, u, d = body.split(b"\0", 3)
+        got.append((h, u, d))
+        w.send_packet(WORK_COMPLETE, h, b"")
+    w.send_packet(GRAB_JOB_UNIQ)
+    assert w.expect(NO_JOB) == b""
+    return got
+
+
+def wait_replayed(s, timeout=60):
+    """Bounded wait until spurd logs that its replay finished (admin commands answer before)."""
+    deadline = time.monotonic() + timeout
+    while "store: replayed" not in s.stderr_text():
+        assert time.monotonic() < deadline, "replay did not finish"
+        time.sleep(0.01)
+
+
+def rows(path):
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT count(*) FROM spur_jobs").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_jobs_survive_kill_9_with_handles_priority_and_order(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    sent = []
+    for cmd, data in [(SUBMIT_JOB_LOW_BG, b"low"), (SUBMIT_JOB_BG, b"n1"),
+                      (SUBMIT_JOB_HIGH_BG, b"high"), (SUBMIT_JOB_BG, b"n2"),
+                      (SUBMIT_JOB_BG, b"n3-empty-unique-too")]:
+        c.send_packet(cmd, b"f", b"", data)
+        sent.append((c.expect(JOB_CREATED), data))
+    s2 = restart(server_factory, s, "--store=sqlite:" + store_path)
+    got = grab_all(s2, b"f", 5)
+    by_data = dict((d, h) for h, d in sent)
+    assert [d for _, _, d in got] == [b"high", b"n1", b"n2", b"n3-empty-unique-too", b"low"]
+    assert all(by_data[d] == h for h, _, d in got), "handles survive the restart"
+    assert s2.stop() == 0
+    assert rows(store_path) == 0, "completed jobs leave no row"
+
+
+def test_new_handles_after_restart_are_never_reused(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"x")
+    old = c.expect(JOB_CREATED)
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    w.send_packet(WORK_COMPLETE, old, b"")
+    w.echo_roundtrip()
+    s2 = restart(server_factory, s, "--store=sqlite:" + store_path)
+    c2 = s2.connect()
+    c2.send_packet(SUBMIT_JOB_BG, b"f", b"", b"y")
+    new = c2.expect(JOB_CREATED)
+    assert int(new.rsplit(b":", 1)[1]) > int(old.rsplit(b":", 1)[1])
+
+
+def test_unique_reducer_and_coalescing_survive_restart(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send_packet(SUBMIT_REDUCE_JOB_BACKGROUND, b"f", b"u1", b"myreducer", b"agg", b"data")
+    h = c.expect(JOB_CREATED)
+    s2 = restart(server_factory, s, "--store=sqlite:" + store_path)
+    c2 = s2.connect()
+    c2.send_packet(SUBMIT_JOB_BG, b"f", b"u1", b"other")
+    assert c2.expect(JOB_CREATED) == h, "the restored job is still a coalescing target"
+    w = s2.connect()
+    w.send_packet(CAN_DO, b"f")
+    w.send_packet(GRAB_JOB_ALL)
+    assert w.expect(JOB_ASSIGN_ALL) == h + b"\0f\0u1\0myreducer\0data"
+
+
+def test_future_epoch_job_keeps_its_time_after_restart(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    when = int(time.time()) + 3600
+    c.send_packet(SUBMIT_JOB_EPOCH, b"f", b"", str(when).encode(), b"later")
+    c.expect(JOB_CREATED)
+    s2 = restart(server_factory, s, "--store=sqlite:" + store_path)
+    c2 = s2.connect()
+    assert ask(c2, b"status\n") == b"f\t1\t0\t0\n.\n"
+    w = s2.connect()
+    w.send_packet(CAN_DO, b"f")
+    w.send_packet(GRAB_JOB_UNIQ)
+    assert w.expect(NO_JOB) == b"", "not due for an hour"
+
+
+def test_done_failed_cancelled_and_dropped_jobs_leave_no_row(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path, "--job-retries=0")
+    c = s.connect()
+    handles = []
+    for i in range(4):
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"%d" % i)
+        handles.append(c.expect(JOB_CREATED))
+    # complete one, fail one, lose the worker of one (no retries), cancel one
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    for result in (WORK_COMPLETE, WORK_FAIL):
+        w.send_packet(GRAB_JOB_UNIQ)
+        h = w.expect(JOB_ASSIGN_UNIQ).split(b"\0")[0]
+        w.send_packet(result, h, b"") if result == WORK_COMPLETE else w.send_packet(result, h)
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    w.close()
+    admin = s.connect()
+    assert ask(admin, b"cancel job " + handles[3] + b"\n") == b"OK\r\n"
+    for _ in range(200):  # the worker's disconnect is seen eventually; bounded poll
+        if ask(admin, b"status\n") == b"f\t0\t0\t0\n.\n":
+            break
+    assert ask(admin, b"status\n") == b"f\t0\t0\t0\n.\n"
+    assert s.stop() == 0
+    assert rows(store_path) == 0
+
+
+def test_many_background_jobs_with_empty_unique_all_kept(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send(b"".join(packet(SUBMIT_JOB_BG, b"f", b"", b"%d" % i) for i in range(1000)))
+    handles = {c.expect(JOB_CREATED) for _ in range(1000)}
+    assert len(handles) == 1000
+    s2 = restart(server_factory, s, "--store=sqlite:" + store_path)
+    c2 = s2.connect()
+    assert ask(c2, b"status\n") == b"f\t1000\t0\t0\n.\n"
+    listed = ask(c2, b"show jobs\n").split(b"\n")[:-2]
+    assert {l.split(b"\t")[0] for l in listed} == handles
+
+
+def test_full_disk_answers_queue_error_and_server_keeps_running(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path, "--store-max-pages=40")
+    c = s.connect()
+    payload = b"z" * 3000
+    errors = created = 0
+    for i in range(200):
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", payload + b"%d" % i)
+        magic, cmd, body = c.read_packet()
+        if cmd == ERROR:
+            assert body.startswith(b"QUEUE_ERROR\0Could not store the job: ")
+            errors += 1
+        else:
+            assert cmd == JOB_CREATED
+            created += 1
+    assert errors > 0 and created > 0
+    c.echo_roundtrip()
+    # nothing unacknowledged is queued: status counts exactly the acknowledged jobs
+    assert ask(c, b"status\n") == b"f\t%d\t0\t0\n.\n" % created
+    # foreground work is unaffected by the full store
+    w = s.connect()
+    w.send_packet(CAN_DO, b"g")
+    c.send_packet(SUBMIT_JOB, b"g", b"", b"fg")
+    h = c.expect(JOB_CREATED)
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    s2 = restart(server_factory, s, "--store=sqlite:" + store_path, "--store-max-pages=40")
+    assert ask(s2.connect(), b"status\n") == b"f\t%d\t0\t0\n.\n" % created
+
+
+def test_sleeping_worker_is_woken_when_replay_ends(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send(b"".join(packet(SUBMIT_JOB_BG, b"f", b"", b"%d" % i) for i in range(20000)))
+    for _ in range(20000):
+        c.expect(JOB_CREATED)
+    s.stop(signal.SIGKILL)
+    s.proc = None
+    s2 = server_factory("--store=sqlite:" + store_path)
+    w = s2.connect()
+    w.send_packet(CAN_DO, b"f")
+    w.send_packet(4)  # PRE_SLEEP: during the replay nothing is handed out, so it sleeps
+    w.send_packet(ECHO_REQ, b"x")
+    # the replay either ended before PRE_SLEEP (NOOP at once, then the echo) or ends later
+    # (the echo, then the NOOP that wakes the sleeper): a NOOP comes either way
+    got = sorted(w.read_packet(timeout=30)[1] for _ in range(2))
+    assert got == [6, 17], got
+    w.send_packet(GRAB_JOB_UNIQ)
+    assert w.expect(JOB_ASSIGN_UNIQ).split(b"\0")[3] == b"0", "the oldest job first"
+
+
+def test_replies_stay_in_order_behind_a_held_job_created(server_factory, store_path):
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send(packet(SUBMIT_JOB_BG, b"f", b"", b"x") + packet(ECHO_REQ, b"after") + b"version\n")
+    c.expect(JOB_CREATED)
+    assert c.expect(17) == b"after"
+    assert c.read_line().startswith(b"OK ")
+
+
+def test_gearmand_sqlite_queue_is_imported_once(tmp_path):
+    if EXTERNAL or not os.path.exists(GEARMAND):
+        pytest.skip("needs gearmand and its own spurd")
+    db = str(tmp_path / "gearmand.db")
+    g = start_gearmand(["-q", "libsqlite3", "--libsqlite3-db=" + db])
+    c = g.connect()
+    for cmd, u, d in [(SUBMIT_JOB_BG, b"u1", b"one"), (SUBMIT_JOB_HIGH_BG, b"u2", b"two"),
+                      (SUBMIT_JOB_LOW_BG, b"u3", b"three")]:
+        c.send_packet(cmd, b"f", u, d)
+        c.expect(JOB_CREATED)
+    g.stop()
+    s = start_spurd(["-q", "libsqlite3", "--libsqlite3-db=" + db])
+    try:
+        wait_replayed(s)
+        got = grab_all(s, b"f", 3)
+        assert [(u, d) for _, u, d in got] == [(b"u2", b"two"), (b"u1", b"one"), (b"u3", b"three")]
+    finally:
+        s.stop()
+    s = start_spurd(["-q", "libsqlite3", "--libsqlite3-db=" + db])
+    try:
+        wait_replayed(s)
+        assert ask(s.connect(), b"status\n") == b".\n", "imported only once"
+    finally:
+        s.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sync", ["full", "normal"])
+def test_kill_9_at_random_moments_loses_no_acknowledged_job(tmp_path, sync):
+    """Clients submit as fast as they can; spurd is SIGKILLed at a random moment and restarted on
+    the same store; every job whose JOB_CREATED reached a client is there exactly once."""
+    if EXTERNAL:
+        pytest.skip("needs its own spurd")
+    path = str(tmp_path / "crash.db")
+    acked = set()
+    rng = random.Random(1234)
+    rounds = int(os.environ.get("SPUR_CRASH_ROUNDS", "10"))
+    for rnd in range(rounds):
+        s = start_spurd(["--store=sqlite:" + path, "--store-sync=" + sync])
+        wait_replayed(s)
+        # every job acknowledged so far must be in the store, once
+        c = s.connect(timeout=60)
+        listed = ask(c, b"show jobs\n").split(b"\n")[:-2]
+        handles = [l.split(b"\t")[0] for l in listed]
+        assert len(handles) == len(set(handles)), "no job twice"
+        missing = acked - set(handles)
+        assert not missing, f"round {rnd}: {len(missing)} acknowledged jobs lost"
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def submitter(k):
+            try:
+                cc = s.connect(timeout=30)
+                n = 0
+                while not stop.is_set():
+                    cc.send(b"".join(packet(SUBMIT_JOB_BG, b"crash", b"", b"r%dc%dn%d" % (rnd, k, n + i))
+                                     for i in range(32)))
+                    for _ in range(32):
+                        h = cc.expect(JOB_CREATED)
+                        with lock:
+                            acked.add(h)
+                    n += 32
+            except (ConnectionError, OSError, AssertionError, TimeoutError):
+                return
+
+        threads = [threading.Thread(target=submitter, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 0.2 + rng.random() * 0.8
+        while time.monotonic() < deadline:
+            c.echo_roundtrip()  # the server is busy but serving
+        s.proc.kill()
+        s.proc.wait(timeout=10)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    s = start_spurd(["--store=sqlite:" + path])
+    try:
+        wait_replayed(s)
+        listed = ask(s.connect(timeout=60), b"show jobs\n").split(b"\n")[:-2]
+        handles = [l.split(b"\t")[0] for l in listed]
+        assert len(handles) == len(set(handles))
+        assert acked <= set(handles)
+        print(f"crash test: {rounds} rounds, {len(acked)} acknowledged jobs all present once; "
+              f"{len(handles) - len(acked)} more stored whose reply the kill cut off")
+    finally:
+        s.stop()
