@@ -2,7 +2,11 @@
  * and streamed replay. */
 #include "store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +61,7 @@ struct replay_chunk {
 /* struct store is the manager; fields say which thread owns them. */
 struct store {
     struct engine *eng;            /* loop */
+    int lock_fd;                   /* PATH.lock, flock'd: one server per store file */
     struct store_sqlite *db;       /* loop side and connection side, see store_sqlite.h */
     pthread_t thread;              /* the committer */
     pthread_mutex_t mu;            /* guards the hand-off fields below */
@@ -207,9 +212,22 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* two servers on one store would both run its jobs: the lock file keeps it to one */
+    char lock_path[4096];
+    snprintf(lock_path, sizeof lock_path, "%s.lock", path);
+    st->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "store %s is in use by another server (%s: %s)", path, lock_path,
+                 strerror(errno));
+        if (st->lock_fd >= 0)
+            close(st->lock_fd);
+        free(st);
+        return -1;
+    }
     uint64_t next_id = e->next_id;
     st->db = store_sqlite_open(path, import, &next_id, err, errlen);
     if (st->db == NULL) {
+        close(st->lock_fd);
         free(st);
         return -1;
     }
@@ -236,6 +254,7 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
     if (pthread_create(&st->thread, NULL, committer, st) != 0) {
         snprintf(err, errlen, "cannot start the store thread");
         store_sqlite_close(st->db);
+        close(st->lock_fd);
         e->store_mgr = NULL;
         e->replaying = 0;
         free(st);
@@ -283,6 +302,7 @@ void store_close(struct engine *e)
     free_acks(&st->cur);
     free_acks(&st->flight);
     store_sqlite_close(st->db);
+    close(st->lock_fd);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     free(st);

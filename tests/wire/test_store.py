@@ -328,3 +328,12 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_job(tmp_path, sync):
               f"{len(handles) - len(acked)} more stored whose reply the kill cut off")
     finally:
         s.stop()
+
+
+def test_second_server_on_the_same_store_is_refused(server_factory, store_path):
+    server_factory("--store=sqlite:" + store_path)
+    binary = os.environ["SPURD"]
+    r = subprocess.run([binary, "--port=0", "--listen=127.0.0.1", "--store=sqlite:" + store_path],
+                       capture_output=True, timeout=20)
+    assert r.returncode == 1
+    assert b"in use by another server" in r.stderr
