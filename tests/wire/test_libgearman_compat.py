@@ -334,8 +334,20 @@ def test_many_tasks_in_one_run(jobserver, bg):
 
 
 def test_non_blocking_run_tasks(jobserver, bg):
-    w = bg(driver(), "-s", addr(jobserver), "-c", 10, "worker", "rev")
-    r = drive([addr(jobserver)], "-n", "tasks", "rev", 10)
+    # the client submits while no worker exists, so its jobs cannot finish during the first
+    # run_tasks calls: a non-blocking run_tasks must return GEARMAN_IO_WAIT rather than block
+    fn = b"nbrev"
+    client = bg(driver(), "-s", addr(jobserver), "-n", "tasks", fn.decode(), 10)
+    admin = jobserver.connect()
+    for _ in range(2000):  # bounded poll until the server holds the 10 submitted jobs
+        admin.send(b"status\n")
+        listing = admin.read_until(b".\n")
+        if (fn + b"\t10\t") in listing:
+            break
+    assert (fn + b"\t10\t") in listing, listing
+    w = bg(driver(), "-s", addr(jobserver), "-c", 10, "worker", fn.decode())
+    status, r = client.wait()
+    assert status == 0, (client.out, client.err)
     assert r["rc"] == "GEARMAN_SUCCESS"
     assert r["complete"] == "10" and r["wrong"] == "0"
     assert int(r["io_waits"]) >= 1  # run_tasks returned GEARMAN_IO_WAIT instead of blocking
