@@ -796,7 +796,7 @@ def test_driver_outputs_match_real_libgearman(jobserver, bg, real_examples, args
 # ---------------------------------------------------------------- the spur tool
 
 def spur():
-    return lgc_path("tools/spur")
+    return lgc_path("../admin/spur")  # built from admin/spur.c
 
 
 def gearman_tool():
