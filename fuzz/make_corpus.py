@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus for the libFuzzer targets into fuzz/corpus/<target>/.
+
+    python3 fuzz/make_corpus.py            # (re)writes the generated seeds
+    python3 fuzz/make_corpus.py --check    # exits 1 if a generated seed is missing or differs
+
+The seeds are small, readable starting points: valid submits, grabs and work results, admin
+lines, and malformed packets. Each is written in the input format of its target (see the comment
+at the top of each fuzz_*.c). Files whose name starts with "crash-" or "regress-" are
+reproducers added by hand and are left alone.
+"""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# command numbers (Gearman PROTOCOL)
+CAN_DO, CANT_DO, RESET_ABILITIES, PRE_SLEEP = 1, 2, 3, 4
+SUBMIT_JOB, GRAB_JOB = 7, 9
+WORK_STATUS, WORK_COMPLETE, WORK_FAIL, GET_STATUS, ECHO_REQ = 12, 13, 14, 15, 16
+SUBMIT_JOB_BG, SUBMIT_JOB_HIGH, SET_CLIENT_ID, CAN_DO_TIMEOUT = 18, 21, 22, 23
+WORK_EXCEPTION, OPTION_REQ, WORK_DATA, WORK_WARNING, GRAB_JOB_UNIQ = 25, 26, 28, 29, 30
+SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW, SUBMIT_JOB_LOW_BG = 32, 33, 34
+SUBMIT_JOB_SCHED, SUBMIT_JOB_EPOCH, SUBMIT_REDUCE_JOB, SUBMIT_REDUCE_JOB_BACKGROUND = 35, 36, 37, 38
+GRAB_JOB_ALL, GET_STATUS_UNIQUE = 39, 41
+
+
+def b(x):
+    return x if isinstance(x, bytes) else str(x).encode()
+
+
+def pkt(cmd, *args, magic=b"\0REQ", size=None):
+    body = b"\0".join(b(a) for a in args)
+    return magic + struct.pack(">II", cmd, len(body) if size is None else size) + body
+
+
+# ---------------------------------------------------------------- fuzz_proto_bin
+# byte 0: bits 0-1 pick max_body (0: 8-bit, 1: 16-bit, 2: 32-bit value follows; 3: 64 MiB),
+# bit 2 picks the accepted magic (0: \0REQ, 1: \0RES); then the stream.
+
+def proto_bin_seeds():
+    s = {}
+    s["submit_grab_complete"] = b"\x03" + pkt(SUBMIT_JOB, "f", "u", "data") + pkt(GRAB_JOB) + \
+        pkt(WORK_COMPLETE, "H:x:1", "result")
+    s["every_submit"] = b"\x03" + b"".join(pkt(c, "f", "u", "d") for c in (7, 18, 21, 32, 33, 34)) + \
+        pkt(SUBMIT_JOB_EPOCH, "f", "u", "1700000000", "d") + \
+        pkt(SUBMIT_JOB_SCHED, "f", "u", "*", "*", "*", "*", "*", "d") + \
+        pkt(SUBMIT_REDUCE_JOB, "f", "u", "red", "agg", "d")
+    s["worker_packets"] = b"\x03" + pkt(CAN_DO, "f") + pkt(CAN_DO_TIMEOUT, "f", "100") + \
+        pkt(PRE_SLEEP) + pkt(GRAB_JOB_UNIQ) + pkt(WORK_STATUS, "H:x:1", "1", "2") + \
+        pkt(WORK_DATA, "H:x:1", "x") + pkt(WORK_FAIL, "H:x:1")
+    s["response_magic"] = b"\x07" + pkt(17, "echo", magic=b"\0RES") + pkt(19, "E", "text", magic=b"\0RES")
+    s["wrong_magic"] = b"\x03" + pkt(ECHO_REQ, "x", magic=b"\0RES") + pkt(ECHO_REQ, "y")
+    s["bad_magic"] = b"\x03GET / HTTP/1.0\r\n"
+    s["bad_magic_nul"] = b"\x03\0REX" + b"\0" * 8
+    s["too_large_8bit"] = b"\x00\x10" + pkt(ECHO_REQ, "x" * 40) + pkt(ECHO_REQ, "ok")
+    s["too_large_16bit"] = b"\x01\x01\x00" + pkt(SUBMIT_JOB, "f", "u", size=0x7fffffff)
+    s["size_max32"] = b"\x02\xff\xff\xff\xff" + pkt(ECHO_REQ, size=0xffffffff) + b"abc"
+    s["commands_out_of_range"] = b"\x03" + b"".join(
+        pkt(c, "junk") for c in (0, 43, 65535, 0x80000000, 0xffffffff))
+    s["missing_nuls"] = b"\x03" + pkt(SUBMIT_JOB, "fonly") + pkt(WORK_STATUS, "h") + \
+        pkt(SUBMIT_JOB_SCHED, "f", "u", "*") + pkt(ECHO_REQ, "after")
+    s["zero_size_submit"] = b"\x03" + pkt(SUBMIT_JOB, size=0) + pkt(SUBMIT_JOB_BG, "f", "u", "d")
+    s["partial_header"] = b"\x03\0REQ\0\0\0\x07\0\0"
+    s["partial_body"] = b"\x03" + pkt(SUBMIT_JOB, "f", "u", "data")[:-2]
+    s["nuls_in_last_arg"] = b"\x03" + pkt(CAN_DO, "a\0b") + pkt(WORK_FAIL, "h\0\0") + \
+        pkt(SET_CLIENT_ID, "id\0with\0nuls")
+    s["empty_args"] = b"\x03" + pkt(SUBMIT_JOB, "", "", "") + pkt(GET_STATUS, "") + pkt(CAN_DO, "")
+    return s
+
+
+# ---------------------------------------------------------------- fuzz_proto_admin
+# byte 0: max_line (bit 7 set: 8192, else 0..127); byte 1: tokens pa_split may fill (mod 11).
+
+def proto_admin_seeds():
+    s = {}
+    s["commands"] = b"\x80\x08" + b"status\nworkers\r\nshow jobs\nshow unique jobs\nversion\n" \
+        b"maxqueue f 1 2 3\ncancel job H:x:1\nshutdown graceful\n"
+    s["spaces"] = b"\x80\x08" + b" status\n  a  b   c \n\n \r\n"
+    s["too_many_tokens"] = b"\x80\x06" + b"a b c d e f g h i j k l\n"
+    s["crlf_only"] = b"\x80\x08" + b"\r\n\r\r\n\n"
+    s["long_line_small_max"] = b"\x10\x08" + b"x" * 40 + b"\nstatus\n"
+    s["exact_max"] = b"\x07\x08" + b"status\n" + b"status1\n"
+    s["max_zero"] = b"\x00\x08" + b"\n\nstatus\n"
+    s["no_newline"] = b"\x80\x08" + b"workers"
+    s["nul_bytes"] = b"\x80\x08" + b"sta\0tus\n\0\0\n"
+    s["zero_tokens_allowed"] = b"\x80\x00" + b"a b\n"
+    return s
+
+
+# ---------------------------------------------------------------- fuzz_connection
+# 3 configuration bytes, then operations. See fuzz_connection.c for the exact meaning; in short:
+# c0 = job_retries+1 + 5*worker_wakeup + 20*exceptions + 40*store (mixed radix),
+# c1 = max_packet (bits 0-1) | max_line (2-3) | max_output (4-5) | short names (6) | short ids (7),
+# c2 = admin shutdown policy (mod 3: local, any, none).
+# Opcode byte: (slot << 4) | op; ops: 0/1 raw bytes [len][bytes], 2/3 built packet,
+# 4 several built packets, 5 a built packet split over reads, 6/7 admin line (whole/split),
+# 8 connect, 9 disconnect, 10 half-close, 11 clock step, 12 drain all, 13 drain some,
+# 14 output limit, 15 store failing (operand bit 0 clear: bit 1 says whether the store refuses)
+# or one allocation failing (bit 0 set: the (operand >> 1) + 1-th allocation from now fails).
+
+def cfg(retries=-1, wakeup=0, exceptions=0, store=0, packet=3, line=3, output=3, shutdown=0):
+    c0 = (retries + 1) + 5 * wakeup + 20 * exceptions + 40 * store
+    c1 = packet | (line << 2) | (output << 4)
+    return bytes([c0, c1, shutdown])
+
+
+def raw(slot, data):
+    """Feed data to slot as raw-byte operations (255 bytes at most each)."""
+    out = b""
+    for i in range(0, len(data), 255):
+        chunk = data[i:i + 255]
+        out += bytes([(slot << 4) | 0, len(chunk)]) + chunk
+    return out
+
+
+def op(slot, code, *operands):
+    return bytes([(slot << 4) | code]) + bytes(operands)
+
+
+def drain(slot):
+    return op(slot, 12)
+
+
+def clock(step):
+    return op(0, 11, step)
+
+
+def connect(slot, local=True):
+    return op(slot, 8, 0 if local else 1)
+
+
+H1, H2, H3 = "H:f:1", "H:f:2", "H:f:3"
+
+
+def connection_seeds():
+    s = {}
+    s["bg_submit_worker_completes"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "data")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + drain(1) + \
+        raw(1, pkt(WORK_COMPLETE, H1, "done")) + raw(0, b"status\n") + drain(0) + drain(1)
+    s["fg_submit_forwarding"] = cfg() + raw(0, pkt(SUBMIT_JOB, "f0", "", "payload")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB_UNIQ)) + \
+        raw(1, pkt(WORK_STATUS, H1, "1", "4") + pkt(WORK_DATA, H1, "part") +
+            pkt(WORK_WARNING, H1, "warn") + pkt(WORK_COMPLETE, H1, "all")) + drain(0) + drain(1)
+    s["sleep_and_noop"] = cfg(wakeup=1) + raw(1, pkt(CAN_DO, "f0") + pkt(PRE_SLEEP)) + \
+        connect(2) + raw(2, pkt(CAN_DO, "f0") + pkt(PRE_SLEEP)) + \
+        raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "a") + pkt(SUBMIT_JOB_BG, "f0", "", "b")) + \
+        drain(1) + drain(2) + raw(1, pkt(GRAB_JOB)) + raw(2, pkt(GRAB_JOB)) + drain(1) + drain(2)
+    s["can_do_timeout_expires"] = cfg() + raw(1, pkt(CAN_DO_TIMEOUT, "f0", "1000")) + \
+        raw(0, pkt(SUBMIT_JOB, "f0", "u1", "x")) + raw(1, pkt(GRAB_JOB)) + clock(8) + \
+        drain(0) + drain(1)
+    s["timeout_after_complete"] = cfg() + raw(1, pkt(CAN_DO_TIMEOUT, "f0", "500")) + \
+        raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "x")) + raw(1, pkt(GRAB_JOB)) + \
+        raw(1, pkt(WORK_COMPLETE, H1, "r")) + raw(1, pkt(CAN_DO_TIMEOUT, "f0", "1")) + \
+        clock(10) + clock(30) + raw(1, pkt(GRAB_JOB)) + drain(1) + raw(0, b"status\n") + drain(0)
+    s["epoch_and_sched"] = cfg() + raw(1, pkt(CAN_DO, "f1") + pkt(PRE_SLEEP)) + \
+        raw(0, pkt(SUBMIT_JOB_EPOCH, "f1", "", "1700000100", "later") +
+            pkt(SUBMIT_JOB_SCHED, "f1", "", "*", "*", "*", "*", "*", "cron")) + \
+        clock(60) + drain(1) + raw(1, pkt(GRAB_JOB) + pkt(GRAB_JOB)) + drain(1)
+    s["worker_lost_retries"] = cfg(retries=1) + raw(0, pkt(SUBMIT_JOB, "f0", "", "x")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + op(1, 9) + connect(1) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + op(1, 9) + drain(0)
+    s["cant_do_and_reset"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "a") +
+                                         pkt(SUBMIT_JOB_BG, "f1", "", "b")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(CAN_DO, "f1") + pkt(GRAB_JOB) + pkt(GRAB_JOB) +
+            pkt(CANT_DO, "f0") + pkt(RESET_ABILITIES)) + raw(0, b"status\n") + drain(0) + drain(1)
+    s["coalesce_unique"] = cfg() + raw(0, pkt(SUBMIT_JOB, "f0", "u0", "a")) + connect(2) + \
+        raw(2, pkt(SUBMIT_JOB, "f0", "u0", "b") + pkt(GET_STATUS_UNIQUE, "u0")) + \
+        raw(3, b"") + connect(3) + raw(3, pkt(SUBMIT_JOB_BG, "f0", "u0", "c")) + op(0, 9) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB) + pkt(WORK_COMPLETE, H1, "x")) + drain(2)
+    s["reduce_grab_all"] = cfg() + raw(0, pkt(SUBMIT_REDUCE_JOB, "f0", "u", "red", "agg", "d") +
+                                       pkt(SUBMIT_REDUCE_JOB_BACKGROUND, "f0", "", "r2", "", "e")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB_ALL) + pkt(GRAB_JOB_ALL)) + drain(1)
+    s["exceptions"] = cfg() + raw(0, pkt(OPTION_REQ, "exceptions") + pkt(SUBMIT_JOB, "f0", "", "x")) + \
+        connect(2) + raw(2, pkt(SUBMIT_JOB, "f0", "-", "x")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB) + pkt(WORK_EXCEPTION, H1, "boom")) + \
+        drain(0) + drain(2)
+    s["admin_commands"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a") +
+                                      pkt(SUBMIT_JOB_HIGH_BG, "f1", "", "b")) + \
+        raw(1, pkt(SET_CLIENT_ID, "me") + pkt(CAN_DO, "f0")) + \
+        raw(2, b"") + connect(2) + \
+        raw(2, b"status\nworkers\nprioritystatus\nshow jobs\nshow unique jobs\nversion\n"
+               b"maxqueue f0 1\ncreate function f3\ndrop function f3\ndrop function f0\n"
+               b"cancel job H:f:2\ngetpid\nverbose\nbogus\n\n") + drain(2)
+    s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
+        raw(0, b"drop function f2\nstatus\n") + drain(0)
+    s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(43, "x") +
+                                                 pkt(0x80000000, "") + pkt(0xffffffff, "")) + \
+        raw(0, pkt(SUBMIT_JOB, "f0") + pkt(SUBMIT_JOB, size=0) + pkt(ECHO_REQ, "e" * 100) +
+            pkt(ECHO_REQ, "ok") + pkt(ECHO_REQ, "r", magic=b"\0RES")) + drain(0) + \
+        raw(1, b"\0RXX garbage") + raw(2, b"") + drain(1)
+    s["size_declared_never_sent"] = cfg(packet=2) + raw(0, pkt(SUBMIT_JOB, size=0x40000000)) + \
+        raw(0, b"a" * 200) + drain(0) + op(0, 9)
+    s["long_admin_line"] = cfg(line=1) + raw(0, b"s" * 100 + b"\nstatus\n") + drain(0) + \
+        raw(1, b"w" * 40) + raw(1, b"x" * 40 + b"\nversion\n") + drain(1)
+    s["slow_reader"] = cfg(output=1) + raw(0, pkt(SUBMIT_JOB, "f0", "", "x")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB) + pkt(WORK_DATA, H1, "d" * 200) +
+            pkt(WORK_DATA, H1, "d" * 200) + pkt(WORK_DATA, H1, "d" * 200) +
+            pkt(WORK_COMPLETE, H1, "end")) + drain(1) + raw(1, b"status\n") + drain(1)
+    s["half_close"] = cfg() + raw(0, pkt(SUBMIT_JOB, "f0", "", "x") + pkt(ECHO_REQ, "e")) + \
+        op(0, 10) + op(0, 13, 5) + drain(0) + raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + drain(1)
+    s["split_header"] = cfg() + op(0, 5, SUBMIT_JOB_BG, 0, 1, 3, 0x0a, ord("x"), 0, 0, 0, 0, 0) + \
+        op(0, 7, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1) + drain(0)
+    s["store_failing"] = cfg(store=1) + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a")) + \
+        op(0, 15, 2) + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u1", "b") + pkt(SUBMIT_JOB, "f0", "u2", "c")) + \
+        op(0, 15, 0) + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u2", "d")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"cancel job H:f:1\n") + \
+        raw(1, pkt(WORK_COMPLETE, H1, "x")) + drain(0) + drain(1)
+    s["shutdown_graceful"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "a")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"shutdown graceful\n") + \
+        raw(1, pkt(GRAB_JOB) + pkt(WORK_COMPLETE, H1, "x")) + drain(1)
+    s["built_ops_mix"] = cfg(retries=0, wakeup=2, exceptions=1) + bytes(
+        [0x02, 18, 0, 1, 3, 0x10, ord("p"), 0x12, 1, 0x12, 9, 0, 0x1c, 0x12, 13, 0, 2, 0x10,
+         ord("r"), 0x0b, 0x40, 0x0c, 0x1c, 0x16, 0, 0, 0x0c])
+    s["maxqueue_full"] = cfg() + raw(0, b"create function f1\nmaxqueue f1 1\n" +
+                                     pkt(SUBMIT_JOB_BG, "f1", "", "a") +
+                                     pkt(SUBMIT_JOB_BG, "f1", "", "b") +
+                                     pkt(SUBMIT_JOB_HIGH, "f1", "", "c")) + drain(0)
+    big = "D" * 3000
+    s["shared_forward_to_many_clients"] = cfg() + raw(0, pkt(SUBMIT_JOB, "f0", "u0", "x")) + \
+        connect(2) + raw(2, pkt(SUBMIT_JOB, "f0", "u0", "x")) + connect(3) + \
+        raw(3, pkt(SUBMIT_JOB, "f0", "u0", "x")) + raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + \
+        raw(1, pkt(WORK_DATA, H1, big) + pkt(WORK_COMPLETE, H1, big)) + op(2, 13, 100) + \
+        op(3, 9) + drain(0) + drain(2)
+    for n in (1, 2, 3, 5, 8, 13):
+        s["oom_%d" % n] = cfg(store=1) + op(0, 15, 2 * n - 1) + \
+            raw(0, pkt(SUBMIT_JOB, "f0", "u0", "x") + pkt(SUBMIT_JOB_BG, "f1", "", "y")) + \
+            op(1, 15, 2 * n - 1) + raw(1, pkt(SET_CLIENT_ID, "w") + pkt(CAN_DO, "f0") +
+                                       pkt(CAN_DO, "f1") + pkt(GRAB_JOB) + pkt(GRAB_JOB)) + \
+            op(0, 15, 2 * n - 1) + raw(0, b"show jobs\nstatus\n") + drain(0) + drain(1) + \
+            op(1, 15, 2 * n - 1) + raw(1, pkt(WORK_COMPLETE, H1, "r") + pkt(WORK_DATA, H2, "z")) + \
+            op(1, 9) + drain(0)
+    s["bulk_listing_spans_iterations"] = cfg() + op(0, 4, 0xfc) + \
+        raw(1, b"show jobs\nstatus\n" + pkt(ECHO_REQ, "after")) + op(1, 13, 200) + \
+        raw(1, b"show unique jobs\n") + drain(1) + drain(1) + op(1, 13, 255) + drain(1) + \
+        raw(2, b"") + connect(2) + raw(2, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + drain(1)
+    return s
+
+
+TARGETS = {
+    "fuzz_proto_bin": proto_bin_seeds,
+    "fuzz_proto_admin": proto_admin_seeds,
+    "fuzz_connection": connection_seeds,
+}
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    bad = 0
+    for target, make in TARGETS.items():
+        d = os.path.join(HERE, "corpus", target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in sorted(make().items()):
+            path = os.path.join(d, "seed-" + name)
+            if check:
+                if not os.path.exists(path) or open(path, "rb").read() != data:
+                    print("differs or missing:", path)
+                    bad = 1
+                continue
+            with open(path, "wb") as f:
+                f.write(data)
+        if not check:
+            print(f"{target}: {len(make())} seeds in {d}")
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())
