@@ -106,6 +106,17 @@ def server(server_factory):
     yield server_factory()
 
 
+@pytest.fixture(params=["spurd", "gearmand"])
+def both(request, server_factory, gearmand_factory):
+    """Runs the test twice: against a fresh spurd and against Debian's gearmand, with the same
+    expectations (differential testing)."""
+    if request.param == "spurd":
+        if EXTERNAL:
+            pytest.skip("needs its own spurd")
+        return server_factory()
+    return gearmand_factory()
+
+
 @pytest.fixture
 def conn(server):
     c = server.connect()

@@ -7,22 +7,12 @@ import socket
 
 import pytest
 
-from conftest import EXTERNAL, start_gearmand
 from gearman_wire import (CAN_DO, ECHO_REQ, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NOOP,
                           PRE_SLEEP, SET_CLIENT_ID, SUBMIT_JOB, SUBMIT_JOB_BG, WORK_COMPLETE,
                           WORK_FAIL, packet)
 
 SYNC = packet(ECHO_REQ, b"sync")
 SYNC_REPLY = b"\0RES\0\0\0\x11\0\0\0\x04sync"
-
-
-@pytest.fixture(params=["spurd", "gearmand"])
-def both(request, server_factory, gearmand_factory):
-    if request.param == "spurd":
-        if EXTERNAL:
-            pytest.skip("needs its own spurd")
-        return server_factory()
-    return gearmand_factory()
 
 
 def ask(conn, line):

@@ -9,19 +9,9 @@ import subprocess
 
 import pytest
 
-from conftest import EXTERNAL
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(HERE, "clients")
-
-
-@pytest.fixture(params=["spurd", "gearmand"])
-def srv(request, server_factory, gearmand_factory):
-    if request.param == "spurd":
-        if EXTERNAL:
-            pytest.skip("needs its own spurd")
-        return server_factory()
-    return gearmand_factory()
 
 
 def need(binary):
@@ -29,9 +19,9 @@ def need(binary):
         pytest.skip(f"{binary} is not installed")
 
 
-def test_gearman_cli_worker_and_client(srv):
+def test_gearman_cli_worker_and_client(both):
     need("gearman")
-    host, port = srv.addr
+    host, port = both.addr
     worker = subprocess.Popen(["gearman", "-h", host, "-p", str(port), "-w", "-c", "2",
                                "-f", "rev", "--", "rev"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -50,10 +40,10 @@ def test_gearman_cli_worker_and_client(srv):
             worker.wait()
 
 
-def test_gearadmin_status_and_workers(srv):
+def test_gearadmin_status_and_workers(both):
     need("gearadmin")
-    host, port = srv.addr
-    w = srv.connect()
+    host, port = both.addr
+    w = both.connect()
     w.send_packet(1, b"adminfn")  # CAN_DO
     w.echo_roundtrip()
     out = subprocess.run(["gearadmin", "-h", host, "-p", str(port), "--status"],
@@ -69,11 +59,11 @@ def test_gearadmin_status_and_workers(srv):
     assert out.returncode == 0 and out.stdout.strip()
 
 
-def test_perl_worker_and_client(srv):
+def test_perl_worker_and_client(both):
     need("perl")
     if subprocess.run(["perl", "-MGearman::Client", "-e", "1"]).returncode != 0:
         pytest.skip("libgearman-client-perl is not installed")
-    server = "%s:%d" % srv.addr
+    server = "%s:%d" % both.addr
     worker = subprocess.Popen(["perl", os.path.join(CLIENTS, "worker.pl"), server, "3"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -88,11 +78,11 @@ def test_perl_worker_and_client(srv):
             worker.wait()
 
 
-def test_php_worker_and_client(srv):
+def test_php_worker_and_client(both):
     need("php")
     if b"gearman" not in subprocess.run(["php", "-m"], capture_output=True).stdout:
         pytest.skip("php-gearman is not installed")
-    host, port = srv.addr
+    host, port = both.addr
     worker = subprocess.Popen(["php", os.path.join(CLIENTS, "worker.php"), host, str(port), "6"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
