@@ -237,10 +237,7 @@ static void cmd_cancel(struct peer *p, const struct pa_token *t, size_t n)
         reply(p, "ERR UNKNOWN_JOB\r\n");
         return;
     }
-    char h[80];
-    struct proto_arg a = {h, job_handle(e, j, h)};
-    for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
-        peer_send(w->client, CMD_WORK_FAIL, &a, 1);
+    job_send_fail(e, j);
     if (j->state == JOB_RUNNING) {
         /* the worker finishes it; its results then go nowhere and it is never retried */
         while (j->waiters != NULL)

@@ -61,16 +61,6 @@ static void send_handle(struct peer *p, uint32_t cmd, struct engine *e, const st
     peer_send(p, cmd, &a, 1);
 }
 
-/* fail_job sends WORK_FAIL to every client of j and frees it. */
-static void fail_job(struct engine *e, struct job *j)
-{
-    char h[HANDLE_BUF];
-    struct proto_arg a = {h, job_handle(e, j, h)};
-    for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
-        peer_send(w->client, CMD_WORK_FAIL, &a, 1);
-    job_free(e, j);
-}
-
 /* requeue handles a running job whose worker let go of it (disconnect, CANT_DO, RESET): back to
  * the front of its queue, or failed once --job-retries is exhausted. A foreground job nobody
  * waits for any more is dropped. */
@@ -88,7 +78,7 @@ static void requeue(struct engine *e, struct job *j)
     if (limit >= 0 && j->retries > limit) {
         log_info("job %llu failed: its worker was lost %u times (--job-retries=%d)",
                  (unsigned long long)j->id, j->retries, limit);
-        fail_job(e, j);
+        job_fail(e, j);
         return;
     }
     func_push(e, j, 1);
@@ -541,7 +531,7 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
 void cmd_job_timeout(struct engine *e, struct job *j)
 {
     log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
-    fail_job(e, j);
+    job_fail(e, j);
 }
 
 void cmd_peer_gone(struct peer *p)

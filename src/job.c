@@ -281,6 +281,20 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
         heap_push(&e->timers, &j->timer, engine_now(e) + timeout_ms / 1000.0);
 }
 
+void job_send_fail(struct engine *e, const struct job *j)
+{
+    char h[80];
+    struct proto_arg a = {h, job_handle(e, j, h)};
+    for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        peer_send(w->client, CMD_WORK_FAIL, &a, 1);
+}
+
+void job_fail(struct engine *e, struct job *j)
+{
+    job_send_fail(e, j);
+    job_free(e, j);
+}
+
 void job_free(struct engine *e, struct job *j)
 {
     job_detach(e, j);

@@ -158,6 +158,12 @@ int job_defer(struct engine *e, struct job *j, double at);
  * when timeout_ms > 0. */
 void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
 
+/* job_send_fail sends WORK_FAIL (exactly the handle) to every client waiting on j. */
+void job_send_fail(struct engine *e, const struct job *j);
+
+/* job_fail sends WORK_FAIL to j's clients and frees j. */
+void job_fail(struct engine *e, struct job *j);
+
 /* job_free removes j from every index, queue, heap and list, tells the store it is done if it was
  * stored, detaches its waiters (sending nothing) and frees it. */
 void job_free(struct engine *e, struct job *j);

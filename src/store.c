@@ -386,11 +386,7 @@ static void answer(struct engine *e, struct ack *a, int ok, const char *errtext)
             activate(e, j, a->due);
         } else {
             j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
-            char h[80];
-            struct proto_arg fa = {h, job_handle(e, j, h)};
-            for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
-                peer_send(w->client, CMD_WORK_FAIL, &fa, 1);
-            job_free(e, j);
+            job_fail(e, j);
             j = NULL;
         }
     } else if (!ok && a->added && j != NULL) {
