@@ -32,7 +32,9 @@ run_build() {
 }
 
 if [ "${SPUR_SKIP_NORMAL:-0}" != "1" ]; then
+    export SPUR_FUZZ=1  # the fuzz smoke test runs in this build only
     run_build normal || status=1
+    unset SPUR_FUZZ
 fi
 if [ "${SPUR_SKIP_ASAN:-0}" != "1" ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
