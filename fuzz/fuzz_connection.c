@@ -2,8 +2,9 @@
  * tests/unit/fake_shell.h, owns up to NSLOTS peers and a fake clock, and plays the fuzz input as a
  * list of operations on them: raw bytes fed to a peer, well-formed packets built from the input
  * (whole or split across reads, or thousands of submits at once), admin lines, disconnects, half-closes, clock steps that run the
- * engine's timers, draining a peer's output (all or part), shrinking --max-output-buffer, a
- * durable store that can be made to fail, and one allocation made to fail (out of memory).
+ * engine's timers, draining a peer's output (all or part), shrinking --max-output-buffer, and
+ * one allocation made to fail (out of memory). The engine runs memory-only: the durable store
+ * (store.c) writes from a committer thread, which a deterministic fuzz target leaves out.
  *
  * The bytes take the real path: conn.c's read paths (peer_feed, or reading behind a partial
  * packet and peer_process), framing, dispatch, the job engine and admin. Each operation ends like
@@ -11,13 +12,12 @@
  *   - engine_check() must pass (each job in exactly one place, counters match queues);
  *   - every timer in the heap belongs to a live future or running job, and the heap is ordered;
  *   - every waiter and every running job points at a live peer's client or worker state;
- *   - the fake store holds exactly the live jobs flagged JOB_STORED (no double add, no done for a
- *     job never added, no stored job forgotten);
+ *   - no job is flagged JOB_STORED (there is no store);
  *   - a drained output stream is a sequence of well-formed response packets (a server-to-client
  *     command, arguments as the table says) and admin text lines, with nothing cut in half.
  * At the end every peer is detached and the engine destroyed: LeakSanitizer must find nothing.
  *
- * Input: 3 configuration bytes (job retries, worker wake-up, exceptions, store, limits), then
+ * Input: 3 configuration bytes (job retries, worker wake-up, exceptions, limits), then
  * operations: one opcode byte and its operands each. */
 #include <stddef.h>
 #include <stdint.h>
@@ -88,7 +88,7 @@ struct slot {
     struct peer *p;       /* NULL when the slot is free */
     struct bytes pending; /* bytes "in the socket", not read while the peer is busy */
     struct bytes rx;      /* drained output not yet checked (an incomplete reply) */
-    int text_seen;        /* the peer sent admin lines: its output may hold text */
+    int text_seen;        /* the peer sent admin lines: its output is not checked */
     int eof;              /* half-closed: no more input, close once the output is written */
 };
 
@@ -101,10 +101,6 @@ struct shell {
     int next_fd;                 /* fd number for the next peer */
     unsigned iterations;         /* loop iterations so far */
     int stop;                    /* a shutdown asked the loop to stop */
-    int use_store;               /* the fake store is plugged in */
-    int store_fail;              /* the store refuses adds */
-    uint8_t *stored;             /* stored[id] is 1 while the store holds job id */
-    size_t nstored, capstored;   /* jobs held; entries in stored */
 };
 
 static struct shell S;
@@ -200,46 +196,6 @@ static void cb_resume(struct engine *e, struct peer *p)
     run_noting_lines(p, NULL, 0, 1);
 }
 
-/* ------------------------------------------------------------ fake store */
-
-/* The fake store keeps a flag per job id (ids count from 1 in the fuzz engine), so its checks
- * stay O(1) with thousands of jobs. */
-static int stored_has(uint64_t id)
-{
-    return id < S.capstored && S.stored[id];
-}
-
-static int store_add(void *ctx, const struct job *j)
-{
-    (void)ctx;
-    if (S.store_fail)
-        return -1;
-    FUZZ_CHECK(!stored_has(j->id), "job %llu stored twice", (unsigned long long)j->id);
-    if (j->id >= S.capstored) {
-        size_t cap = S.capstored ? S.capstored : 64;
-        while (cap <= j->id)
-            cap *= 2;
-        S.stored = __real_realloc(S.stored, cap);
-        FUZZ_CHECK(S.stored != NULL, "realloc");
-        memset(S.stored + S.capstored, 0, cap - S.capstored);
-        S.capstored = cap;
-    }
-    S.stored[j->id] = 1;
-    S.nstored++;
-    return 0;
-}
-
-static void store_done(void *ctx, const struct job *j)
-{
-    (void)ctx;
-    FUZZ_CHECK(stored_has(j->id), "store done for job %llu that it does not hold",
-               (unsigned long long)j->id);
-    S.stored[j->id] = 0;
-    S.nstored--;
-}
-
-static const struct store_ops fake_store = {store_add, store_done};
-
 /* ------------------------------------------------------------ invariants */
 
 static int live_peer(const struct peer *p)
@@ -264,18 +220,14 @@ static void check_all(void)
      * every heap entry belongs to a future job or a running job with a CAN_DO_TIMEOUT, and a
      * future job always has one. A freed job left in the heap is an AddressSanitizer report the
      * next time the heap moves or a clock step pops it. */
-    size_t future = 0, running = 0, stored = 0;
+    size_t future = 0, running = 0;
     for (size_t b = 0; b < e->jobs_by_id.nbuckets; b++)
         for (const struct hnode *n = e->jobs_by_id.buckets[b]; n != NULL; n = n->next) {
             const struct job *j = job_of_node(n);
             future += j->state == JOB_FUTURE;
             running += j->state == JOB_RUNNING;
-            if (j->flags & JOB_STORED) {
-                stored++;
-                FUZZ_CHECK(S.use_store, "JOB_STORED without a store");
-                FUZZ_CHECK(stored_has(j->id), "job %llu flagged stored, store lacks it",
-                           (unsigned long long)j->id);
-            }
+            FUZZ_CHECK(!(j->flags & JOB_STORED), "job %llu flagged stored without a store",
+                       (unsigned long long)j->id);
             if (j->state == JOB_RUNNING) {
                 FUZZ_CHECK(j->worker != NULL && live_peer(j->worker->peer) &&
                                j->worker->peer->worker == j->worker,
@@ -293,9 +245,6 @@ static void check_all(void)
                future, running);
     FUZZ_CHECK(e->njobs >= future + running, "njobs %zu < %zu future + %zu running", e->njobs,
                future, running);
-    if (S.use_store)
-        FUZZ_CHECK(stored == S.nstored, "%zu jobs flagged stored, store holds %zu", stored,
-                   S.nstored);
 
     size_t npeers = 0;
     for (int i = 0; i < NSLOTS; i++) {
@@ -326,9 +275,15 @@ static int is_response(uint32_t cmd)
 
 /* check_rx checks the drained bytes of s: complete replies are removed, an incomplete tail is
  * kept. complete says the peer's queue is empty and the peer is not closing, so no tail may
- * remain. */
+ * remain. Only peers that never sent an admin line are checked: admin text can start with a NUL
+ * or even look like a packet header (a function registered as "\0REQ..." opens its 'status'
+ * line with those bytes), so text and binary cannot be told apart on a mixed connection. */
 static void check_rx(struct slot *s, int complete)
 {
+    if (s->text_seen) {
+        bytes_drop(&s->rx, s->rx.n);
+        return;
+    }
     size_t off = 0;
     const char *rx = (const char *)s->rx.p;
     while (off < s->rx.n) {
@@ -338,22 +293,21 @@ static void check_rx(struct slot *s, int complete)
             struct pb_packet pkt;
             size_t used = 0;
             enum pb_status st = pb_parse(p, left, PROTO_MAGIC_RES, UINT32_MAX, &pkt, &used);
-            if (st == PB_OK) {
-                FUZZ_CHECK(is_response(pkt.cmd), "server sent request command %u", pkt.cmd);
-                if (pkt.cmd == CMD_ERROR)
-                    FUZZ_CHECK(pkt.len[0] > 0 && pkt.len[1] > 0, "ERROR without code or text");
-                off += used;
-                continue;
-            }
             if (st == PB_NEED_MORE)
                 break;
-            /* admin text may start with a NUL (a function named "\0x" in 'status') */
-            FUZZ_CHECK(s->text_seen, "malformed reply to a binary-only peer: %s",
+            FUZZ_CHECK(st == PB_OK, "malformed reply to a binary-only peer: %s",
                        pb_status_name(st));
+            FUZZ_CHECK(is_response(pkt.cmd), "server sent request command %u", pkt.cmd);
+            if (pkt.cmd == CMD_ERROR)
+                FUZZ_CHECK(pkt.len[0] > 0 && pkt.len[1] > 0, "ERROR without code or text");
+            off += used;
+            continue;
         }
+        /* the one text reply a binary-only peer can get: ERR LINE_TOO_LONG */
         const char *nl = memchr(p, '\n', left);
         if (nl == NULL)
             break;
+        FUZZ_CHECK(left >= 4 && memcmp(p, "ERR ", 4) == 0, "text reply without an admin line");
         off += (size_t)(nl - p) + 1;
     }
     if (complete)
@@ -640,7 +594,6 @@ static void setup(struct reader *r)
     S.cfg.job_retries = (c0 % 5) - 1;        /* -1 .. 3 */
     S.cfg.worker_wakeup = (c0 / 5) % 4;      /* 0 = all, 1 .. 3 */
     S.cfg.exceptions = (c0 / 20) & 1;
-    S.use_store = (c0 / 40) & 1;
     S.cfg.max_packet = packets[c1 & 3];
     S.cfg.max_line = lines[(c1 >> 2) & 3];
     S.cfg.max_output = outputs[(c1 >> 4) & 3];
@@ -655,10 +608,6 @@ static void setup(struct reader *r)
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;
-    if (S.use_store) {
-        S.eng.store = &fake_store;
-        S.eng.store_ctx = &S;
-    }
     S.next_fd = 10;
 }
 
@@ -671,8 +620,6 @@ static void teardown(void)
     check_all();
     engine_destroy(&S.eng);
     config_free(&S.cfg);
-    free(S.stored);
-    S.stored = NULL;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -774,12 +721,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             S.cfg.max_output = lim[rd_u8(&r) & 3];
             break;
         }
-        case 15: { /* the store starts or stops refusing, or one allocation will fail */
+        case 15: { /* one allocation will fail: the ((operand >> 1) + 1)-th from now */
             uint8_t v = rd_u8(&r);
             if (v & 1)
                 alloc_countdown = (unsigned)(v >> 1) + 1;
-            else
-                S.store_fail = (v >> 1) & 1;
             break;
         }
         }

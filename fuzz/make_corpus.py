@@ -91,17 +91,17 @@ def proto_admin_seeds():
 
 # ---------------------------------------------------------------- fuzz_connection
 # 3 configuration bytes, then operations. See fuzz_connection.c for the exact meaning; in short:
-# c0 = job_retries+1 + 5*worker_wakeup + 20*exceptions + 40*store (mixed radix),
+# c0 = job_retries+1 + 5*worker_wakeup + 20*exceptions (mixed radix),
 # c1 = max_packet (bits 0-1) | max_line (2-3) | max_output (4-5) | short names (6) | short ids (7),
 # c2 = admin shutdown policy (mod 3: local, any, none).
 # Opcode byte: (slot << 4) | op; ops: 0/1 raw bytes [len][bytes], 2/3 built packet,
 # 4 several built packets, 5 a built packet split over reads, 6/7 admin line (whole/split),
 # 8 connect, 9 disconnect, 10 half-close, 11 clock step, 12 drain all, 13 drain some,
-# 14 output limit, 15 store failing (operand bit 0 clear: bit 1 says whether the store refuses)
-# or one allocation failing (bit 0 set: the (operand >> 1) + 1-th allocation from now fails).
+# 14 output limit, 15 one allocation failing (operand bit 0 set: the (operand >> 1) + 1-th
+# allocation from now fails).
 
-def cfg(retries=-1, wakeup=0, exceptions=0, store=0, packet=3, line=3, output=3, shutdown=0):
-    c0 = (retries + 1) + 5 * wakeup + 20 * exceptions + 40 * store
+def cfg(retries=-1, wakeup=0, exceptions=0, packet=3, line=3, output=3, shutdown=0):
+    c0 = (retries + 1) + 5 * wakeup + 20 * exceptions
     c1 = packet | (line << 2) | (output << 4)
     return bytes([c0, c1, shutdown])
 
@@ -202,10 +202,10 @@ def connection_seeds():
         op(0, 10) + op(0, 13, 5) + drain(0) + raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + drain(1)
     s["split_header"] = cfg() + op(0, 5, SUBMIT_JOB_BG, 0, 1, 3, 0x0a, ord("x"), 0, 0, 0, 0, 0) + \
         op(0, 7, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1) + drain(0)
-    s["store_failing"] = cfg(store=1) + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a")) + \
-        op(0, 15, 2) + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u1", "b") + pkt(SUBMIT_JOB, "f0", "u2", "c")) + \
-        op(0, 15, 0) + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u2", "d")) + \
-        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"cancel job H:f:1\n") + \
+    s["cancel_queued_and_running"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a") +
+                                                 pkt(SUBMIT_JOB, "f0", "u2", "c")) + \
+        raw(0, pkt(SUBMIT_JOB_BG, "f0", "u2", "d")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"cancel job H:f:1\ncancel job H:f:2\n") + \
         raw(1, pkt(WORK_COMPLETE, H1, "x")) + drain(0) + drain(1)
     s["shutdown_graceful"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "a")) + \
         raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"shutdown graceful\n") + \
@@ -224,7 +224,7 @@ def connection_seeds():
         raw(1, pkt(WORK_DATA, H1, big) + pkt(WORK_COMPLETE, H1, big)) + op(2, 13, 100) + \
         op(3, 9) + drain(0) + drain(2)
     for n in (1, 2, 3, 5, 8, 13):
-        s["oom_%d" % n] = cfg(store=1) + op(0, 15, 2 * n - 1) + \
+        s["oom_%d" % n] = cfg() + op(0, 15, 2 * n - 1) + \
             raw(0, pkt(SUBMIT_JOB, "f0", "u0", "x") + pkt(SUBMIT_JOB_BG, "f1", "", "y")) + \
             op(1, 15, 2 * n - 1) + raw(1, pkt(SET_CLIENT_ID, "w") + pkt(CAN_DO, "f0") +
                                        pkt(CAN_DO, "f1") + pkt(GRAB_JOB) + pkt(GRAB_JOB)) + \

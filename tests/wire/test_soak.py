@@ -43,9 +43,10 @@ FG_FUNC = b"soak_fg"
 BG_FUNC = b"soak_bg"
 MAX_OUTPUT = 1 << 20
 MAX_PACKET = 256 << 10
+BG_BACKLOG = 5000  # producers pause while this many background jobs wait (about 1.5 MiB queued)
 # Memory allowed to stay above the fresh server's RSS once every connection is closed and the
 # queue is drained. At the peak the server holds ~300 connections' buffers, up to MAX_OUTPUT of
-# unread replies per slow reader and tens of thousands of queued jobs; all of that is freed, but
+# unread replies per slow reader and thousands of queued jobs; all of that is freed, but
 # glibc keeps part of a freed heap mapped (it trims only the top of the main arena and caches
 # freed chunks), so RSS does not drop to the exact start. 16 MiB is several times that allocator
 # residue (about 2 MiB in a 60 s run), and less than what a leak of one 4 KiB output chunk per
@@ -85,6 +86,7 @@ class Tally:
         self.bg_accepted = set()    # payload ids whose JOB_CREATED arrived
         self.bg_maybe = set()       # sent, but the producer reset before JOB_CREATED arrived
         self.done = {}              # payload id -> times a worker completed it
+        self.bg_done = 0            # background completions (a backlog limit for the producers)
         self.fg_submitted = 0
         self.fg_results = 0
         self.fg_lost = []           # (id, why) for clients that stayed connected
@@ -149,6 +151,8 @@ def worker_thread(server, t, stop, seed, may_crash):
             c.send_packet(WORK_COMPLETE, handle, result)
             with t.lock:
                 t.done[payload] = t.done.get(payload, 0) + 1
+                if func == BG_FUNC:
+                    t.bg_done += 1
         if not crashed:
             c.echo_roundtrip()  # the last WORK_COMPLETE was handled
             c.close()
@@ -192,8 +196,8 @@ def bg_producer_thread(server, t, stop, seed):
         c = connect(server, t)
         while not stop.is_set():
             with t.lock:
-                backlog = len(t.bg_accepted) - len(t.done)
-            if backlog > 20000:
+                backlog = len(t.bg_accepted) - t.bg_done
+            if backlog > BG_BACKLOG:
                 time.sleep(0.05)  # rate limit, not synchronisation: let the workers catch up
                 continue
             ids = [b"bg:%d" % t.new_id() for _ in range(rnd.randint(1, 20))]
