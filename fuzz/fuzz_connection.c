@@ -185,14 +185,6 @@ static void cb_resume(struct engine *e, struct peer *p)
     /* conn_resume: handle what was buffered while the listing was written */
     if (p->flags & PEER_CLOSING)
         return;
-#ifndef FUZZ_STRICT_RESUME
-    /* Known issue (reported, corpus file regress-resume-empty-input): conn_resume calls
-     * peer_process with nothing buffered, and buf_head() then computes NULL + 0, undefined
-     * behaviour that UBSan reports. Skipping the call changes nothing else (there is no input to
-     * handle); build with -DFUZZ_STRICT_RESUME to follow conn_resume exactly. */
-    if (buf_len(&p->in) == 0)
-        return;
-#endif
     run_noting_lines(p, NULL, 0, 1);
 }
 

@@ -23,18 +23,17 @@ class RegressionTest : public ::testing::Test {
     }
 };
 
-// fuzz/corpus/fuzz_connection/regress-resume-empty-input
+// fuzz/corpus/fuzz_connection/regress-resume-empty-input (fixed in dde57fd)
 //
 // A 'show jobs' longer than one slice finishes in a later loop iteration; admin_continue then
 // calls the shell's resume, and conn_resume calls peer_process() although nothing was buffered
-// while the listing was written. peer_process passes buf_head(&p->in) on: with the buffer freed
-// (data == NULL) that is NULL + 0, undefined behaviour in C. clang's
-// -fsanitize=undefined (pointer-overflow) aborts here:
+// while the listing was written. peer_process passed buf_head(&p->in) on: with the buffer freed
+// (data == NULL) that is NULL + 0, undefined behaviour in C. clang's -fsanitize=undefined
+// (pointer-overflow) aborted here:
 //     src/buf.h:23:68: runtime error: applying zero offset to null pointer
 //     #0 buf_head src/buf.h:23   #1 peer_process src/peer.c:272   #2 conn_resume / resume
 //     #3 admin_continue src/admin.c:192
-// GCC's sanitizer does not check this case, so the test passes in a GCC build; it fails in a
-// clang -fsanitize=undefined build until peer_process (or buf_head) avoids the NULL + 0.
+// GCC's sanitizer does not check this case: the test can only fail in a clang UBSan build.
 TEST_F(RegressionTest, ResumeAfterLongListingWithNothingBuffered)
 {
     peer *c = f.connect();
