@@ -245,25 +245,11 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         func_push(e, j, 0);
 }
 
-static void get_status(struct peer *p, const struct pb_packet *pkt)
+/* send_status answers GET_STATUS (STATUS_RES) or GET_STATUS_UNIQUE (STATUS_RES_UNIQUE, which also
+ * counts the waiting clients) about j, echoing the key the client asked with. */
+static void send_status(struct peer *p, const struct pb_packet *pkt, const struct job *j,
+                        uint32_t reply)
 {
-    struct job *j = job_find_handle(p->eng, pkt->arg[0], pkt->len[0]);
-    char num[16] = "0", den[16] = "0";
-    const char *known = "0", *running = "0";
-    if (j != NULL) {
-        known = "1";
-        running = j->state == JOB_RUNNING ? "1" : "0";
-        snprintf(num, sizeof num, "%u", j->num);
-        snprintf(den, sizeof den, "%u", j->den);
-    }
-    struct proto_arg a[5] = {{pkt->arg[0], pkt->len[0]}, {known, 1}, {running, 1},
-                             {num, strlen(num)}, {den, strlen(den)}};
-    peer_send(p, CMD_STATUS_RES, a, 5);
-}
-
-static void get_status_unique(struct peer *p, const struct pb_packet *pkt)
-{
-    struct job *j = job_find_unique_any(p->eng, pkt->arg[0], pkt->len[0]);
     char num[16] = "0", den[16] = "0", clients[16] = "0";
     const char *known = "0", *running = "0";
     if (j != NULL) {
@@ -275,7 +261,7 @@ static void get_status_unique(struct peer *p, const struct pb_packet *pkt)
     }
     struct proto_arg a[6] = {{pkt->arg[0], pkt->len[0]}, {known, 1}, {running, 1},
                              {num, strlen(num)}, {den, strlen(den)}, {clients, strlen(clients)}};
-    peer_send(p, CMD_STATUS_RES_UNIQUE, a, 6);
+    peer_send(p, reply, a, reply == CMD_STATUS_RES_UNIQUE ? 6 : 5);
 }
 
 static void option_req(struct peer *p, const struct pb_packet *pkt)
@@ -495,8 +481,13 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
     case CMD_SUBMIT_REDUCE_JOB_BACKGROUND:
         submit(p, pkt);
         break;
-    case CMD_GET_STATUS: get_status(p, pkt); break;
-    case CMD_GET_STATUS_UNIQUE: get_status_unique(p, pkt); break;
+    case CMD_GET_STATUS:
+        send_status(p, pkt, job_find_handle(p->eng, pkt->arg[0], pkt->len[0]), CMD_STATUS_RES);
+        break;
+    case CMD_GET_STATUS_UNIQUE:
+        send_status(p, pkt, job_find_unique_any(p->eng, pkt->arg[0], pkt->len[0]),
+                    CMD_STATUS_RES_UNIQUE);
+        break;
     case CMD_OPTION_REQ: option_req(p, pkt); break;
     case CMD_SET_CLIENT_ID: set_client_id(p, pkt); break;
     case CMD_ECHO_REQ: {
