@@ -38,11 +38,37 @@ struct conn *conn_new(struct server *s, int fd, const char *ip, int local)
 
 void conn_mark_dirty(struct conn *c)
 {
+    struct server *s = c->srv;
     if (c->dirty || c->closing)
         return;
     c->dirty = 1;
-    c->dirty_next = c->srv->dirty;
-    c->srv->dirty = c;
+    c->dirty_next = NULL;
+    if (c->peer.flags & PEER_URGENT) {
+        /* a worker's next job or a client's result goes out before acknowledgements */
+        c->dirty_next = s->dirty;
+        s->dirty = c;
+        if (s->dirty_tail == NULL)
+            s->dirty_tail = c;
+    } else {
+        if (s->dirty_tail)
+            s->dirty_tail->dirty_next = c;
+        else
+            s->dirty = c;
+        s->dirty_tail = c;
+    }
+}
+
+struct conn *conn_pop_dirty(struct server *s)
+{
+    struct conn *c = s->dirty;
+    if (c == NULL)
+        return NULL;
+    s->dirty = c->dirty_next;
+    if (s->dirty == NULL)
+        s->dirty_tail = NULL;
+    c->dirty = 0;
+    c->dirty_next = NULL;
+    return c;
 }
 
 void conn_close(struct conn *c)
@@ -59,6 +85,7 @@ void conn_close(struct conn *c)
 int conn_flush(struct conn *c)
 {
     struct outq *q = &c->peer.out;
+    c->peer.flags &= ~PEER_URGENT;
     while (outq_pending(q) > 0) {
         struct iovec iov[CONN_IOV_MAX];
         int n = outq_iov(q, iov, CONN_IOV_MAX);

@@ -46,8 +46,12 @@ void conn_idle_sweep(struct server *s, double now);
 /* conn_resume handles input buffered while c's peer was busy and starts reading again. */
 void conn_resume(struct conn *c);
 
-/* conn_mark_dirty puts c on the server's flush list. */
+/* conn_mark_dirty puts c on the server's flush list: at the front when its output is urgent
+ * (PEER_URGENT), else at the back. */
 void conn_mark_dirty(struct conn *c);
+
+/* conn_pop_dirty takes the next conn to flush off the server's list, or returns NULL. */
+struct conn *conn_pop_dirty(struct server *s);
 
 #ifdef __cplusplus
 }

@@ -107,6 +107,10 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
 {
     if (p->flags & PEER_CLOSING)
         return -1;
+    if (cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
+        cmd == CMD_JOB_ASSIGN_ALL || cmd == CMD_WORK_COMPLETE || cmd == CMD_WORK_FAIL ||
+        cmd == CMD_WORK_EXCEPTION)
+        p->flags |= PEER_URGENT;
     uint64_t body = b ? len : 0;
     for (int i = 0; i < nargs; i++)
         body += args[i].len + ((b != NULL || i + 1 < nargs) ? 1 : 0);

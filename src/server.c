@@ -235,6 +235,15 @@ static void job_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     engine_run_timers(&s->eng, ev_now(loop));
 }
 
+/* flush_dirty writes the output of every conn on the flush list. */
+static void flush_dirty(struct server *s)
+{
+    struct conn *c;
+    while ((c = conn_pop_dirty(s)) != NULL)
+        if (!c->closing)
+            conn_flush(c);
+}
+
 static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
@@ -242,14 +251,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     struct server *s = w->data;
     admin_continue(&s->eng);
     store_flush(&s->eng);
-    while (s->dirty != NULL) {
-        struct conn *c = s->dirty;
-        s->dirty = c->dirty_next;
-        c->dirty = 0;
-        c->dirty_next = NULL;
-        if (!c->closing)
-            conn_flush(c);
-    }
+    flush_dirty(s);
     int freed = 0;
     while (s->closing != NULL) {
         struct conn *c = s->closing;
@@ -257,13 +259,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         conn_free(c);
         freed = 1;
         /* freeing may have queued output for others (re-queued jobs wake workers) */
-        while (s->dirty != NULL) {
-            struct conn *d = s->dirty;
-            s->dirty = d->dirty_next;
-            d->dirty = 0;
-            if (!d->closing)
-                conn_flush(d);
-        }
+        flush_dirty(s);
     }
     arm_job_timer(s);
     if (admin_ready(&s->eng))
@@ -422,7 +418,7 @@ void server_destroy(struct server *s)
         conn_free(c);
     }
     s->closing = NULL;
-    s->dirty = NULL;
+    s->dirty = s->dirty_tail = NULL;
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
     if (s->cfg->unix_path != NULL)

@@ -34,7 +34,8 @@ struct server {
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
     double job_timer_at;              /* the deadline job_timer is armed for, or -1 */
     ev_signal sig_term, sig_int, sig_hup, sig_usr1; /* signal watchers */
-    struct conn *dirty;               /* conns with output to flush (singly linked) */
+    struct conn *dirty;               /* conns with output to flush: urgent first, then in order */
+    struct conn *dirty_tail;          /* the last of them */
     struct conn *closing;             /* conns to free (singly linked) */
     size_t nconns;                    /* open connections */
     char *rbuf;                       /* shared read buffer, SERVER_READ_SIZE bytes */
