@@ -94,9 +94,9 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-/* check_func verifies one function's queues and counters against its jobs. */
-static int check_func(const struct engine *e, const struct func *f, const size_t *future,
-                      const size_t *running, char *err, size_t errlen)
+/* check_func verifies one function's queues and counters against the counts of its jobs that
+ * engine_check gathered in f->check. */
+static int check_func(const struct func *f, char *err, size_t errlen)
 {
     for (int p = 0; p < PRIO_COUNT; p++) {
         uint32_t n = 0;
@@ -113,12 +113,13 @@ static int check_func(const struct engine *e, const struct func *f, const size_t
         if (n != f->ready[p])
             return fail(err, errlen, "%s: ready[%d]=%u but queue holds %u", f->name, p,
                         f->ready[p], n);
-        if (f->queued[p] != n + future[p])
-            return fail(err, errlen, "%s: queued[%d]=%u but %u ready + %zu future", f->name, p,
-                        f->queued[p], n, future[p]);
+        if (f->queued[p] != n + f->check[p])
+            return fail(err, errlen, "%s: queued[%d]=%u but %u ready + %u future", f->name, p,
+                        f->queued[p], n, f->check[p]);
     }
-    if (f->running != *running)
-        return fail(err, errlen, "%s: running=%u but %zu jobs run", f->name, f->running, *running);
+    if (f->running != f->check[PRIO_COUNT])
+        return fail(err, errlen, "%s: running=%u but %u jobs run", f->name, f->running,
+                    f->check[PRIO_COUNT]);
     uint32_t nw = 0;
     const struct ability *a = f->workers;
     if (a != NULL) {
@@ -135,45 +136,39 @@ static int check_func(const struct engine *e, const struct func *f, const size_t
     }
     if (nw != f->nworkers)
         return fail(err, errlen, "%s: nworkers=%u but %u linked", f->name, f->nworkers, nw);
-    (void)e;
     return 0;
 }
 
 int engine_check(const struct engine *e, char *err, size_t errlen)
 {
     size_t nfunc = 0;
-    for (const struct func *f = e->func_list; f != NULL; f = f->next)
+    for (struct func *f = e->func_list; f != NULL; f = f->next) {
+        memset(f->check, 0, sizeof f->check);
         nfunc++;
+    }
     if (nfunc != e->funcs.count)
         return fail(err, errlen, "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
-    int rc = 0;
-    for (const struct func *f = e->func_list; f != NULL && rc == 0; f = f->next) {
-        size_t future[PRIO_COUNT] = {0, 0, 0}, running = 0;
-        for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
-            for (const struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next) {
-                const struct job *j = (const struct job *)((const char *)n -
-                                                           offsetof(struct job, by_id));
-                if (j->func != f)
-                    continue;
-                if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
-                    future[j->prio]++;
-                else if (j->state == JOB_RUNNING)
-                    running++;
-                else if (j->state == JOB_LIMBO)
-                    return fail(err, errlen, "job %llu left in limbo",
-                                (unsigned long long)j->id);
-                if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
-                    return fail(err, errlen, "future job %llu has no timer",
-                                (unsigned long long)j->id);
-                if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) &&
-                    j->state != JOB_RUNNING)
-                    return fail(err, errlen, "foreground job %llu queued with no client",
-                                (unsigned long long)j->id);
-            }
-        rc = check_func(e, f, future, &running, err, errlen);
-    }
-    if (rc != 0)
-        return rc;
+    /* one pass over the jobs gathers each function's future and running counts */
+    for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
+        for (const struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next) {
+            const struct job *j = (const struct job *)((const char *)n -
+                                                       offsetof(struct job, by_id));
+            if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
+                j->func->check[j->prio]++;
+            else if (j->state == JOB_RUNNING)
+                j->func->check[PRIO_COUNT]++;
+            else if (j->state == JOB_LIMBO)
+                return fail(err, errlen, "job %llu left in limbo", (unsigned long long)j->id);
+            if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
+                return fail(err, errlen, "future job %llu has no timer",
+                            (unsigned long long)j->id);
+            if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+                return fail(err, errlen, "foreground job %llu queued with no client",
+                            (unsigned long long)j->id);
+        }
+    for (const struct func *f = e->func_list; f != NULL; f = f->next)
+        if (check_func(f, err, errlen) != 0)
+            return -1;
     if (e->jobs_by_id.count != e->njobs)
         return fail(err, errlen, "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
     size_t total_running = 0;

@@ -77,7 +77,8 @@ void engine_destroy(struct engine *e);
 
 /* engine_check verifies the engine's invariants by walking every structure: each job is in
  * exactly one place, every counter matches its queue, ready lists match non-empty queues.
- * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests. */
+ * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests and the
+ * fuzzer. It writes only the functions' scratch counters (func.check). */
 int engine_check(const struct engine *e, char *err, size_t errlen);
 
 /* engine_now returns the current wall-clock time in seconds, from the shell. */

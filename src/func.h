@@ -30,6 +30,7 @@ struct func {
     uint32_t woken;                  /* sleepers sent a NOOP for this function, not yet grabbing */
     struct ability *workers;         /* circular list of those workers; the wake-up start */
     struct func *next;               /* next function in creation order (engine->func_list) */
+    uint32_t check[PRIO_COUNT + 1];  /* scratch for engine_check: future per priority, running */
     uint32_t name_len;               /* bytes in name */
     char name[];                     /* the name, NUL-terminated */
 };

@@ -493,3 +493,27 @@ TEST_F(EngineTest, LargePayloadSharedWithWorkerNotCopied)
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0].args.back(), big) << "the queued payload outlived its job intact";
 }
+
+TEST_F(EngineTest, InvariantCheckerCatchesCorruptCounters)
+{
+    peer *c = f.connect();
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "a");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "b");
+    grab(w);
+    func *fn = func_get(&f.eng, "f", 1, 0);
+    ASSERT_NE(fn, nullptr);
+    char err[256];
+    fn->running++;
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("running"), std::string::npos) << err;
+    fn->running--;
+    fn->queued[PRIO_NORMAL]++;
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    fn->queued[PRIO_NORMAL]--;
+    fn->nworkers++;
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    fn->nworkers--;
+    EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+}
