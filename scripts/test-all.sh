@@ -26,8 +26,11 @@ run_build() {
         echo "--- $(basename "$log" .log) ($name)"
         grep -E '^\[  (PASSED|FAILED) |^\[==========\] .* ran\.|^\[  FAILED  \]' "$log" || tail -n 20 "$log"
     done
-    echo "--- wire tests ($name)"
-    cat "$dir/tests/run-wire.sh.log"
+    # automake appends its own PASS/FAIL line to the log: show it first, so the output ends with
+    # pytest's summary line
+    wire_log="$dir/tests/run-wire.sh.log"
+    echo "--- wire tests ($name): $(tail -n 1 "$wire_log")"
+    sed '$d' "$wire_log"
     return $rc
 }
 
