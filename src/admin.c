@@ -137,6 +137,12 @@ static int write_slice(struct peer *p)
     return 1;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* start_listing snapshots every live job's number and writes the first slice. */
 static void start_listing(struct peer *p, int unique)
 {
@@ -156,6 +162,8 @@ static void start_listing(struct peer *p, int unique)
     for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
         for (struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next)
             ids[l->n++] = ((struct job *)((char *)n - offsetof(struct job, by_id)))->id;
+    /* handle-number order (= submission order), the same on every server given the same work */
+    qsort(ids, l->n, sizeof *ids, cmp_id);
     l->ids = ids;
     l->unique = unique;
     p->listing = l;
