@@ -332,8 +332,7 @@ static void reset_abilities(struct peer *p)
     struct worker *w = p->worker;
     if (w == NULL)
         return;
-    while (w->abilities != NULL)
-        worker_remove(p->eng, w->abilities);
+    worker_reset(p->eng, w);
     requeue_worker_jobs(p->eng, w, NULL);
 }
 
@@ -539,8 +538,7 @@ void cmd_peer_gone(struct peer *p)
     /* the worker side: running jobs go back to the queue */
     if (p->worker != NULL) {
         struct worker *w = p->worker;
-        while (w->abilities != NULL)
-            worker_remove(e, w->abilities);
+        worker_reset(e, w);
         requeue_worker_jobs(e, w, NULL);
         worker_free(e, w);
     }

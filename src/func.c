@@ -343,11 +343,16 @@ void worker_remove(struct engine *e, struct ability *a)
     free(a);
 }
 
+void worker_reset(struct engine *e, struct worker *w)
+{
+    while (w->abilities != NULL)
+        worker_remove(e, w->abilities);
+}
+
 void worker_free(struct engine *e, struct worker *w)
 {
     worker_awake(e, w);
-    while (w->abilities != NULL)
-        worker_remove(e, w->abilities);
+    worker_reset(e, w);
     w->peer->worker = NULL;
     free(w);
 }

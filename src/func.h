@@ -116,6 +116,9 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
 /* worker_remove unregisters a from its worker. */
 void worker_remove(struct engine *e, struct ability *a);
 
+/* worker_reset unregisters every function of w (RESET_ABILITIES). */
+void worker_reset(struct engine *e, struct worker *w);
+
 /* worker_free unregisters everything and frees w (its running jobs must be handled first). */
 void worker_free(struct engine *e, struct worker *w);
 
