@@ -349,24 +349,12 @@ static void pre_sleep(struct peer *p)
     w->sleeping = 1;
 }
 
-static void grab(struct peer *p, uint32_t cmd)
+/* assign hands j (taken through ability a) to p's worker in the form its GRAB (cmd) asked for. */
+static void assign(struct peer *p, uint32_t cmd, struct job *j, struct ability *a)
 {
     struct engine *e = p->eng;
-    struct worker *w = worker_get(p);
-    if (w == NULL) {
-        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
-        return;
-    }
-    struct ability *a;
-    struct job *j = (e->shutting_down || e->replaying) ? NULL : func_take(e, w, &a);
-    /* after the take, so a wake-up it triggers is for work that is still left */
-    worker_awake(e, w);
-    if (j == NULL) {
-        peer_send(p, CMD_NO_JOB, NULL, 0);
-        return;
-    }
     struct func *f = j->func;
-    job_start(e, j, w, a->timeout_ms);
+    job_start(e, j, p->worker, a->timeout_ms);
 
     char h[HANDLE_BUF];
     struct proto_arg args[4] = {{h, job_handle(e, j, h)}, {f->name, f->name_len},
@@ -382,6 +370,44 @@ static void grab(struct peer *p, uint32_t cmd)
     }
     peer_send_ref(p, reply, args, nargs, job_blob(j), job_payload_off(j),
                   job_payload_len(j));
+}
+
+static void grab(struct peer *p, uint32_t cmd)
+{
+    struct engine *e = p->eng;
+    struct worker *w = worker_get(p);
+    if (w == NULL) {
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        return;
+    }
+    struct ability *a;
+    struct job *j = (e->shutting_down || e->replaying) ? NULL : func_take(e, w, &a);
+    /* after the take, so a wake-up it triggers is for work that is still left */
+    worker_awake(e, w);
+    if (j != NULL)
+        assign(p, cmd, j, a);
+    else if (e->cfg->grab_wait > 0 && w->nabilities > 0 && !e->shutting_down && !e->replaying)
+        worker_hold(e, w, cmd, engine_now(e)); /* a job may come before NO_JOB must */
+    else
+        peer_send(p, CMD_NO_JOB, NULL, 0);
+}
+
+void cmd_grab_held(struct engine *e, struct worker *w)
+{
+    uint32_t cmd = w->held;
+    worker_unhold(e, w);
+    struct ability *a;
+    struct job *j = func_take(e, w, &a);
+    if (j != NULL)
+        assign(w->peer, cmd, j, a);
+    else
+        peer_send(w->peer, CMD_NO_JOB, NULL, 0);
+}
+
+void cmd_grab_release(struct engine *e, struct worker *w)
+{
+    worker_unhold(e, w);
+    peer_send(w->peer, CMD_NO_JOB, NULL, 0);
 }
 
 /* owned_job returns the running job named by the handle if p's worker holds it, else NULL. */

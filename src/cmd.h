@@ -14,9 +14,16 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt);
 
 struct engine;
 struct job;
+struct worker;
 
 /* cmd_job_timeout fails a running job whose worker passed its CAN_DO_TIMEOUT. */
 void cmd_job_timeout(struct engine *e, struct job *j);
+
+/* cmd_grab_held answers w's held GRAB with the job that just became ready for it. */
+void cmd_grab_held(struct engine *e, struct worker *w);
+
+/* cmd_grab_release answers w's held GRAB with NO_JOB. */
+void cmd_grab_release(struct engine *e, struct worker *w);
 
 /* cmd_peer_gone releases the engine state of a peer that is going away. */
 void cmd_peer_gone(struct peer *p);

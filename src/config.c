@@ -22,6 +22,8 @@ void config_defaults(struct config *c)
     c->threads = 0;
     c->job_retries = -1;
     c->worker_wakeup = -1;
+    c->grab_wait = 0.002;
+    c->busy_poll = 0.00005;
     c->keepalive_idle = -1;
     c->keepalive_interval = -1;
     c->keepalive_count = -1;
@@ -58,6 +60,8 @@ enum {
     OPT_MAX_FUNCTION,
     OPT_MAX_CLIENT_ID,
     OPT_IDLE_TIMEOUT,
+    OPT_GRAB_WAIT,
+    OPT_BUSY_POLL,
     OPT_ADMIN_SHUTDOWN,
     OPT_SHUTDOWN_TIMEOUT,
     OPT_STORE,
@@ -109,6 +113,8 @@ static const struct option long_opts[] = {
     {"max-function-name", required_argument, NULL, OPT_MAX_FUNCTION},
     {"max-client-id", required_argument, NULL, OPT_MAX_CLIENT_ID},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"grab-wait", required_argument, NULL, OPT_GRAB_WAIT},
+    {"busy-poll", required_argument, NULL, OPT_BUSY_POLL},
     {"admin-shutdown", required_argument, NULL, OPT_ADMIN_SHUTDOWN},
     {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
     {"store", required_argument, NULL, OPT_STORE},
@@ -181,6 +187,10 @@ void config_usage(FILE *out)
         "      --max-client-id=N      SET_CLIENT_ID is cut to N bytes (default 127)\n"
         "      --idle-timeout=S       close a connection that leaves a packet unfinished for S\n"
         "                             seconds (default 0: never)\n"
+        "      --grab-wait=MS         a GRAB that finds no job waits up to MS milliseconds for\n"
+        "                             one before NO_JOB (default 2; 0 answers at once)\n"
+        "      --busy-poll=US         poll up to US microseconds before sleeping while input keeps\n"
+        "                             arriving that soon; adaptive (default 50; 0 = never)\n"
         "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n"
         "      --shutdown-timeout=S   longest wait of 'shutdown graceful' (default 30)\n",
         out);
@@ -428,6 +438,18 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             if (parse_seconds(optarg, &d) != 0)
                 return errf(err, errlen, "invalid --idle-timeout '%s'", optarg);
             c->idle_timeout = d;
+            break;
+        case OPT_GRAB_WAIT:
+            if (parse_seconds(optarg, &d) != 0 || d > 1000)
+                return errf(err, errlen, "invalid --grab-wait '%s' (milliseconds, 0..1000)",
+                            optarg);
+            c->grab_wait = d / 1000;
+            break;
+        case OPT_BUSY_POLL:
+            if (parse_long(optarg, 0, 100000, &v) != 0)
+                return errf(err, errlen, "invalid --busy-poll '%s' (microseconds, 0..100000)",
+                            optarg);
+            c->busy_poll = (double)v / 1e6;
             break;
         case OPT_ADMIN_SHUTDOWN:
             if (strcmp(optarg, "local") == 0)

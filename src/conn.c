@@ -36,25 +36,55 @@ struct conn *conn_new(struct server *s, int fd, const char *ip, int local)
     return c;
 }
 
+static void lazy_unlink(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (c->lazy_prev)
+        c->lazy_prev->lazy_next = c->lazy_next;
+    else
+        s->lazy = c->lazy_next;
+    if (c->lazy_next)
+        c->lazy_next->lazy_prev = c->lazy_prev;
+    else
+        s->lazy_tail = c->lazy_prev;
+    c->lazy_next = c->lazy_prev = NULL;
+    c->lazy = 0;
+}
+
 void conn_mark_dirty(struct conn *c)
 {
     struct server *s = c->srv;
     if (c->dirty || c->closing)
         return;
-    c->dirty = 1;
-    c->dirty_next = NULL;
-    if (c->peer.flags & PEER_URGENT) {
-        /* a worker's next job or a client's result goes out before acknowledgements */
-        c->dirty_next = s->dirty;
-        s->dirty = c;
-        if (s->dirty_tail == NULL)
-            s->dirty_tail = c;
-    } else {
-        if (s->dirty_tail)
-            s->dirty_tail->dirty_next = c;
-        else
+    if (c->peer.flags & (PEER_URGENT | PEER_NOW)) {
+        if (c->lazy)
+            lazy_unlink(c);
+        c->dirty = 1;
+        c->dirty_next = NULL;
+        if (c->peer.flags & PEER_URGENT) {
+            /* a worker's next job or a client's result goes out before acknowledgements */
+            c->dirty_next = s->dirty;
             s->dirty = c;
-        s->dirty_tail = c;
+            if (s->dirty_tail == NULL)
+                s->dirty_tail = c;
+        } else {
+            if (s->dirty_tail)
+                s->dirty_tail->dirty_next = c;
+            else
+                s->dirty = c;
+            s->dirty_tail = c;
+        }
+    } else if (!c->lazy) {
+        /* a client with more jobs in flight: its replies wait while more input is ready, so
+         * that one write carries many of them */
+        c->lazy = 1;
+        c->lazy_next = NULL;
+        c->lazy_prev = s->lazy_tail;
+        if (s->lazy_tail)
+            s->lazy_tail->lazy_next = c;
+        else
+            s->lazy = c;
+        s->lazy_tail = c;
     }
 }
 
@@ -71,12 +101,22 @@ struct conn *conn_pop_dirty(struct server *s)
     return c;
 }
 
+struct conn *conn_pop_lazy(struct server *s)
+{
+    struct conn *c = s->lazy;
+    if (c != NULL)
+        lazy_unlink(c);
+    return c;
+}
+
 void conn_close(struct conn *c)
 {
     if (c->closing)
         return;
     c->closing = 1;
     c->peer.flags |= PEER_CLOSING;
+    if (c->lazy)
+        lazy_unlink(c);
     ev_io_stop(c->srv->loop, &c->rio);
     c->close_next = c->srv->closing;
     c->srv->closing = c;
@@ -85,7 +125,7 @@ void conn_close(struct conn *c)
 int conn_flush(struct conn *c)
 {
     struct outq *q = &c->peer.out;
-    c->peer.flags &= ~PEER_URGENT;
+    c->peer.flags &= ~(PEER_URGENT | PEER_NOW);
     while (outq_pending(q) > 0) {
         struct iovec iov[CONN_IOV_MAX];
         int n = outq_iov(q, iov, CONN_IOV_MAX);
@@ -135,7 +175,7 @@ static void on_eof(struct conn *c)
 {
     c->eof = 1;
     ev_io_stop(c->srv->loop, &c->rio);
-    if (outq_pending(&c->peer.out) == 0 && !c->dirty)
+    if (outq_pending(&c->peer.out) == 0 && !c->dirty && !c->lazy)
         conn_close(c);
 }
 
@@ -170,11 +210,11 @@ void conn_idle_sweep(struct server *s, double now)
 
 static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-    (void)loop;
     (void)revents;
     struct conn *c = w->data;
     struct peer *p = &c->peer;
     ssize_t n;
+    spin_input(&c->srv->spin, ev_now(loop));
     if (peer_busy(p) || (peer_waiting(p) && buf_len(&p->in) >= 16 * SERVER_READ_SIZE)) {
         /* replies must stay in order: read again once the listing is written or the held
          * replies are sent (conn_resume); meanwhile the input buffer stays bounded */

@@ -18,9 +18,12 @@ struct conn {
     struct server *srv;      /* owner */
     ev_io rio;               /* readable watcher */
     ev_io wio;               /* writable watcher, active only while the socket is full */
-    struct conn *dirty_next; /* server's list of conns to flush */
+    struct conn *dirty_next; /* server's list of conns to flush this iteration */
+    struct conn *lazy_next;  /* server's list of conns to flush once the loop is idle */
+    struct conn *lazy_prev;  /* (doubly linked: a flush or a close takes c off it) */
     struct conn *close_next; /* server's list of conns to free */
     unsigned dirty : 1;      /* on the dirty list */
+    unsigned lazy : 1;       /* on the lazy list */
     unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
     unsigned closing : 1;    /* on the closing list */
     double partial_since;    /* when an unfinished packet or line started waiting, 0 if none */
@@ -46,12 +49,16 @@ void conn_idle_sweep(struct server *s, double now);
 /* conn_resume handles input buffered while c's peer was busy and starts reading again. */
 void conn_resume(struct conn *c);
 
-/* conn_mark_dirty puts c on the server's flush list: at the front when its output is urgent
- * (PEER_URGENT), else at the back. */
+/* conn_mark_dirty notes that c has output: on the dirty list (written at the end of this loop
+ * iteration) when a worker waits on it (PEER_URGENT), else on the lazy list (written once the loop
+ * finds no more input, or after server's lazy_rounds iterations). */
 void conn_mark_dirty(struct conn *c);
 
-/* conn_pop_dirty takes the next conn to flush off the server's list, or returns NULL. */
+/* conn_pop_dirty takes the next conn to flush off the server's dirty list, or returns NULL. */
 struct conn *conn_pop_dirty(struct server *s);
+
+/* conn_pop_lazy takes the first conn off the server's lazy list, or returns NULL. */
+struct conn *conn_pop_lazy(struct server *s);
 
 #ifdef __cplusplus
 }

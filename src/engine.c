@@ -64,7 +64,11 @@ double engine_now(struct engine *e) { return e->ops.now(e); }
 double engine_next_timer(const struct engine *e)
 {
     double at;
-    return heap_top(&e->timers, &at) ? at : -1.0;
+    if (!heap_top(&e->timers, &at))
+        at = -1.0;
+    if (e->held != NULL && (at < 0 || e->held->held_until < at))
+        at = e->held->held_until;
+    return at;
 }
 
 void engine_run_timers(struct engine *e, double now)
@@ -80,6 +84,14 @@ void engine_run_timers(struct engine *e, double now)
             cmd_job_timeout(e, j);
         }
     }
+    while (e->held != NULL && e->held->held_until <= now)
+        cmd_grab_release(e, e->held);
+}
+
+void engine_release_grabs(struct engine *e)
+{
+    while (e->held != NULL)
+        cmd_grab_release(e, e->held);
 }
 
 /* fail formats an invariant violation. */
@@ -177,6 +189,20 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     if (total_running != e->nrunning)
         return fail(err, errlen, "nrunning=%zu but functions count %zu", e->nrunning,
                     total_running);
+    size_t nheld = 0;
+    double last = 0;
+    for (const struct worker *w = e->held; w != NULL; w = w->held_next) {
+        if (!w->held || w->peer->worker != w)
+            return fail(err, errlen, "fd %d: on the held list without a held GRAB", w->peer->fd);
+        if (w->held_until < last)
+            return fail(err, errlen, "held GRABs out of deadline order");
+        if ((w->held_next == NULL) != (w == e->held_tail))
+            return fail(err, errlen, "held list tail mismatch");
+        last = w->held_until;
+        nheld++;
+    }
+    if (nheld != e->nheld)
+        return fail(err, errlen, "nheld=%zu but %zu listed", e->nheld, nheld);
     const struct peer *p = e->peers;
     if (p != NULL) {
         do {
@@ -189,6 +215,9 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
                 }
                 if (n != p->worker->nrunning)
                     return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
+                if (p->worker->held && func_has_work(p->worker))
+                    return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
+                                p->fd);
             }
             for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
                 if (w->client != p)

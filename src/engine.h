@@ -66,6 +66,9 @@ struct engine {
     size_t prefix_len;            /* bytes in prefix */
     struct store *store_mgr;      /* the durable store, NULL for memory only (store.h) */
     int replaying;                /* stored jobs are still being loaded: no job is handed out */
+    struct worker *held;          /* workers whose GRAB waits for a job, oldest first */
+    struct worker *held_tail;     /* the newest of them */
+    size_t nheld;                 /* how many */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */
@@ -88,8 +91,11 @@ double engine_now(struct engine *e);
 double engine_next_timer(const struct engine *e);
 
 /* engine_run_timers handles every timer due at or before now: future jobs become ready (and
- * workers are woken), running jobs past their CAN_DO_TIMEOUT fail. */
+ * workers are woken), running jobs past their CAN_DO_TIMEOUT fail, held GRABs get NO_JOB. */
 void engine_run_timers(struct engine *e, double now);
+
+/* engine_release_grabs answers every held GRAB with NO_JOB (graceful shutdown). */
+void engine_release_grabs(struct engine *e);
 
 #ifdef __cplusplus
 }

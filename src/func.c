@@ -1,6 +1,8 @@
 /* func: functions, abilities, ready queues, and the choice of the next job for a worker. */
 #include "func.h"
 
+#include "cmd.h"
+
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,28 +134,40 @@ static void became_empty(struct func *f, int p)
     } while (a != f->workers);
 }
 
-/* wake_one sends a NOOP to the next sleeping worker of f (rotating). Returns 1, or 0 if f has no
- * sleeper left to wake. */
+/* wake_one finds f a worker for a ready job: a worker whose GRAB is held gets the job at once;
+ * else the next sleeper (rotating) is sent a NOOP. Returns 1, or 0 if f has no such worker. */
 static int wake_one(struct engine *e, struct func *f)
 {
     struct ability *start = f->workers;
     if (start == NULL)
         return 0;
-    struct ability *a = start;
+    struct ability *a = start, *sleeper = NULL;
     do {
-        struct worker *w = a->worker;
+        struct ability *cur = a;
+        struct worker *w = cur->worker;
         a = a->fnext;
-        if (w->sleeping && !w->noop_sent && !(w->peer->flags & PEER_CLOSING)) {
-            w->noop_sent = 1;
-            w->woken_for = f;
-            f->woken++;
+        if (w->peer->flags & PEER_CLOSING)
+            continue;
+        if (w->held) {
             f->workers = a; /* the next wake-up starts after this worker */
-            peer_send(w->peer, CMD_NOOP, NULL, 0);
+            cmd_grab_held(e, w);
             return 1;
         }
+        if (sleeper == NULL && w->sleeping && !w->noop_sent) {
+            sleeper = cur;
+            if (e->nheld == 0)
+                break; /* no held GRAB to prefer */
+        }
     } while (a != start);
-    (void)e;
-    return 0;
+    if (sleeper == NULL)
+        return 0;
+    struct worker *w = sleeper->worker;
+    w->noop_sent = 1;
+    w->woken_for = f;
+    f->woken++;
+    f->workers = sleeper->fnext; /* the next wake-up starts after this worker */
+    peer_send(w->peer, CMD_NOOP, NULL, 0);
+    return 1;
 }
 
 void func_wake(struct engine *e, struct func *f)
@@ -162,15 +176,47 @@ void func_wake(struct engine *e, struct func *f)
         return;
     int limit = e->cfg->worker_wakeup;
     if (limit < 0) {
-        /* one sleeper per ready job that no woken worker is coming for yet */
-        uint32_t ready = f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW];
-        while (f->woken < ready && wake_one(e, f))
+        /* one worker per ready job that no woken worker is coming for yet (a held GRAB takes
+         * a job at once, so the count is read again each time) */
+        while (f->woken < f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] &&
+               wake_one(e, f))
             ;
         return;
     }
     /* gearmand's rule: wake every sleeper, or at most --worker-wakeup of them */
     for (int n = 0; (limit == 0 || n < limit) && wake_one(e, f); n++)
         ;
+}
+
+void worker_hold(struct engine *e, struct worker *w, uint32_t cmd, double now)
+{
+    w->held = cmd;
+    w->held_until = now + e->cfg->grab_wait;
+    w->held_next = NULL;
+    w->held_prev = e->held_tail;
+    if (e->held_tail)
+        e->held_tail->held_next = w;
+    else
+        e->held = w;
+    e->held_tail = w;
+    e->nheld++;
+}
+
+void worker_unhold(struct engine *e, struct worker *w)
+{
+    if (!w->held)
+        return;
+    if (w->held_prev)
+        w->held_prev->held_next = w->held_next;
+    else
+        e->held = w->held_next;
+    if (w->held_next)
+        w->held_next->held_prev = w->held_prev;
+    else
+        e->held_tail = w->held_prev;
+    w->held_next = w->held_prev = NULL;
+    w->held = 0;
+    e->nheld--;
 }
 
 void worker_awake(struct engine *e, struct worker *w)
@@ -351,6 +397,7 @@ void worker_reset(struct engine *e, struct worker *w)
 
 void worker_free(struct engine *e, struct worker *w)
 {
+    worker_unhold(e, w);
     worker_awake(e, w);
     worker_reset(e, w);
     w->peer->worker = NULL;

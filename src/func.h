@@ -63,6 +63,10 @@ struct worker {
     struct job *running;                /* jobs assigned to it (job->next/prev) */
     uint32_t nrunning;                  /* count */
     struct func *woken_for;             /* the function whose job it was woken for, or NULL */
+    struct worker *held_next;           /* engine->held: workers whose GRAB waits for a job */
+    struct worker *held_prev;           /* (oldest first, so deadlines are in order) */
+    double held_until;                  /* when a held GRAB gets NO_JOB */
+    uint32_t held;                      /* the GRAB command held unanswered, 0 if none */
     uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
     uint8_t noop_sent;                  /* woken with a NOOP since it slept */
 };
@@ -102,6 +106,14 @@ struct job *func_take(struct engine *e, struct worker *w, struct ability **via);
 
 /* func_has_work reports whether any of w's functions has a ready job. */
 int func_has_work(const struct worker *w);
+
+/* worker_hold keeps w's GRAB (command cmd) unanswered until now + --grab-wait: a job that
+ * becomes ready for w meanwhile is assigned at once, saving the NO_JOB, PRE_SLEEP, NOOP and
+ * second GRAB. w must have no ready work. */
+void worker_hold(struct engine *e, struct worker *w, uint32_t cmd, double now);
+
+/* worker_unhold takes w off the engine's held list (it answers the GRAB itself). */
+void worker_unhold(struct engine *e, struct worker *w);
 
 /* worker_get returns p's worker state, creating it. NULL when out of memory. */
 struct worker *worker_get(struct peer *p);

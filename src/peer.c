@@ -7,6 +7,8 @@
 #include "admin.h"
 #include "cmd.h"
 #include "engine.h"
+#include "func.h"
+#include "job.h"
 #include "log.h"
 #include "proto_admin.h"
 #include "proto_bin.h"
@@ -97,6 +99,7 @@ int peer_write(struct peer *p, const void *data, size_t n)
         peer_close(p);
         return -1;
     }
+    p->flags |= PEER_NOW;
     return queued(p);
 }
 
@@ -107,10 +110,18 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
 {
     if (p->flags & PEER_CLOSING)
         return -1;
-    if (cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
-        cmd == CMD_JOB_ASSIGN_ALL || cmd == CMD_WORK_COMPLETE || cmd == CMD_WORK_FAIL ||
-        cmd == CMD_WORK_EXCEPTION)
+    /* Which write: a worker's next job, and the result a client waits on, go out first in this
+     * loop iteration; other replies later in it. A client with more jobs in flight gets its
+     * replies once the input runs dry, so one write carries many (conn.h). */
+    int to_worker = cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
+                    cmd == CMD_JOB_ASSIGN_ALL;
+    int lazy = !to_worker && cmd != CMD_NO_JOB && p->waiters != NULL &&
+               p->waiters->pnext != NULL;
+    if (to_worker || (!lazy && (cmd == CMD_WORK_COMPLETE || cmd == CMD_WORK_FAIL ||
+                                cmd == CMD_WORK_EXCEPTION)))
         p->flags |= PEER_URGENT;
+    else if (!lazy)
+        p->flags |= PEER_NOW;
     uint64_t body = b ? len : 0;
     for (int i = 0; i < nargs; i++)
         body += args[i].len + ((b != NULL || i + 1 < nargs) ? 1 : 0);
@@ -164,6 +175,8 @@ static void bad_input(struct peer *p, const char *what, uint32_t cmd)
 static long parse_one(struct peer *p, const char *data, size_t n)
 {
     struct engine *e = p->eng;
+    if (p->worker != NULL && p->worker->held)
+        cmd_grab_release(e, p->worker); /* the worker did not wait: NO_JOB before anything else */
     if (p->discard > 0) {
         size_t d = p->discard < n ? (size_t)p->discard : n;
         p->discard -= d;

@@ -26,8 +26,10 @@ enum {
     PEER_EXCEPTIONS = 1u << 2, /* OPTION_REQ exceptions was set */
     PEER_SKIP_LINE = 1u << 3,  /* dropping the rest of an over-long admin line */
     PEER_WAIT_REPLAY = 1u << 4, /* a submit waits for the store's replay to finish */
-    PEER_URGENT = 1u << 5,     /* queued output someone waits on (a result, a NOOP, a job):
-                                  flushed before other connections' output */
+    PEER_URGENT = 1u << 5,     /* queued output someone waits on (a NOOP, a job, a result):
+                                  written first at the end of this loop iteration */
+    PEER_NOW = 1u << 6,        /* other queued output to write in this loop iteration; with
+                                  neither flag, output waits for the input to run dry */
 };
 
 /* struct peer is one connection's protocol state. */

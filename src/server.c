@@ -61,6 +61,7 @@ static void eng_shutdown(struct engine *e, int graceful)
         return;
     /* graceful: accept nothing new, assign nothing new, let running jobs finish */
     e->shutting_down = 1;
+    engine_release_grabs(e);
     close_listeners(s);
     ev_timer_set(&s->shutdown_timer, s->cfg->shutdown_timeout, 0.);
     ev_timer_start(s->loop, &s->shutdown_timer);
@@ -148,9 +149,9 @@ static int addr_text(const struct sockaddr_storage *ss, char *out, size_t outlen
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-    (void)loop;
     (void)revents;
     struct server *s = w->data;
+    spin_input(&s->spin, ev_now(loop));
     for (int burst = 0; burst < 64; burst++) {
         if (s->nconns >= s->cfg->max_connections) {
             log_limited(&accept_limit, LOG_WARNING, __FILE__, __LINE__,
@@ -244,6 +245,33 @@ static void flush_dirty(struct server *s)
             conn_flush(c);
 }
 
+/* flush_lazy writes the output of every conn on the lazy list. */
+static void flush_lazy(struct server *s)
+{
+    struct conn *c;
+    s->lazy_rounds = 0;
+    while ((c = conn_pop_lazy(s)) != NULL)
+        conn_flush(c);
+}
+
+/* spin_cb runs when a busy poll found nothing: poll again while the window is open. */
+static void spin_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    struct server *s = w->data;
+    if (!spin_more(&s->spin, ev_time()))
+        ev_idle_stop(loop, w);
+}
+
+/* lazy_cb runs when a poll found no input: the lazy output waits no longer. */
+static void lazy_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    struct server *s = w->data;
+    ev_idle_stop(loop, w);
+    flush_lazy(s);
+}
+
 static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
@@ -252,6 +280,8 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     admin_continue(&s->eng);
     store_flush(&s->eng);
     flush_dirty(s);
+    if (s->lazy != NULL && ++s->lazy_rounds >= SERVER_LAZY_ROUNDS)
+        flush_lazy(s);
     int freed = 0;
     while (s->closing != NULL) {
         struct conn *c = s->closing;
@@ -266,6 +296,18 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         ev_idle_start(s->loop, &s->listing_idle);
     else
         ev_idle_stop(s->loop, &s->listing_idle);
+    if (s->lazy != NULL && s->stop_after_flush)
+        flush_lazy(s);
+    if (s->lazy != NULL)
+        ev_idle_start(s->loop, &s->lazy_idle); /* poll without blocking; write when dry */
+    else
+        ev_idle_stop(s->loop, &s->lazy_idle);
+    /* out of work: maybe poll a little longer before sleeping (spin.h) */
+    if (s->spin.max > 0 && !ev_is_active(&s->lazy_idle) && !ev_is_active(&s->listing_idle) &&
+        spin_dry(&s->spin, ev_time()))
+        ev_idle_start(s->loop, &s->spin_idle);
+    else
+        ev_idle_stop(s->loop, &s->spin_idle);
     if (s->stop_after_flush && (!s->eng.shutting_down || s->eng.nrunning == 0)) {
         ev_break(s->loop, EVBREAK_ALL);
         return;
@@ -367,6 +409,11 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_timer_init(&s->resume_timer, resume_cb, 1.0, 0.);
     s->resume_timer.data = s;
     ev_idle_init(&s->listing_idle, idle_cb);
+    ev_idle_init(&s->lazy_idle, lazy_cb);
+    s->lazy_idle.data = s;
+    ev_idle_init(&s->spin_idle, spin_cb);
+    s->spin_idle.data = s;
+    spin_init(&s->spin, cfg->busy_poll);
     ev_timer_init(&s->idle_timer, idle_sweep_cb, 1.0, 1.0);
     s->idle_timer.data = s;
     if (cfg->idle_timeout > 0)
@@ -419,6 +466,7 @@ void server_destroy(struct server *s)
     }
     s->closing = NULL;
     s->dirty = s->dirty_tail = NULL;
+    s->lazy = s->lazy_tail = NULL;
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
     if (s->cfg->unix_path != NULL)
@@ -426,6 +474,8 @@ void server_destroy(struct server *s)
     ev_timer_stop(s->loop, &s->resume_timer);
     ev_timer_stop(s->loop, &s->job_timer);
     ev_idle_stop(s->loop, &s->listing_idle);
+    ev_idle_stop(s->loop, &s->lazy_idle);
+    ev_idle_stop(s->loop, &s->spin_idle);
     ev_timer_stop(s->loop, &s->idle_timer);
     ev_prepare_stop(s->loop, &s->flush_watcher);
     ev_signal_stop(s->loop, &s->sig_term);

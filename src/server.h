@@ -8,6 +8,7 @@
 #include "config.h"
 #include "engine.h"
 #include "listen.h"
+#include "spin.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +17,7 @@ extern "C" {
 struct conn;
 
 #define SERVER_READ_SIZE 65536 /* bytes read from a socket at a time */
+#define SERVER_LAZY_ROUNDS 16 /* loop iterations lazy output may wait for the input to run dry */
 
 /* struct server owns the loop and everything attached to it. */
 struct server {
@@ -34,8 +36,14 @@ struct server {
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
     double job_timer_at;              /* the deadline job_timer is armed for, or -1 */
     ev_signal sig_term, sig_int, sig_hup, sig_usr1; /* signal watchers */
-    struct conn *dirty;               /* conns with output to flush: urgent first, then in order */
+    struct conn *dirty;               /* conns with output a worker waits on, in order */
     struct conn *dirty_tail;          /* the last of them */
+    struct conn *lazy;                /* conns with other output, written when input runs dry */
+    struct conn *lazy_tail;           /* the last of them */
+    unsigned lazy_rounds;             /* loop iterations the lazy list has waited */
+    ev_idle lazy_idle;                /* runs (and writes the lazy list) when no input is ready */
+    struct spin spin;                 /* adaptive busy polling (--busy-poll) */
+    ev_idle spin_idle;                /* active while the loop polls instead of sleeping */
     struct conn *closing;             /* conns to free (singly linked) */
     size_t nconns;                    /* open connections */
     char *rbuf;                       /* shared read buffer, SERVER_READ_SIZE bytes */

@@ -66,6 +66,7 @@ class EngineTest : public ::testing::Test {
     void SetUp() override
     {
         f.cfg.job_handle_prefix = strdup("H:t");
+        f.cfg.grab_wait = 0; // gearmand's immediate NO_JOB; HeldGrabTest covers --grab-wait
         f.start();
     }
     void TearDown() override { check(); }
@@ -492,6 +493,209 @@ TEST_F(EngineTest, LargePayloadSharedWithWorkerNotCopied)
     auto r = recv(w);
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0].args.back(), big) << "the queued payload outlived its job intact";
+}
+
+// HeldGrabTest runs with --grab-wait (2 ms by default): a GRAB that finds no job is held.
+class HeldGrabTest : public EngineTest {
+  protected:
+    void SetUp() override
+    {
+        f.cfg.job_handle_prefix = strdup("H:t");
+        f.start(); // the default --grab-wait
+    }
+    // idle_worker registers fn and sends a GRAB that finds nothing, so it is held.
+    peer *idle_worker(const char *fn, uint32_t grab_cmd = CMD_GRAB_JOB_UNIQ)
+    {
+        peer *w = f.connect();
+        send(w, CMD_CAN_DO, fn);
+        send(w, grab_cmd, "");
+        EXPECT_TRUE(recv(w).empty()) << "the GRAB is held, not answered";
+        return w;
+    }
+};
+
+TEST_F(HeldGrabTest, DefaultIsTwoMilliseconds)
+{
+    EXPECT_DOUBLE_EQ(f.cfg.grab_wait, 0.002);
+}
+
+TEST_F(HeldGrabTest, JobArrivingWhileHeldIsAssignedWithoutNoop)
+{
+    peer *c = f.connect();
+    peer *w = idle_worker("f");
+    EXPECT_EQ(f.eng.nheld, 1u);
+    EXPECT_DOUBLE_EQ(engine_next_timer(&f.eng), f.clock + 0.002);
+    string h = submit(c, CMD_SUBMIT_JOB, "f", "u1", "payload");
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u) << "no NOOP: the job answers the held GRAB";
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    EXPECT_EQ(r[0].args, (std::vector<string>{h, "f", "u1", "payload"}));
+    EXPECT_EQ(f.eng.nheld, 0u);
+    EXPECT_LT(engine_next_timer(&f.eng), 0) << "the hold's deadline is gone";
+    send(w, CMD_WORK_COMPLETE, join({h, "ok"}));
+    r = recv(c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_WORK_COMPLETE);
+}
+
+TEST_F(HeldGrabTest, HeldGrabAnswersInTheFormItAskedFor)
+{
+    peer *c = f.connect();
+    peer *w1 = idle_worker("f", CMD_GRAB_JOB);
+    string h = submit(c, CMD_SUBMIT_JOB_BG, "f", "u", "d");
+    auto r = recv(w1);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN);
+    EXPECT_EQ(r[0].args, (std::vector<string>{h, "f", "d"}));
+    peer *w2 = idle_worker("g", CMD_GRAB_JOB_ALL);
+    EXPECT_EQ(f.eng.nheld, 1u);
+    send(c, CMD_SUBMIT_REDUCE_JOB_BACKGROUND, join({"g", "u2", "red", "agg", "d2"}));
+    auto created = recv(c);
+    ASSERT_EQ(created.size(), 1u);
+    EXPECT_EQ(created[0].cmd, (uint32_t)CMD_JOB_CREATED);
+    r = recv(w2);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_ALL);
+    EXPECT_EQ(r[0].args, (std::vector<string>{created[0].body, "g", "u2", "red", "d2"}));
+}
+
+TEST_F(HeldGrabTest, DeadlineAnswersNoJob)
+{
+    peer *w = idle_worker("f");
+    f.clock += 0.001;
+    engine_run_timers(&f.eng, f.clock);
+    EXPECT_TRUE(recv(w).empty()) << "not yet";
+    f.clock += 0.001;
+    engine_run_timers(&f.eng, f.clock);
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NO_JOB);
+    EXPECT_EQ(f.eng.nheld, 0u);
+    // the usual cycle follows: PRE_SLEEP, then a job brings a NOOP
+    send(w, CMD_PRE_SLEEP, "");
+    peer *c = f.connect();
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+}
+
+TEST_F(HeldGrabTest, DeadlinesExpireOldestFirst)
+{
+    peer *w1 = idle_worker("f");
+    f.clock += 0.001;
+    peer *w2 = idle_worker("f");
+    EXPECT_DOUBLE_EQ(engine_next_timer(&f.eng), f.clock + 0.001);
+    f.clock += 0.0015;
+    engine_run_timers(&f.eng, f.clock);
+    EXPECT_EQ(recv(w1).size(), 1u);
+    EXPECT_TRUE(recv(w2).empty());
+    EXPECT_DOUBLE_EQ(engine_next_timer(&f.eng), f.clock + 0.0005);
+}
+
+TEST_F(HeldGrabTest, AnyFurtherInputAnswersNoJobFirst)
+{
+    peer *w = idle_worker("f");
+    send(w, CMD_ECHO_REQ, "ping");
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NO_JOB) << "the GRAB's reply comes first";
+    EXPECT_EQ(r[1].cmd, (uint32_t)CMD_ECHO_RES);
+    EXPECT_EQ(f.eng.nheld, 0u);
+    // a GRAB pipelined with PRE_SLEEP in one read: NO_JOB, then the worker sleeps
+    ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_GRAB_JOB_UNIQ, "") +
+                                     FakeShell::req(CMD_PRE_SLEEP, "")),
+              0);
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NO_JOB);
+    EXPECT_EQ(f.eng.nheld, 0u);
+}
+
+TEST_F(HeldGrabTest, HeldWorkerIsPreferredOverASleeper)
+{
+    peer *c = f.connect();
+    peer *sleeper = f.connect();
+    send(sleeper, CMD_CAN_DO, "f");
+    send(sleeper, CMD_PRE_SLEEP, "");
+    peer *w = idle_worker("f");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    EXPECT_TRUE(recv(sleeper).empty()) << "no NOOP: the held worker took the job";
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "y");
+    r = recv(sleeper);
+    ASSERT_EQ(r.size(), 1u) << "with no held worker left, the sleeper is woken";
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+}
+
+TEST_F(HeldGrabTest, OnlyAWorkerOfTheFunctionIsAssigned)
+{
+    peer *c = f.connect();
+    peer *w = idle_worker("f");
+    submit(c, CMD_SUBMIT_JOB_BG, "g", "", "x");
+    EXPECT_TRUE(recv(w).empty());
+    EXPECT_EQ(f.eng.nheld, 1u);
+}
+
+TEST_F(HeldGrabTest, WorkerWithoutFunctionsGetsNoJobAtOnce)
+{
+    peer *w = f.connect();
+    send(w, CMD_GRAB_JOB, "");
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NO_JOB);
+}
+
+TEST_F(HeldGrabTest, DisconnectWhileHeldLeavesNothingBehind)
+{
+    peer *w = idle_worker("f");
+    f.disconnect(w);
+    EXPECT_EQ(f.eng.nheld, 0u);
+    EXPECT_LT(engine_next_timer(&f.eng), 0);
+    peer *c = f.connect();
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x"); // nobody to assign it to; check() passes
+}
+
+TEST_F(HeldGrabTest, ReleaseGrabsAnswersEveryHeldWorker)
+{
+    peer *w1 = idle_worker("f");
+    peer *w2 = idle_worker("g");
+    engine_release_grabs(&f.eng);
+    EXPECT_EQ(recv(w1)[0].cmd, (uint32_t)CMD_NO_JOB);
+    EXPECT_EQ(recv(w2)[0].cmd, (uint32_t)CMD_NO_JOB);
+    EXPECT_EQ(f.eng.nheld, 0u);
+}
+
+TEST_F(HeldGrabTest, WakeAllModeAssignsHeldAndNoopsSleepers)
+{
+    f.cfg.worker_wakeup = 0;
+    peer *c = f.connect();
+    peer *sleeper = f.connect();
+    send(sleeper, CMD_CAN_DO, "f");
+    send(sleeper, CMD_PRE_SLEEP, "");
+    peer *w = idle_worker("f");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    EXPECT_EQ(recv(w)[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    auto r = recv(sleeper);
+    ASSERT_EQ(r.size(), 1u) << "gearmand's wake-all still wakes every sleeper";
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+}
+
+TEST_F(HeldGrabTest, CheckerCatchesHeldWorkerWithReadyWork)
+{
+    peer *c = f.connect();
+    peer *w = idle_worker("f");
+    f.eng.shutting_down = 1; // func_wake stands aside, so the job stays ready
+    ASSERT_EQ(FakeShell::feed(c, FakeShell::req(CMD_SUBMIT_JOB_BG, join({"f", "", "x"}))), 0);
+    char err[256];
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    EXPECT_NE(string(err).find("held GRAB"), string::npos) << err;
+    f.eng.shutting_down = 0;
+    engine_release_grabs(&f.eng);
+    recv(w);
+    recv(c);
 }
 
 TEST_F(EngineTest, InvariantCheckerCatchesCorruptCounters)
