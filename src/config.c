@@ -24,6 +24,7 @@ void config_defaults(struct config *c)
     c->worker_wakeup = -1;
     c->grab_wait = 0.002;
     c->busy_poll = 0.00005;
+    c->reply_batch = 0.0002;
     c->keepalive_idle = -1;
     c->keepalive_interval = -1;
     c->keepalive_count = -1;
@@ -62,6 +63,7 @@ enum {
     OPT_IDLE_TIMEOUT,
     OPT_GRAB_WAIT,
     OPT_BUSY_POLL,
+    OPT_REPLY_BATCH,
     OPT_ADMIN_SHUTDOWN,
     OPT_SHUTDOWN_TIMEOUT,
     OPT_STORE,
@@ -115,6 +117,7 @@ static const struct option long_opts[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"grab-wait", required_argument, NULL, OPT_GRAB_WAIT},
     {"busy-poll", required_argument, NULL, OPT_BUSY_POLL},
+    {"reply-batch", required_argument, NULL, OPT_REPLY_BATCH},
     {"admin-shutdown", required_argument, NULL, OPT_ADMIN_SHUTDOWN},
     {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
     {"store", required_argument, NULL, OPT_STORE},
@@ -169,7 +172,9 @@ void config_usage(FILE *out)
         "  -V, --version              print the version and exit\n"
         "  -w, --worker-wakeup=N      sleeping workers woken per new job: N, or 0 for all, as\n"
         "                             gearmand; unset (default): one per job that needs a worker\n"
-        "      --check-args           parse the options and exit\n"
+        "      --check-args           parse the options and exit\n",
+        out);
+    fputs(
         "\n"
         "Spur's own options:\n"
         "      --unix=PATH            also listen on a unix-domain socket\n"
@@ -191,6 +196,9 @@ void config_usage(FILE *out)
         "                             one before NO_JOB (default 2; 0 answers at once)\n"
         "      --busy-poll=US         poll up to US microseconds before sleeping while input keeps\n"
         "                             arriving that soon; adaptive (default 50; 0 = never)\n"
+        "      --reply-batch=US       a client waiting on several jobs may have its replies held up\n"
+        "                             to US microseconds while jobs run, to write them together\n"
+        "                             (default 200; 0 = write in every loop iteration)\n"
         "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n"
         "      --shutdown-timeout=S   longest wait of 'shutdown graceful' (default 30)\n",
         out);
@@ -450,6 +458,12 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --busy-poll '%s' (microseconds, 0..100000)",
                             optarg);
             c->busy_poll = (double)v / 1e6;
+            break;
+        case OPT_REPLY_BATCH:
+            if (parse_long(optarg, 0, 1000000, &v) != 0)
+                return errf(err, errlen, "invalid --reply-batch '%s' (microseconds, 0..1000000)",
+                            optarg);
+            c->reply_batch = (double)v / 1e6;
             break;
         case OPT_ADMIN_SHUTDOWN:
             if (strcmp(optarg, "local") == 0)

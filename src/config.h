@@ -43,6 +43,7 @@ struct config {
     int exceptions;                  /* --exceptions: every connection gets exceptions */
     int job_retries;                 /* -j: -1 unlimited, 0 no retry, N retries */
     int worker_wakeup;               /* -w: sleepers woken per job, 0 = all, -1 = one per ready job */
+    double reply_batch;              /* --reply-batch: longest wait of a batched reply, seconds */
     double busy_poll;                /* --busy-poll: longest adaptive spin before sleeping, seconds */
     double grab_wait;                /* --grab-wait: seconds a GRAB finding no job waits for one
                                         before NO_JOB; 0 answers at once, as gearmand */

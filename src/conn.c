@@ -56,7 +56,7 @@ void conn_mark_dirty(struct conn *c)
     struct server *s = c->srv;
     if (c->dirty || c->closing)
         return;
-    if (c->peer.flags & (PEER_URGENT | PEER_NOW)) {
+    if (c->peer.flags & (PEER_URGENT | PEER_NOW) || s->cfg->reply_batch <= 0) {
         if (c->lazy)
             lazy_unlink(c);
         c->dirty = 1;
@@ -75,9 +75,11 @@ void conn_mark_dirty(struct conn *c)
             s->dirty_tail = c;
         }
     } else if (!c->lazy) {
-        /* a client with more jobs in flight: its replies wait while more input is ready, so
-         * that one write carries many of them */
+        /* a client with more jobs in flight: its replies wait a little, so that one write
+         * carries many of them */
         c->lazy = 1;
+        if (s->lazy == NULL)
+            s->lazy_since = ev_now(s->loop);
         c->lazy_next = NULL;
         c->lazy_prev = s->lazy_tail;
         if (s->lazy_tail)

@@ -249,7 +249,7 @@ static void flush_dirty(struct server *s)
 static void flush_lazy(struct server *s)
 {
     struct conn *c;
-    s->lazy_rounds = 0;
+    ev_timer_stop(s->loop, &s->lazy_timer);
     while ((c = conn_pop_lazy(s)) != NULL)
         conn_flush(c);
 }
@@ -263,24 +263,37 @@ static void spin_cb(struct ev_loop *loop, ev_idle *w, int revents)
         ev_idle_stop(loop, w);
 }
 
-/* lazy_cb runs when a poll found no input: the lazy output waits no longer. */
+/* lazy_cb runs when a poll found no input. With no job running, no result is on its way and
+ * the lazy output is written now; else it waits for the timer (or more input). */
 static void lazy_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
     (void)revents;
     struct server *s = w->data;
     ev_idle_stop(loop, w);
-    flush_lazy(s);
+    if (s->eng.nrunning == 0) {
+        flush_lazy(s);
+        return;
+    }
+    double left = s->lazy_since + s->cfg->reply_batch - ev_now(loop);
+    ev_timer_set(&s->lazy_timer, left > 0 ? left : 0, 0.);
+    ev_timer_start(loop, &s->lazy_timer);
+}
+
+static void lazy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    flush_lazy(w->data);
 }
 
 static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
-    (void)loop;
     (void)revents;
     struct server *s = w->data;
     admin_continue(&s->eng);
     store_flush(&s->eng);
     flush_dirty(s);
-    if (s->lazy != NULL && ++s->lazy_rounds >= SERVER_LAZY_ROUNDS)
+    if (s->lazy != NULL && ev_now(loop) - s->lazy_since >= s->cfg->reply_batch)
         flush_lazy(s);
     int freed = 0;
     while (s->closing != NULL) {
@@ -298,8 +311,8 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         ev_idle_stop(s->loop, &s->listing_idle);
     if (s->lazy != NULL && s->stop_after_flush)
         flush_lazy(s);
-    if (s->lazy != NULL)
-        ev_idle_start(s->loop, &s->lazy_idle); /* poll without blocking; write when dry */
+    if (s->lazy != NULL && !ev_is_active(&s->lazy_timer))
+        ev_idle_start(s->loop, &s->lazy_idle); /* poll without blocking: is more input ready? */
     else
         ev_idle_stop(s->loop, &s->lazy_idle);
     /* out of work: maybe poll a little longer before sleeping (spin.h) */
@@ -411,6 +424,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_idle_init(&s->listing_idle, idle_cb);
     ev_idle_init(&s->lazy_idle, lazy_cb);
     s->lazy_idle.data = s;
+    ev_init(&s->lazy_timer, lazy_timer_cb);
+    s->lazy_timer.data = s;
     ev_idle_init(&s->spin_idle, spin_cb);
     s->spin_idle.data = s;
     spin_init(&s->spin, cfg->busy_poll);
@@ -475,6 +490,7 @@ void server_destroy(struct server *s)
     ev_timer_stop(s->loop, &s->job_timer);
     ev_idle_stop(s->loop, &s->listing_idle);
     ev_idle_stop(s->loop, &s->lazy_idle);
+    ev_timer_stop(s->loop, &s->lazy_timer);
     ev_idle_stop(s->loop, &s->spin_idle);
     ev_timer_stop(s->loop, &s->idle_timer);
     ev_prepare_stop(s->loop, &s->flush_watcher);

@@ -17,7 +17,6 @@ extern "C" {
 struct conn;
 
 #define SERVER_READ_SIZE 65536 /* bytes read from a socket at a time */
-#define SERVER_LAZY_ROUNDS 16 /* loop iterations lazy output may wait for the input to run dry */
 
 /* struct server owns the loop and everything attached to it. */
 struct server {
@@ -38,10 +37,11 @@ struct server {
     ev_signal sig_term, sig_int, sig_hup, sig_usr1; /* signal watchers */
     struct conn *dirty;               /* conns with output a worker waits on, in order */
     struct conn *dirty_tail;          /* the last of them */
-    struct conn *lazy;                /* conns with other output, written when input runs dry */
+    struct conn *lazy;                /* conns whose replies wait to be batched (conn.h) */
     struct conn *lazy_tail;           /* the last of them */
-    unsigned lazy_rounds;             /* loop iterations the lazy list has waited */
-    ev_idle lazy_idle;                /* runs (and writes the lazy list) when no input is ready */
+    double lazy_since;                /* when the first of them was queued */
+    ev_idle lazy_idle;                /* runs when a poll finds no input: write the lazy list? */
+    ev_timer lazy_timer;              /* writes the lazy list --reply-batch after lazy_since */
     struct spin spin;                 /* adaptive busy polling (--busy-poll) */
     ev_idle spin_idle;                /* active while the loop polls instead of sleeping */
     struct conn *closing;             /* conns to free (singly linked) */

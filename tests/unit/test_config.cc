@@ -51,13 +51,15 @@ TEST(Config, Defaults)
     EXPECT_EQ(p.c.admin_shutdown, SHUTDOWN_LOCAL);
     EXPECT_DOUBLE_EQ(p.c.grab_wait, 0.002);
     EXPECT_DOUBLE_EQ(p.c.busy_poll, 0.00005);
+    EXPECT_DOUBLE_EQ(p.c.reply_batch, 0.0002);
     config_free(&p.c);
 }
 
 TEST(Config, GrabWaitAndBusyPoll)
 {
-    Parsed p = parse({"--grab-wait=0.5", "--busy-poll=200"});
+    Parsed p = parse({"--grab-wait=0.5", "--busy-poll=200", "--reply-batch=1000"});
     ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_DOUBLE_EQ(p.c.reply_batch, 0.001);
     EXPECT_DOUBLE_EQ(p.c.grab_wait, 0.0005);
     EXPECT_DOUBLE_EQ(p.c.busy_poll, 0.0002);
     config_free(&p.c);
@@ -116,7 +118,8 @@ TEST(Config, BadValuesRejected)
              {"--max-packet-size=10"}, {"--admin-shutdown=maybe"}, {"--store=redis:x"},
              {"-q", "mysql"}, {"-q", "libsqlite3"}, {"--ssl"}, {"-r", "http"},
              {"--max-packet-size=1G", "--max-output-buffer=1M"}, {"--grab-wait=1001"},
-             {"--grab-wait=-1"}, {"--busy-poll=100001"}, {"--busy-poll=1.5"}}) {
+             {"--grab-wait=-1"}, {"--busy-poll=100001"}, {"--busy-poll=1.5"},
+             {"--reply-batch=1000001"}}) {
         Parsed p = parse(args);
         EXPECT_EQ(p.rc, -1) << args[0];
         EXPECT_FALSE(p.err.empty());

@@ -1,5 +1,9 @@
 """When replies are written: a client waiting on several jobs gets its replies batched while more
-input is ready, but never later than the moment the server runs out of input (conn.h)."""
+input is ready or jobs are running, never longer than --reply-batch (conn.h)."""
+import time
+
+import pytest
+
 from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, SUBMIT_JOB, WORK_COMPLETE,
                           packet)
 
@@ -45,3 +49,45 @@ def test_every_reply_arrives_once_and_in_order_per_job(server):
             done[h] = result
     assert len(done) == jobs
     assert sorted(done.values()) == sorted(b"r%d" % i for i in range(jobs))
+
+
+def test_batched_result_waits_at_most_the_reply_batch_while_jobs_run(server_factory):
+    # --reply-batch=1000000 (1 s): a result held for batching while another job runs arrives
+    # when that time is up
+    srv = server_factory("--reply-batch=1000000")
+    c = srv.connect()
+    c.send(b"".join(packet(SUBMIT_JOB, b"flush-h", b"", b"%d" % i) for i in range(3)))
+    handles = [c.expect(JOB_CREATED) for _ in range(3)]
+    w1, w2 = srv.connect(), srv.connect()
+    for w in (w1, w2):
+        w.send_packet(CAN_DO, b"flush-h")
+        w.send_packet(GRAB_JOB)
+    h1 = w1.expect(JOB_ASSIGN).split(b"\0")[0]
+    h2 = w2.expect(JOB_ASSIGN).split(b"\0")[0]
+    assert sorted([h1, h2]) == sorted(handles[:2])
+    w1.send_packet(WORK_COMPLETE, h1, b"r1")   # w2's job is still running
+    start = time.monotonic()
+    assert c.expect(WORK_COMPLETE, timeout=5) == h1 + b"\0r1"
+    assert 0.8 <= time.monotonic() - start < 4.0, "held for batching, then written"
+    w2.send_packet(WORK_COMPLETE, h2, b"r2")   # nothing runs now: written when the input runs dry
+    assert c.expect(WORK_COMPLETE, timeout=0.5) == h2 + b"\0r2"
+
+
+@pytest.mark.parametrize("batch", ["0", "200", "100000"])
+def test_pipelined_client_gets_everything_with_any_reply_batch(server_factory, batch):
+    srv = server_factory("--reply-batch=" + batch)
+    c, w = srv.connect(), srv.connect()
+    w.send_packet(CAN_DO, b"flush-i")
+    c.send(b"".join(packet(SUBMIT_JOB, b"flush-i", b"", b"%d" % i) for i in range(50)))
+    w.send_packet(GRAB_JOB)
+    for i in range(50):
+        h, _, data = w.expect(JOB_ASSIGN).split(b"\0", 2)
+        w.send(packet(WORK_COMPLETE, h, b"r" + data) + packet(GRAB_JOB))
+    got = [c.read_packet()[1] for _ in range(100)]
+    assert got.count(JOB_CREATED) == 50 and got.count(WORK_COMPLETE) == 50
+
+
+@pytest.mark.parametrize("value", ["1000001", "-1", "2.5", "x"])
+def test_bad_reply_batch_is_refused(server_factory, value):
+    with pytest.raises(RuntimeError, match="reply-batch"):
+        server_factory("--reply-batch=" + value)
