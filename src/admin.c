@@ -126,7 +126,7 @@ static int write_slice(struct peer *p)
             peer_write(p, job_unique(j), j->unique_len);
             peer_write(p, "\n", 1);
         } else {
-            char h[80];
+            char h[JOB_HANDLE_BUF];
             peer_write(p, h, job_handle(e, j, h));
             replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
         }

@@ -13,7 +13,6 @@
 #include "log.h"
 #include "store.h"
 
-#define HANDLE_BUF 80
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -56,7 +55,7 @@ static int parse_i64(const char *s, size_t len, int64_t *out)
 /* send_handle sends a packet whose only argument is j's handle. */
 static void send_handle(struct peer *p, uint32_t cmd, struct engine *e, const struct job *j)
 {
-    char h[HANDLE_BUF];
+    char h[JOB_HANDLE_BUF];
     struct proto_arg a = {h, job_handle(e, j, h)};
     peer_send(p, cmd, &a, 1);
 }
@@ -356,7 +355,7 @@ static void assign(struct peer *p, uint32_t cmd, struct job *j, struct ability *
     struct func *f = j->func;
     job_start(e, j, p->worker, a->timeout_ms);
 
-    char h[HANDLE_BUF];
+    char h[JOB_HANDLE_BUF];
     struct proto_arg args[4] = {{h, job_handle(e, j, h)}, {f->name, f->name_len},
                                 {job_unique(j), j->unique_len}, {job_reducer(j), j->reducer_len}};
     int nargs = 2;

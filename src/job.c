@@ -16,8 +16,17 @@ size_t job_handle_id(const struct engine *e, uint64_t id, char *out)
 {
     memcpy(out, e->prefix, e->prefix_len);
     out[e->prefix_len] = ':';
-    int n = snprintf(out + e->prefix_len + 1, 24, "%" PRIu64, id);
-    return e->prefix_len + 1 + (size_t)n;
+    char digits[20]; /* UINT64_MAX has 20 */
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + id % 10);
+        id /= 10;
+    } while (id != 0);
+    char *p = out + e->prefix_len + 1;
+    for (size_t i = 0; i < n; i++)
+        p[i] = digits[n - 1 - i];
+    p[n] = '\0';
+    return e->prefix_len + 1 + n;
 }
 
 size_t job_handle(const struct engine *e, const struct job *j, char *out)
@@ -283,7 +292,7 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
 
 void job_send_fail(struct engine *e, const struct job *j)
 {
-    char h[80];
+    char h[JOB_HANDLE_BUF];
     struct proto_arg a = {h, job_handle(e, j, h)};
     for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
         peer_send(w->client, CMD_WORK_FAIL, &a, 1);

@@ -114,8 +114,10 @@ struct job *job_find_handle(struct engine *e, const char *h, size_t len);
 /* job_find_id returns the live job with handle number id, or NULL. */
 struct job *job_find_id(struct engine *e, uint64_t id);
 
-/* job_handle_id writes the handle of job number id into out (at least 72 bytes); returns its
- * length. */
+#define JOB_HANDLE_BUF 80 /* room for any handle: a 47-byte prefix, ':', 20 digits, NUL */
+
+/* job_handle_id writes the handle of job number id, NUL-terminated, into out (JOB_HANDLE_BUF
+ * bytes); returns its length. */
 size_t job_handle_id(const struct engine *e, uint64_t id, char *out);
 
 /* job_find_unique returns the live job of f with this unique (for the unique "-", the one whose

@@ -400,7 +400,7 @@ static void answer(struct engine *e, struct ack *a, int ok, const char *errtext)
         snprintf(msg, sizeof msg, "Could not store the job: %s", errtext);
         peer_send_error(p, PROTO_ERR_QUEUE_ERROR, msg);
     } else {
-        char h[80];
+        char h[JOB_HANDLE_BUF];
         struct proto_arg ca = {h, job_handle_id(e, a->id, h)};
         peer_send(p, CMD_JOB_CREATED, &ca, 1);
     }
