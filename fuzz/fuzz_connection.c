@@ -145,8 +145,10 @@ static void cb_close(struct engine *e, struct peer *p)
 static void cb_shutdown(struct engine *e, int graceful)
 {
     S.stop = 1;
-    if (graceful)
+    if (graceful) {
         e->shutting_down = 1; /* as server.c: assign nothing new, wait for running jobs */
+        engine_release_grabs(e);
+    }
 }
 
 static double cb_now(struct engine *e)
@@ -584,7 +586,7 @@ static void setup(struct reader *r)
     static const size_t lines[] = {8, 32, 128, 8192};
     static const size_t outputs[] = {64, 700, 65536, 256u << 20};
     S.cfg.job_retries = (c0 % 5) - 1;        /* -1 .. 3 */
-    S.cfg.worker_wakeup = (c0 / 5) % 4;      /* 0 = all, 1 .. 3 */
+    S.cfg.worker_wakeup = (c0 / 5) % 5 - 1;  /* -1 = one per ready job, 0 = all, 1 .. 3 */
     S.cfg.exceptions = (c0 / 20) & 1;
     S.cfg.max_packet = packets[c1 & 3];
     S.cfg.max_line = lines[(c1 >> 2) & 3];
@@ -592,6 +594,8 @@ static void setup(struct reader *r)
     S.cfg.max_function = (c1 & 0x40) ? 4 : 512;
     S.cfg.max_client_id = (c1 & 0x80) ? 3 : 127;
     S.cfg.admin_shutdown = (enum admin_shutdown_policy)(c2 % 3);
+    static const double grab_waits[] = {0, 0.002, 1.0};
+    S.cfg.grab_wait = grab_waits[(c2 / 3) % 3]; /* held GRABs end by deadline, input or a job */
     S.cfg.job_handle_prefix = strdup(HANDLE_PREFIX);
     static const struct engine_ops ops = {cb_output, cb_close, cb_shutdown, cb_now, cb_resume};
     S.clock = 1700000000.0;
