@@ -142,13 +142,14 @@ static int wake_one(struct engine *e, struct func *f)
     if (start == NULL)
         return 0;
     struct ability *a = start, *sleeper = NULL;
+    int ready = f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0;
     do {
         struct ability *cur = a;
         struct worker *w = cur->worker;
         a = a->fnext;
         if (w->peer->flags & PEER_CLOSING)
             continue;
-        if (w->held) {
+        if (w->held && ready) {
             f->workers = a; /* the next wake-up starts after this worker */
             cmd_grab_held(e, w);
             return 1;

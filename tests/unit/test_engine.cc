@@ -683,6 +683,20 @@ TEST_F(HeldGrabTest, WakeAllModeAssignsHeldAndNoopsSleepers)
     EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
 }
 
+TEST_F(HeldGrabTest, WakeAllModeLeavesOtherHeldWorkersWaiting)
+{
+    f.cfg.worker_wakeup = 0;
+    peer *c = f.connect();
+    peer *w1 = idle_worker("f");
+    peer *w2 = idle_worker("f");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    EXPECT_EQ(recv(w1)[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    EXPECT_TRUE(recv(w2).empty()) << "no job for it: it stays held, no NO_JOB yet";
+    EXPECT_EQ(f.eng.nheld, 1u);
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "y");
+    EXPECT_EQ(recv(w2)[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+}
+
 TEST_F(HeldGrabTest, CheckerCatchesHeldWorkerWithReadyWork)
 {
     peer *c = f.connect();
