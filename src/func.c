@@ -142,7 +142,7 @@ static int wake_one(struct engine *e, struct func *f)
     if (start == NULL)
         return 0;
     struct ability *a = start, *sleeper = NULL;
-    int ready = f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0;
+    int ready = func_ready(f) > 0;
     do {
         struct ability *cur = a;
         struct worker *w = cur->worker;
@@ -179,8 +179,7 @@ void func_wake(struct engine *e, struct func *f)
     if (limit < 0) {
         /* one worker per ready job that no woken worker is coming for yet (a held GRAB takes
          * a job at once, so the count is read again each time) */
-        while (f->woken < f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] &&
-               wake_one(e, f))
+        while (f->woken < func_ready(f) && wake_one(e, f))
             ;
         return;
     }

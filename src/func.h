@@ -35,6 +35,12 @@ struct func {
     char name[];                     /* the name, NUL-terminated */
 };
 
+/* func_ready counts f's jobs ready to hand out, all priorities. */
+static inline uint32_t func_ready(const struct func *f)
+{
+    return f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW];
+}
+
 /* func_total is what `status` calls TOTAL: jobs queued (ready or future) plus running. */
 static inline uint32_t func_total(const struct func *f)
 {
