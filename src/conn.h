@@ -19,7 +19,7 @@ struct conn {
     ev_io rio;               /* readable watcher */
     ev_io wio;               /* writable watcher, active only while the socket is full */
     struct conn *dirty_next; /* server's list of conns to flush this iteration */
-    struct conn *lazy_next;  /* server's list of conns to flush once the loop is idle */
+    struct conn *lazy_next;  /* server's list of conns whose replies wait to be batched */
     struct conn *lazy_prev;  /* (doubly linked: a flush or a close takes c off it) */
     struct conn *close_next; /* server's list of conns to free */
     unsigned dirty : 1;      /* on the dirty list */
@@ -50,8 +50,9 @@ void conn_idle_sweep(struct server *s, double now);
 void conn_resume(struct conn *c);
 
 /* conn_mark_dirty notes that c has output: on the dirty list (written at the end of this loop
- * iteration) when a worker waits on it (PEER_URGENT), else on the lazy list (written once the loop
- * finds no more input, or after server's lazy_rounds iterations). */
+ * iteration, PEER_URGENT output first, then PEER_NOW) or else on the lazy list, whose replies
+ * wait to be batched: written when a poll finds no input and no job runs, or --reply-batch after
+ * the first of them was queued (server.c). */
 void conn_mark_dirty(struct conn *c);
 
 /* conn_pop_dirty takes the next conn to flush off the server's dirty list, or returns NULL. */

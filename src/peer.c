@@ -112,7 +112,7 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
         return -1;
     /* Which write: a worker's next job, and the result a client waits on, go out first in this
      * loop iteration; other replies later in it. A client with more jobs in flight gets its
-     * replies once the input runs dry, so one write carries many (conn.h). */
+     * replies batched, so one write carries many (conn_mark_dirty). */
     int to_worker = cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
                     cmd == CMD_JOB_ASSIGN_ALL;
     int lazy = !to_worker && cmd != CMD_NO_JOB && p->waiters != NULL &&
