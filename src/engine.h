@@ -68,7 +68,6 @@ struct engine {
     int replaying;                /* stored jobs are still being loaded: no job is handed out */
     struct worker *held;          /* workers whose GRAB waits for a job, oldest first */
     struct worker *held_tail;     /* the newest of them */
-    size_t nheld;                 /* how many */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */

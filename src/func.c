@@ -156,7 +156,7 @@ static int wake_one(struct engine *e, struct func *f)
         }
         if (sleeper == NULL && w->sleeping && !w->noop_sent) {
             sleeper = cur;
-            if (e->nheld == 0)
+            if (e->held == NULL)
                 break; /* no held GRAB to prefer */
         }
     } while (a != start);
@@ -199,7 +199,6 @@ void worker_hold(struct engine *e, struct worker *w, uint32_t cmd, double now)
     else
         e->held = w;
     e->held_tail = w;
-    e->nheld++;
 }
 
 void worker_unhold(struct engine *e, struct worker *w)
@@ -216,7 +215,6 @@ void worker_unhold(struct engine *e, struct worker *w)
         e->held_tail = w->held_prev;
     w->held_next = w->held_prev = NULL;
     w->held = 0;
-    e->nheld--;
 }
 
 void worker_awake(struct engine *e, struct worker *w)
