@@ -291,7 +291,10 @@ void store_close(struct engine *e)
     pthread_cond_signal(&st->cv);
     pthread_mutex_unlock(&st->mu);
     pthread_join(st->thread, NULL);
-    /* what the committer finished, or never took, is dropped here; close writes the current batch */
+    /* what the committer finished, or never took, is dropped here; close writes the current batch,
+     * with the deletions of a failed last batch put back into it */
+    if (st->written != NULL && st->written_rc != 0)
+        store_sqlite_retry_dones(st->db, st->written);
     store_sqlite_free_batch(st->written);
     store_sqlite_free_batch(st->to_write);
     while (st->chunks != NULL) {

@@ -337,3 +337,60 @@ def test_second_server_on_the_same_store_is_refused(server_factory, store_path):
                        capture_output=True, timeout=20)
     assert r.returncode == 1
     assert b"in use by another server" in r.stderr
+
+
+def run_five(s, store_path):
+    """Submit 5 stored jobs and have one worker take them all; returns (worker, handles)."""
+    c = s.connect()
+    handles = []
+    for i in range(5):
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"job%d" % i)
+        handles.append(c.expect(JOB_CREATED))
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    for _ in range(5):
+        w.send_packet(GRAB_JOB_UNIQ)
+        w.expect(JOB_ASSIGN_UNIQ)
+    assert rows(store_path) == 5
+    return w, handles
+
+
+def stop_by(s, how):
+    """Stop s the way `how` says and wait for it to exit; returns the exit code."""
+    if how in ("SIGTERM", "SIGINT", "SIGUSR1"):
+        s.proc.send_signal(getattr(signal, how))
+    else:
+        a = s.connect()
+        a.send(b"shutdown graceful\n" if how == "graceful" else b"shutdown\n")
+    rc = s.proc.wait(timeout=30)
+    s.proc = None
+    return rc
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "shutdown", "graceful", "SIGUSR1"])
+def test_clean_stop_keeps_running_stored_jobs_even_without_retries(server_factory, store_path, how):
+    """A stop is not a worker failure: with -j 0, 5 running stored jobs stay stored and replay."""
+    args = ("--store=sqlite:" + store_path, "--job-retries=0", "--shutdown-timeout=0.5")
+    s = server_factory(*args)
+    w, handles = run_five(s, store_path)
+    assert stop_by(s, how) == 0
+    assert rows(store_path) == 5, s.stderr_text()
+    s2 = server_factory(*args)
+    wait_replayed(s2)
+    assert "replayed 5 jobs" in s2.stderr_text()
+    got = grab_all(s2, b"f", 5)
+    assert sorted(h for h, _, _ in got) == sorted(handles)
+
+
+def test_job_completed_just_before_sigterm_does_not_come_back(server_factory, store_path):
+    args = ("--store=sqlite:" + store_path, "--job-retries=0")
+    s = server_factory(*args)
+    w, handles = run_five(s, store_path)
+    w.send_packet(WORK_COMPLETE, handles[0], b"")
+    w.send_packet(WORK_FAIL, handles[1])
+    w.echo_roundtrip()  # both results are handled before the signal
+    assert stop_by(s, "SIGTERM") == 0
+    s2 = server_factory(*args)
+    wait_replayed(s2)
+    got = grab_all(s2, b"f", 3)
+    assert sorted(h for h, _, _ in got) == sorted(handles[2:])
