@@ -22,6 +22,10 @@
 
 #include <sqlite3.h>
 
+#define RETRY_FIRST 0.01 /* seconds before the first retry of deletions after a failed commit */
+#define RETRY_MAX 5.0     /* the pause doubles after each failure up to this */
+#define FAIL_LOG_GAP 1.0  /* at most one line about failed commits per this many seconds */
+
 /* struct ack is one reply held until a batch is durable. */
 struct ack {
     struct ack *next;   /* next held reply, in submission order */
@@ -77,6 +81,8 @@ struct store {
     int replay_done;               /* the committer finished replaying */
     int replay_failed;             /* replay stopped on a read error */
     int stop;                      /* the committer should exit */
+    double wake_at;                /* monotonic time to wake the loop (retry after a failed
+                                      commit), 0 = none */
     /* committer only */
     struct replay_chunk *filling;  /* chunk being filled during replay */
     /* loop only */
@@ -85,6 +91,12 @@ struct store {
     int in_flight;                 /* a batch is with the committer */
     uint64_t replayed;             /* jobs restored so far */
     double replay_started;         /* monotonic time the replay began */
+    double retry_at;               /* after a failed commit: monotonic time before which a batch
+                                      of only deletions is not written, 0 = not failing */
+    double retry_gap;              /* the current pause between retries */
+    uint64_t fails;                /* failed commits since the last success */
+    uint64_t fails_unlogged;       /* of those, failed commits not yet reported in the log */
+    double fail_logged;            /* monotonic time of the last line about failed commits */
 };
 
 static double mono(void)
@@ -157,9 +169,24 @@ static void *committer(void *arg)
     pthread_mutex_lock(&st->mu);
     for (;;) {
         while (st->to_write == NULL && !st->stop) {
+            double wait = 1.0;
+            if (st->wake_at > 0) { /* the loop wants to retry a failed write at wake_at */
+                double left = st->wake_at - mono();
+                if (left <= 0) {
+                    st->wake_at = 0;
+                    pthread_mutex_unlock(&st->mu);
+                    st->notify(st->notify_arg);
+                    pthread_mutex_lock(&st->mu);
+                    continue;
+                }
+                if (left < wait)
+                    wait = left;
+            }
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
+            long ns = until.tv_nsec + (long)(wait * 1e9);
+            until.tv_sec += ns / 1000000000L;
+            until.tv_nsec = ns % 1000000000L;
             pthread_cond_timedwait(&st->cv, &st->mu, &until);
             if (st->to_write == NULL && mono() - last_maintain >= 1.0) {
                 pthread_mutex_unlock(&st->mu);
@@ -429,6 +456,11 @@ void store_flush(struct engine *e)
     struct store *st = mgr(e);
     if (st == NULL || st->in_flight || e->replaying)
         return;
+    /* after a failed commit, deletions alone wait for the retry time: nobody waits on them, and
+     * writing them again at once would spin on a full disk. A batch with replies held (submits)
+     * is written at once, so its clients learn the outcome without delay. */
+    if (st->retry_at > 0 && st->cur.head == NULL && mono() < st->retry_at)
+        return;
     struct store_batch *b = store_sqlite_take_batch(st->db);
     if (b == NULL) {
         /* replies held only behind earlier ones (joins of durable jobs): nothing to write */
@@ -493,6 +525,33 @@ static void finish_replay(struct engine *e, int failed)
     }
 }
 
+/* commit_failed counts a failed commit of b, logs it (at most one line per FAIL_LOG_GAP, with the
+ * count of failures since the last line) and sets the time before which deletions alone are not
+ * retried: RETRY_FIRST, doubling after each failure up to RETRY_MAX. The committer wakes the loop
+ * then. */
+static void commit_failed(struct store *st, const struct store_batch *b)
+{
+    double now = mono();
+    st->fails++;
+    st->fails_unlogged++;
+    st->retry_gap = st->retry_gap > 0 ? st->retry_gap * 2 : RETRY_FIRST;
+    if (st->retry_gap > RETRY_MAX)
+        st->retry_gap = RETRY_MAX;
+    st->retry_at = now + st->retry_gap;
+    if (st->fail_logged == 0 || now - st->fail_logged >= FAIL_LOG_GAP) {
+        log_error("store: writing %zu operations failed: %s (%llu failed commits since the last "
+                  "message; deletions retried in %.2fs)",
+                  store_batch_ops(b), store_batch_error(b), (unsigned long long)st->fails_unlogged,
+                  st->retry_gap);
+        st->fails_unlogged = 0;
+        st->fail_logged = now;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->wake_at = st->retry_at;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
 void store_complete(struct engine *e)
 {
     struct store *st = mgr(e);
@@ -519,10 +578,14 @@ void store_complete(struct engine *e)
         finish_replay(e, replay_failed);
     if (b != NULL) {
         if (rc != 0) {
-            log_error("store: writing %zu operations failed: %s", store_batch_ops(b),
-                      store_batch_error(b));
+            commit_failed(st, b);
             if (store_sqlite_retry_dones(st->db, b) != 0)
                 log_error("store: out of memory keeping failed deletions for a retry");
+        } else if (st->fails > 0) {
+            log_notice("store: writing works again after %llu failed commits",
+                       (unsigned long long)st->fails);
+            st->fails = st->fails_unlogged = 0;
+            st->retry_at = st->retry_gap = 0;
         }
         st->in_flight = 0;
         answer_all(e, &st->flight, rc == 0, store_batch_error(b));

@@ -394,3 +394,45 @@ def test_job_completed_just_before_sigterm_does_not_come_back(server_factory, st
     wait_replayed(s2)
     got = grab_all(s2, b"f", 3)
     assert sorted(h for h, _, _ in got) == sorted(handles[2:])
+
+
+def test_full_disk_with_a_finished_job_backs_off_and_recovers(server_factory, store_path):
+    """A deletion that cannot be written is retried after a growing pause (10 ms doubling to 5 s),
+    not at once in a loop; submits still get QUEUE_ERROR; it all recovers when space returns."""
+    s = server_factory("--store=sqlite:" + store_path, "--store-max-pages=40")
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    # another connection makes every deletion need 400 kB, far beyond spurd's 40 pages: each
+    # commit holding a deletion now fails with SQLITE_FULL, as on a full disk
+    db = sqlite3.connect(store_path, timeout=30)
+    db.executescript("CREATE TABLE spill (b BLOB); CREATE TRIGGER spill_t AFTER DELETE ON spur_jobs "
+                     "BEGIN INSERT INTO spill VALUES (zeroblob(400000)); END;")
+    w.send_packet(WORK_COMPLETE, h, b"")
+    w.echo_roundtrip()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"y")
+    assert c.expect(ERROR).startswith(b"QUEUE_ERROR\0"), "a submit while full is still refused at once"
+    t0 = time.monotonic()
+    time.sleep(2)  # a measuring window, not a synchronisation: count the commits tried in it
+    failed_lines = s.stderr_text().count("store: writing")
+    assert failed_lines < 30, f"{failed_lines} failure lines in about 2 s: no back-off"
+    assert rows(store_path) == 1
+    # space returns: the deletion goes through by itself, within the 5 s cap of the back-off
+    db.executescript("DROP TRIGGER spill_t")
+    db.close()
+    deadline = time.monotonic() + 60
+    while "writing works again" not in s.stderr_text():
+        assert time.monotonic() < deadline, s.stderr_text()[-2000:]
+        time.sleep(0.05)
+    outage = time.monotonic() - t0
+    line = [l for l in s.stderr_text().splitlines() if "writing works again" in l][-1]
+    attempts = int(line.split("after ")[1].split(" failed")[0])
+    # 1 submit + at most about log2(outage / 10 ms) + outage / 5 s retries of the deletion
+    assert 2 <= attempts <= 20 + outage / 5, line
+    assert rows(store_path) == 0
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"z")
+    c.expect(JOB_CREATED)
