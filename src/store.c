@@ -258,6 +258,7 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         free(st);
         return -1;
     }
+    store_sqlite_set_max_function(st->db, c->max_function);
     if (c->store_sync_normal)
         sqlite3_exec(store_sqlite_handle(st->db), "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     if (c->store_max_pages > 0) {
@@ -508,6 +509,9 @@ static void finish_replay(struct engine *e, int failed)
     else
         log_notice("store: replayed %llu jobs in %.3fs", (unsigned long long)st->replayed,
                    mono() - st->replay_started);
+    const char *qnote;
+    if (store_sqlite_quarantined(st->db, &qnote) > 0)
+        log_error("store: %s", qnote);
     for (struct func *f = e->func_list; f != NULL; f = f->next)
         if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
             func_wake(e, f);

@@ -6,11 +6,14 @@
  * No field is shared between the two sides. */
 #include "store_sqlite.h"
 
+#include "store_row.h"
+
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SCHEMA_VERSION 1
 #define BUSY_MS 5000                 /* wait this long for another connection's lock */
@@ -22,6 +25,8 @@
 #define VACUUM_STEP "1024"           /* maintain: at most this many pages freed per call (4 MiB) */
 #define VACUUM_STEP_PAGES 1024       /* the same number, for arithmetic */
 #define IMPORTED_SUFFIX "_spur_imported"
+#define ID_MAX_SQL "4611686018427387904" /* STORE_ID_MAX, for SQL text */
+#define MAX_FUNC_DEFAULT 512             /* spurd's default --max-function-name */
 
 /* struct batch_add is one queued add: the job's fields copied into one allocation. */
 struct batch_add {
@@ -72,6 +77,9 @@ struct store_sqlite {
     int maint_freed;         /* rows were deleted since the free-page count was last checked */
     char err[256];           /* the last error text, or "" */
     char *note;              /* what open did that the operator should know, or NULL (sqlite3_free) */
+    size_t max_func;         /* longest function or reducer name a replayed row may have */
+    uint64_t quarantined;    /* rows the last replay moved to spur_quarantine */
+    char qnote[256];         /* what the last replay moved aside and why, or "" */
 };
 
 /* set_err formats an error text into buf (len bytes). */
@@ -176,6 +184,10 @@ static const char schema_sql[] =
     "  skipped INTEGER NOT NULL,\n"
     "  first_id INTEGER,\n"
     "  last_id INTEGER);\n"
+    "CREATE TABLE IF NOT EXISTS spur_quarantine (\n"
+    "  id, prio, run_at, func, uniq, reducer, data,\n"
+    "  reason TEXT NOT NULL,\n"
+    "  moved_at INTEGER NOT NULL);\n"
     "INSERT OR IGNORE INTO spur_meta (key, value) VALUES ('schema', 1), ('max_id', 0);\n";
 
 /* has_table tells whether a table called name exists: 1, 0, or -1 on error. */
@@ -412,7 +424,7 @@ static void finalize_all(struct store_sqlite *s)
 static int setup(struct store_sqlite *s, const char *import_table, uint64_t *next_id, char *buf, size_t len)
 {
     sqlite3 *db = s->db;
-    int64_t pages = 0, version = 0, max_id = 0, av = 0;
+    int64_t pages = 0, version = 0, max_id = 0, row_max = 0, av = 0;
     char mode[16] = "";
 
     sqlite3_extended_result_codes(db, 1);
@@ -445,15 +457,32 @@ static int setup(struct store_sqlite *s, const char *import_table, uint64_t *nex
         return -1;
     if (exec(db, schema_sql, buf, len) != 0 ||
         query_int(db, "SELECT value FROM spur_meta WHERE key = 'schema'", &version, buf, len) != 0 ||
-        query_int(db, "SELECT max((SELECT value FROM spur_meta WHERE key = 'max_id'), "
-                      "coalesce((SELECT max(id) FROM spur_jobs), 0))",
-                  &max_id, buf, len) != 0)
+        query_int(db, "SELECT value FROM spur_meta WHERE key = 'max_id'", &max_id, buf, len) != 0 ||
+        query_int(db, "SELECT coalesce((SELECT max(id) FROM spur_jobs WHERE id <= " ID_MAX_SQL "), 0)",
+                  &row_max, buf, len) != 0)
         goto rollback;
     if (version != SCHEMA_VERSION) {
         set_err(buf, len, "store schema version %lld is not supported (this Spur reads version %d)",
                 (long long)version, SCHEMA_VERSION);
         goto rollback;
     }
+    if (max_id < 0 || (uint64_t)max_id > STORE_ID_MAX) {
+        /* an insane high-water mark would make every new id invalid: fall back to the stored ids
+         * (replay moves rows with ids out of range aside) */
+        s->note = sqlite3_mprintf("the stored high-water mark %lld is out of range (1..%llu); reset "
+                                  "to %lld, the largest valid stored id",
+                                  (long long)max_id, (unsigned long long)STORE_ID_MAX,
+                                  (long long)row_max);
+        char *sql = sqlite3_mprintf("UPDATE spur_meta SET value = %lld WHERE key = 'max_id'",
+                                    (long long)row_max);
+        int bad = sql == NULL || exec(db, sql, buf, len) != 0;
+        sqlite3_free(sql);
+        if (bad)
+            goto rollback;
+        max_id = row_max;
+    }
+    if (row_max > max_id)
+        max_id = row_max;
     uint64_t next = next_id != NULL ? *next_id : 1;
     if (next <= (uint64_t)max_id)
         next = (uint64_t)max_id + 1;
@@ -501,6 +530,7 @@ struct store_sqlite *store_sqlite_open(const char *path, const char *import_tabl
         set_err(err, errlen, "store %s: out of memory", path);
         return NULL;
     }
+    s->max_func = MAX_FUNC_DEFAULT;
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         set_err(err, errlen, "store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);
@@ -519,6 +549,15 @@ struct store_sqlite *store_sqlite_open(const char *path, const char *import_tabl
 }
 
 const char *store_sqlite_note(const struct store_sqlite *s) { return s->note; }
+
+void store_sqlite_set_max_function(struct store_sqlite *s, size_t max) { s->max_func = max; }
+
+uint64_t store_sqlite_quarantined(const struct store_sqlite *s, const char **note)
+{
+    if (note != NULL)
+        *note = s->qnote;
+    return s->quarantined;
+}
 
 struct sqlite3 *store_sqlite_handle(struct store_sqlite *s) { return s->db; }
 
@@ -818,15 +857,78 @@ int store_sqlite_commit(struct store_sqlite *s)
 
 /* ---------------------------------------------------------------- replay and maintenance */
 
+/* struct bad_row is a stored row that is not a job, kept during replay to be moved aside. */
+struct bad_row {
+    int64_t id;         /* its rowid */
+    const char *reason; /* static text from store_row_decode */
+};
+
+/* column reads column k of st as a store_col (bytes valid until the next step). */
+static void column(sqlite3_stmt *st, int k, struct store_col *c)
+{
+    switch (sqlite3_column_type(st, k)) {
+    case SQLITE_INTEGER:
+        *c = (struct store_col){STORE_COL_INT, sqlite3_column_int64(st, k), NULL, 0};
+        break;
+    case SQLITE_FLOAT:
+        *c = (struct store_col){STORE_COL_FLOAT, 0, NULL, 0};
+        break;
+    case SQLITE_TEXT:
+    case SQLITE_BLOB: {
+        int type = sqlite3_column_type(st, k) == SQLITE_TEXT ? STORE_COL_TEXT : STORE_COL_BLOB;
+        const void *p = sqlite3_column_blob(st, k);
+        *c = (struct store_col){(enum store_col_type)type, 0, p, (size_t)sqlite3_column_bytes(st, k)};
+        break;
+    }
+    default:
+        *c = (struct store_col){STORE_COL_NULL, 0, NULL, 0};
+    }
+}
+
+/* quarantine moves the rows bad[0..n) from spur_jobs to spur_quarantine, with their reasons, in
+ * one transaction. Returns 0 or -1 with the text in s->err (the rows then stay where they are, and
+ * are skipped again by the next replay). */
+static int quarantine(struct store_sqlite *s, const struct bad_row *bad, size_t n)
+{
+    sqlite3_stmt *ins = NULL, *del = NULL;
+    int ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(s->db,
+                                "INSERT INTO spur_quarantine (id, prio, run_at, func, uniq, reducer, "
+                                "data, reason, moved_at) SELECT id, prio, run_at, func, uniq, reducer, "
+                                "data, ?2, ?3 FROM spur_jobs WHERE id = ?1",
+                                -1, &ins, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(s->db, "DELETE FROM spur_jobs WHERE id = ?1", -1, &del, NULL) == SQLITE_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        sqlite3_bind_int64(ins, 1, bad[i].id);
+        sqlite3_bind_text(ins, 2, bad[i].reason, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, (int64_t)time(NULL));
+        sqlite3_bind_int64(del, 1, bad[i].id);
+        ok = step_ok(step_once(ins)) && step_ok(step_once(del));
+    }
+    ok = ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok) {
+        db_err(s->db, s->err, sizeof s->err, "moving invalid rows to spur_quarantine");
+        if (!sqlite3_get_autocommit(s->db))
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(del);
+    return ok ? 0 : -1;
+}
+
 int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struct store_rec *r), void *ctx,
                         uint64_t *max_id)
 {
     sqlite3_stmt *st = NULL;
     int ret = 0, rc;
+    struct bad_row *bad = NULL;
+    size_t nbad = 0, capbad = 0;
+    s->quarantined = 0;
+    s->qnote[0] = '\0';
     if (max_id != NULL) {
         int64_t m = 0;
         if (query_int(s->db, "SELECT max((SELECT value FROM spur_meta WHERE key = 'max_id'), "
-                             "coalesce((SELECT max(id) FROM spur_jobs), 0))",
+                             "coalesce((SELECT max(id) FROM spur_jobs WHERE id <= " ID_MAX_SQL "), 0))",
                       &m, s->err, sizeof s->err) != 0)
             return -1;
         *max_id = (uint64_t)m;
@@ -837,14 +939,26 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
         return -1;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_col cols[STORE_ROW_NCOLS];
+        for (int k = 0; k < STORE_ROW_NCOLS; k++)
+            column(st, k, &cols[k]);
         struct store_rec r;
-        r.id = (uint64_t)sqlite3_column_int64(st, 0);
-        r.prio = sqlite3_column_int(st, 1);
-        r.when = sqlite3_column_int64(st, 2);
-        r.func = blob_or_empty(st, 3, &r.func_len);
-        r.unique = blob_or_empty(st, 4, &r.unique_len);
-        r.reducer = blob_or_empty(st, 5, &r.reducer_len);
-        r.data = blob_or_empty(st, 6, &r.data_len);
+        const char *why = store_row_decode(cols, s->max_func, &r);
+        if (why != NULL) { /* not a job: keep it aside, never hand it to the engine */
+            if (nbad == capbad) {
+                size_t ncap = capbad ? capbad * 2 : 16;
+                struct bad_row *nb = realloc(bad, ncap * sizeof *nb);
+                if (nb == NULL) {
+                    set_err(s->err, sizeof s->err, "replay: out of memory");
+                    ret = -1;
+                    break;
+                }
+                bad = nb;
+                capbad = ncap;
+            }
+            bad[nbad++] = (struct bad_row){sqlite3_column_int64(st, 0), why};
+            continue;
+        }
         if ((ret = cb(ctx, &r)) != 0)
             break;
     }
@@ -853,6 +967,14 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
         ret = -1;
     }
     sqlite3_finalize(st);
+    if (nbad > 0) {
+        s->quarantined = nbad;
+        int moved = quarantine(s, bad, nbad) == 0;
+        snprintf(s->qnote, sizeof s->qnote, "%zu invalid stored rows %s (the first: id %lld, %s)",
+                 nbad, moved ? "moved to table spur_quarantine" : "skipped (could not be moved aside)",
+                 (long long)bad[0].id, bad[0].reason);
+    }
+    free(bad);
     return ret;
 }
 

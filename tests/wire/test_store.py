@@ -436,3 +436,60 @@ def test_full_disk_with_a_finished_job_backs_off_and_recovers(server_factory, st
     assert rows(store_path) == 0
     c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"z")
     c.expect(JOB_CREATED)
+
+
+def test_hostile_stored_rows_are_quarantined_not_trusted(server_factory, store_path):
+    """Rows spurd could never have written (edited by hand, another program, damage) are moved to
+    spur_quarantine with a reason at start; the good rows replay; new ids stay valid."""
+    s = server_factory("--store=sqlite:" + store_path)
+    assert s.stop() == 0
+    s.proc = None
+    db = sqlite3.connect(store_path)
+    ins = "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) VALUES (?,?,?,?,?,?,?)"
+    good = [(10, 1, 0, b"f", b"", b"", b"ok1"), (30, 0, 0, b"g", b"u", b"", b"ok2")]
+    bad = {
+        11: ((11, 7, 0, b"f", b"", b"", b"x"), "priority out of range"),
+        12: ((12, -1, 0, b"f", b"", b"", b"x"), "priority out of range"),
+        13: ((13, 1, 0, b"f", b"u" * 70000, b"", b"x"), "unique longer"),
+        14: ((14, 1, 0, b"h" * 600, b"", b"", b"x"), "function name longer"),
+        15: ((15, 1, 0, b"", b"", b"", b"x"), "function name is empty"),
+        16: ((16, 1, 0, b"a\0b", b"", b"", b"x"), "function name contains NUL"),
+        17: ((17, "high", 0, b"f", b"", b"", b"x"), "priority is not an integer"),
+        18: ((18, 1, 0, 42, b"", b"", b"x"), "function name is not bytes"),
+        19: ((19, 1, 2 ** 62, b"f", b"", b"", b"x"), "run_at out of range"),
+        20: ((20, 1, 0, b"f", b"", b"r" * 600, b"x"), "reducer longer"),
+        -5: ((-5, 1, 0, b"f", b"", b"", b"x"), "id out of range"),
+        0: ((0, 1, 0, b"f", b"", b"", b"x"), "id out of range"),
+        2 ** 62 + 1: ((2 ** 62 + 1, 1, 0, b"f", b"", b"", b"x"), "id out of range"),
+    }
+    db.executemany(ins, good + [row for row, _ in bad.values()])
+    db.execute("UPDATE spur_meta SET value = 9223372036854775807 WHERE key = 'max_id'")
+    db.commit()
+    db.close()
+    s = server_factory("--store=sqlite:" + store_path)
+    wait_replayed(s)
+    log = s.stderr_text()
+    assert "replayed 2 jobs" in log, log
+    assert "%d invalid stored rows moved to table spur_quarantine" % len(bad) in log, log
+    assert "high-water mark 9223372036854775807 is out of range" in log, log
+    c = s.connect()
+    assert ask(c, b"status\n") == b"f\t1\t0\t0\ng\t1\t0\t0\n.\n"
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"new")
+    h = c.expect(JOB_CREATED)
+    assert 30 < int(h.rsplit(b":", 1)[1]) <= 2 ** 62
+    got = grab_all(s, b"f", 2)
+    assert [d for _, _, d in got] == [b"ok1", b"new"]
+    got = grab_all(s, b"g", 1)
+    assert got[0][1:] == (b"u", b"ok2")
+    assert s.stop() == 0
+    db = sqlite3.connect(store_path)
+    q = dict(db.execute("SELECT id, reason FROM spur_quarantine").fetchall())
+    assert sorted(q) == sorted(bad)
+    for i, (_, why) in bad.items():
+        assert why in q[i], (i, q[i])
+    assert db.execute("SELECT count(*) FROM spur_jobs").fetchone()[0] == 0
+    assert len(db.execute("SELECT uniq FROM spur_quarantine WHERE id = 13").fetchone()[0]) == 70000
+    db.close()
+    s = server_factory("--store=sqlite:" + store_path)  # once moved aside, nothing more to report
+    wait_replayed(s)
+    assert "invalid stored rows" not in s.stderr_text()
