@@ -251,6 +251,15 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         free(st);
         return -1;
     }
+    /* a damaged file is refused, or with --store-recover rewritten from its readable rows */
+    int checked = store_sqlite_check(path, c->store_recover, err, errlen);
+    if (checked < 0) {
+        close(st->lock_fd);
+        free(st);
+        return -1;
+    }
+    if (checked > 0)
+        log_error("store: %s", err);
     uint64_t next_id = e->next_id;
     st->db = store_sqlite_open(path, import, &next_id, err, errlen);
     if (st->db == NULL) {

@@ -78,6 +78,17 @@ struct store_batch;
 struct store_sqlite *store_sqlite_open(const char *path, const char *import_table, uint64_t *next_id,
                                        char *err, size_t errlen);
 
+/* store_sqlite_check checks the store file at path before it is opened (PRAGMA quick_check). A
+ * missing, empty or sound file returns 0, and so does one that is not a database at all (open
+ * reports that). A damaged file is read row by row in id order, seeking past damaged pages, so that
+ * one bad page costs only the rows on it. Without recover it returns -1 and report says how many
+ * jobs are readable and how many may be lost. With recover, the readable jobs (and what can be read
+ * of spur_meta, spur_import and spur_quarantine) are written to a fresh file, the damaged file is
+ * kept as "<path>.damaged-<UTC time>" (its WAL beside it) and the fresh one takes its place; it
+ * returns 1 and report says what was lost. -1 with report also when recovery fails (path is then
+ * untouched). Call with no connection open on path (the server holds its lock). */
+int store_sqlite_check(const char *path, int recover, char *report, size_t len);
+
 /* store_sqlite_note returns a one-line message about what open did that the operator should know
  * (a gearmand import, or a re-appeared import table that was left alone), or NULL. Valid until
  * close. */

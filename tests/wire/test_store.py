@@ -493,3 +493,57 @@ def test_hostile_stored_rows_are_quarantined_not_trusted(server_factory, store_p
     s = server_factory("--store=sqlite:" + store_path)  # once moved aside, nothing more to report
     wait_replayed(s)
     assert "invalid stored rows" not in s.stderr_text()
+
+
+def damaged_store(server_factory, store_path, n=3000):
+    """Store n jobs, stop, and zero one leaf page of spur_jobs in the middle of the file.
+    Returns ({handle: payload}, rows per leaf page)."""
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    payloads = [b"job-%05d-" % i + bytes(range(i % 7, 100 + i % 7)) for i in range(n)]
+    c.send(b"".join(packet(SUBMIT_JOB_BG, b"f", b"", p) for p in payloads))
+    handles = [c.expect(JOB_CREATED) for _ in range(n)]
+    assert s.stop() == 0
+    s.proc = None
+    db = sqlite3.connect(store_path)
+    leaves = [r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE name = 'spur_jobs' "
+                                       "AND pagetype = 'leaf' ORDER BY pageno")]
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    assert len(leaves) > 20
+    with open(store_path, "r+b") as f:
+        f.seek((leaves[len(leaves) // 2] - 1) * page_size)
+        f.write(b"\0" * page_size)
+    return dict(zip(handles, payloads)), n / len(leaves)
+
+
+def test_damaged_store_is_refused_with_a_count(server_factory, store_path):
+    jobs, per_page = damaged_store(server_factory, store_path)
+    r = subprocess.run([os.environ["SPURD"], "--port=0", "--listen=127.0.0.1",
+                        "--store=sqlite:" + store_path], capture_output=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.decode()
+    assert "is damaged" in err and "--store-recover" in err, err
+    lost = int(err.split("up to ")[1].split(" jobs lost")[0])
+    assert 1 <= lost <= 2 * per_page, err
+    assert "%d jobs readable" % (3000 - lost) in err, err
+    assert not [f for f in os.listdir(os.path.dirname(store_path)) if ".damaged-" in f]
+
+
+def test_damaged_store_recovers_every_readable_row(server_factory, store_path):
+    jobs, per_page = damaged_store(server_factory, store_path)
+    s = server_factory("--store=sqlite:" + store_path, "--store-recover")
+    wait_replayed(s)
+    log = s.stderr_text()
+    assert "store-recover" in log and "jobs lost" in log, log
+    listed = ask(s.connect(), b"show jobs\n").split(b"\n")[:-2]
+    assert 3000 - 2 * per_page <= len(listed) < 3000, len(listed)
+    got = grab_all(s, b"f", len(listed))
+    for h, _, d in got:
+        assert jobs[h] == d, "a recovered payload is intact"
+    kept = [f for f in os.listdir(os.path.dirname(store_path)) if ".damaged-" in f]
+    assert len(kept) == 1 and kept[0].startswith("jobs.db.damaged-"), kept
+    assert s.stop() == 0
+    s = server_factory("--store=sqlite:" + store_path)  # the rewritten file is sound
+    wait_replayed(s)
+    assert "replayed 0 jobs" in s.stderr_text()
