@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +67,7 @@ struct replay_chunk {
 /* struct store is the manager; fields say which thread owns them. */
 struct store {
     struct engine *eng;            /* loop */
-    int lock_fd;                   /* PATH.lock, flock'd: one server per store file */
+    int lock_fd;                   /* the database file itself, flock'd: one server per store */
     struct store_sqlite *db;       /* loop side and connection side, see store_sqlite.h */
     pthread_t thread;              /* the committer */
     pthread_mutex_t mu;            /* guards the hand-off fields below */
@@ -222,6 +224,57 @@ static struct store *mgr(const struct engine *e) { return e->store_mgr; }
 
 int store_replaying(const struct engine *e) { return e->replaying; }
 
+/* lock_holder returns the pid that holds a flock on the file open at fd, from /proc/locks, or 0
+ * when it cannot tell. */
+static long lock_holder(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return 0;
+    FILE *f = fopen("/proc/locks", "re");
+    if (f == NULL)
+        return 0;
+    char line[256], kind[16];
+    long pid, found = 0;
+    unsigned maj, min;
+    unsigned long long ino;
+    while (found == 0 && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
+            strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
+            ino == (unsigned long long)sb.st_ino)
+            found = pid;
+    fclose(f);
+    return found;
+}
+
+/* lock_store opens the database file at path, creating it empty and private (0600) if it does not
+ * exist, and takes an exclusive flock on it: two servers on one store would both run its jobs.
+ * SQLite locks the file with POSIX (fcntl) locks, which are independent of flock on a local file
+ * system, and this fd stays open until the store is closed, so closing it never drops SQLite's
+ * locks. Unlike a side file, the lock cannot be removed while the database exists. Returns the fd,
+ * or -1 with the real cause in err. */
+static int lock_store(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "store %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
+        if (pid > 0)
+            snprintf(err, errlen, "store %s is in use by another server (locked by pid %ld)", path, pid);
+        else if (e == EWOULDBLOCK)
+            snprintf(err, errlen, "store %s is in use by another server (locked)", path);
+        else
+            snprintf(err, errlen, "store %s: cannot lock: %s", path, strerror(e));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err, size_t errlen)
 {
     const struct config *c = e->cfg;
@@ -239,15 +292,8 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    /* two servers on one store would both run its jobs: the lock file keeps it to one */
-    char lock_path[4096];
-    snprintf(lock_path, sizeof lock_path, "%s.lock", path);
-    st->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "store %s is in use by another server (%s: %s)", path, lock_path,
-                 strerror(errno));
-        if (st->lock_fd >= 0)
-            close(st->lock_fd);
+    st->lock_fd = lock_store(path, err, errlen);
+    if (st->lock_fd < 0) {
         free(st);
         return -1;
     }
@@ -258,8 +304,17 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         free(st);
         return -1;
     }
-    if (checked > 0)
+    if (checked > 0) {
         log_error("store: %s", err);
+        /* PATH is a new file now: the lock moves to it */
+        int fd = lock_store(path, err, errlen);
+        close(st->lock_fd);
+        st->lock_fd = fd;
+        if (fd < 0) {
+            free(st);
+            return -1;
+        }
+    }
     uint64_t next_id = e->next_id;
     st->db = store_sqlite_open(path, import, &next_id, err, errlen);
     if (st->db == NULL) {

@@ -547,3 +547,47 @@ def test_damaged_store_recovers_every_readable_row(server_factory, store_path):
     s = server_factory("--store=sqlite:" + store_path)  # the rewritten file is sound
     wait_replayed(s)
     assert "replayed 0 jobs" in s.stderr_text()
+
+
+def test_store_files_are_private_to_the_server(server_factory, store_path):
+    """Jobs may carry secrets: a new store and its WAL and shared-memory files are created 0600."""
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"secret")
+    c.expect(JOB_CREATED)
+    for f in (store_path, store_path + "-wal", store_path + "-shm"):
+        assert os.stat(f).st_mode & 0o777 == 0o600, f
+
+
+def test_store_lock_cannot_be_removed_by_a_tmp_cleaner(server_factory, store_path):
+    """The lock is on the database file itself: deleting side files does not let a second server
+    in, and the refusal names the process that holds the store."""
+    s = server_factory("--store=sqlite:" + store_path)
+    d = os.path.dirname(store_path)
+    for f in os.listdir(d):  # what a tmp cleaner could remove without breaking the database
+        if f.endswith(".lock"):
+            os.unlink(os.path.join(d, f))
+    r = subprocess.run([os.environ["SPURD"], "--port=0", "--listen=127.0.0.1",
+                        "--store=sqlite:" + store_path], capture_output=True, timeout=20)
+    assert r.returncode == 1, r.stderr
+    assert b"in use by another server (locked by pid %d)" % s.proc.pid in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("case", ["missing-dir", "not-a-dir", "unwritable-dir"])
+def test_store_open_errors_name_the_real_cause(tmp_path, case):
+    if EXTERNAL:
+        pytest.skip("needs its own spurd")
+    if case == "missing-dir":
+        path, cause = tmp_path / "nowhere" / "jobs.db", b"No such file or directory"
+    elif case == "not-a-dir":
+        (tmp_path / "file").write_bytes(b"")
+        path, cause = tmp_path / "file" / "jobs.db", b"Not a directory"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write anywhere")
+        (tmp_path / "ro").mkdir(mode=0o500)
+        path, cause = tmp_path / "ro" / "jobs.db", b"Permission denied"
+    r = subprocess.run([os.environ["SPURD"], "--port=0", "--listen=127.0.0.1",
+                        "--store=sqlite:%s" % path], capture_output=True, timeout=20)
+    assert r.returncode == 1
+    assert cause in r.stderr and b"in use" not in r.stderr, r.stderr
