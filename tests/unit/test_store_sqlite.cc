@@ -1098,3 +1098,73 @@ TEST(StoreSqlite, InsaneHighWaterMarkIsReset)
     store_sqlite_close(s);
     EXPECT_EQ(query_int64(p, "SELECT value FROM spur_meta WHERE key = 'max_id'"), 40);
 }
+
+TEST(StoreSqlite, DamagedPagesCostOnlyTheirRowsAndRecoverRewritesTheRest)
+{
+    TempDir d;
+    string p = d.path();
+    const uint64_t n = 6000;
+    store_sqlite *s = open_store(p);
+    for (uint64_t id = 1; id <= n; id++)
+        add(s, simple_job(id, 100));
+    ASSERT_EQ(store_sqlite_commit(s), 0);
+    store_sqlite_close(s);
+    char report[1024];
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 0, report, sizeof report), 0) << report;
+
+    // the leaf pages of spur_jobs, from SQLite's dbstat table
+    std::vector<int64_t> leaves;
+    {
+        sqlite3 *db = nullptr;
+        sqlite3_stmt *st = nullptr;
+        ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, "SELECT pageno FROM dbstat WHERE name = 'spur_jobs' AND pagetype = 'leaf' "
+                                   "ORDER BY pageno", -1, &st, nullptr) != SQLITE_OK) {
+            sqlite3_close(db);
+            GTEST_SKIP() << "SQLite without the dbstat table";
+        }
+        while (sqlite3_step(st) == SQLITE_ROW)
+            leaves.push_back(sqlite3_column_int64(st, 0));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    ASSERT_GT(leaves.size(), 30u);
+    int64_t page = query_int64(p, "PRAGMA page_size");
+    int fd = open(p.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    string zeros((size_t)page, '\0');
+    // two in the middle and the one holding the highest ids (rows are stored in id order)
+    for (int64_t pg : {leaves[leaves.size() / 3], leaves[2 * leaves.size() / 3], leaves.back()})
+        ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), (pg - 1) * page), (ssize_t)zeros.size());
+    close(fd);
+    off_t size_before = file_size(p);
+
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 0, report, sizeof report), -1);
+    string rep = report;
+    EXPECT_NE(rep.find("is damaged"), string::npos) << rep;
+    EXPECT_NE(rep.find("in 3 damaged regions"), string::npos) << rep;
+    unsigned long long readable = 0, lost = 0;
+    ASSERT_EQ(sscanf(strstr(report, "): ") + 3, "%llu jobs readable, up to %llu jobs lost", &readable, &lost), 2)
+        << rep;
+    EXPECT_EQ(readable + lost, n) << "ids are dense here, so the count of lost jobs is exact";
+    EXPECT_LE(lost, 3 * 2 * n / leaves.size()) << "three pages' worth, not everything after them";
+    EXPECT_EQ(file_size(p), size_before) << "refusing changes nothing";
+
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 1, report, sizeof report), 1);
+    rep = report;
+    EXPECT_NE(rep.find("rewritten with " + std::to_string(readable) + " jobs"), string::npos) << rep;
+    string kept = rep.substr(rep.find("kept as ") + 8);
+    EXPECT_EQ(kept.rfind(p + ".damaged-", 0), 0u) << kept;
+    EXPECT_GT(file_size(kept), 0);
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 0, report, sizeof report), 0) << "the new file is sound: " << report;
+
+    uint64_t next = 1;
+    s = open_store(p, nullptr, &next);
+    EXPECT_GT(next, n - lost) << "no id below the high-water mark is reused";
+    EXPECT_EQ(next, n + 1);
+    std::vector<Job> got = replay_all(s);
+    store_sqlite_close(s);
+    ASSERT_EQ(got.size(), readable);
+    for (const Job &j : got)
+        expect_same(j, simple_job(j.id, 100));
+}
