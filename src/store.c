@@ -255,9 +255,15 @@ static long lock_holder(int fd)
  * or -1 with the real cause in err. */
 static int lock_store(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
     if (fd < 0) {
         snprintf(err, errlen, "store %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "store %s: not a regular file", path);
+        close(fd);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

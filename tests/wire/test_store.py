@@ -573,7 +573,7 @@ def test_store_lock_cannot_be_removed_by_a_tmp_cleaner(server_factory, store_pat
     assert b"in use by another server (locked by pid %d)" % s.proc.pid in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("case", ["missing-dir", "not-a-dir", "unwritable-dir"])
+@pytest.mark.parametrize("case", ["missing-dir", "not-a-dir", "unwritable-dir", "fifo"])
 def test_store_open_errors_name_the_real_cause(tmp_path, case):
     if EXTERNAL:
         pytest.skip("needs its own spurd")
@@ -582,6 +582,9 @@ def test_store_open_errors_name_the_real_cause(tmp_path, case):
     elif case == "not-a-dir":
         (tmp_path / "file").write_bytes(b"")
         path, cause = tmp_path / "file" / "jobs.db", b"Not a directory"
+    elif case == "fifo":
+        os.mkfifo(tmp_path / "jobs.db")
+        path, cause = tmp_path / "jobs.db", b"not a regular file"
     else:
         if os.geteuid() == 0:
             pytest.skip("root may write anywhere")
