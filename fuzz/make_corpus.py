@@ -238,10 +238,43 @@ def connection_seeds():
     return s
 
 
+# ---------------------------------------------------------------- fuzz_store_row
+# byte 0 < 128: byte 1 is --max-function-name, else 512; then seven columns (id, prio, run_at,
+# func, unique, reducer, data), each a type byte (1 int, 2 float, 3 text, 4 blob, 5 NULL, else
+# invalid) and then, for an int, a byte < 64 choosing an edge value or >= 64 followed by 8 bytes;
+# for text or bytes, a 2-byte length, a byte (0xff: 70000 copies of the next byte instead) and
+# the bytes.
+def col_int(v):
+    return bytes([1, 64]) + struct.pack(">q", v)
+
+
+def col_bytes(data, kind=4):
+    return bytes([kind]) + struct.pack(">H", len(data)) + b"\0" + data
+
+
+def store_row_seeds():
+    def row(i, prio, when, func, uniq=b"", red=b"", data=b"", head=b"\xff"):
+        return (head + col_int(i) + col_int(prio) + col_int(when) + col_bytes(func)
+                + col_bytes(uniq) + col_bytes(red) + col_bytes(data))
+    return {
+        "valid": row(10, 1, 0, b"reverse", b"u1", b"", b"payload"),
+        "valid-text-reducer": row(11, 0, 1700000000, b"f", b"", b"sum", b"x" * 40),
+        "prio-out-of-range": row(12, 7, 0, b"f"),
+        "prio-negative": row(13, -1, 0, b"f"),
+        "empty-function": row(14, 1, 0, b""),
+        "nul-in-function": row(15, 1, 0, b"a\0b"),
+        "long-unique": row(16, 1, 0, b"f", b"u" * 65),
+        "short-max-function": row(17, 1, 0, b"function", head=b"\x00\x04"),
+        "id-too-large": row(2 ** 62 + 1, 1, 0, b"f"),
+        "null-data": row(18, 1, 0, b"f")[:-(3 + 0)] + bytes([5]),
+    }
+
+
 TARGETS = {
     "fuzz_proto_bin": proto_bin_seeds,
     "fuzz_proto_admin": proto_admin_seeds,
     "fuzz_connection": connection_seeds,
+    "fuzz_store_row": store_row_seeds,
 }
 
 

@@ -72,6 +72,7 @@ enum {
     OPT_STORE_ON_SHUTDOWN,
     OPT_STORE_MAX_PAGES,
     OPT_STORE_SYNC,
+    OPT_STORE_RECOVER,
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
@@ -126,6 +127,7 @@ static const struct option long_opts[] = {
     {"store-queue-on-shutdown", no_argument, NULL, OPT_STORE_ON_SHUTDOWN},
     {"store-max-pages", required_argument, NULL, OPT_STORE_MAX_PAGES},
     {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
+    {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca-file", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
@@ -183,6 +185,8 @@ void config_usage(FILE *out)
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
         "      --store-max-pages=N    cap the store at N pages (to test a full disk)\n"
+        "      --store-recover        start even if the store is damaged: rewrite it with every\n"
+        "                             readable job, keep the damaged file as PATH.damaged-TIME\n"
         "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
         "      --max-line-length=N    longest admin line, newline included (default 8192)\n"
         "      --max-output-buffer=N  unsent reply bytes before a connection is closed\n"
@@ -497,6 +501,7 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             else
                 return errf(err, errlen, "invalid --store-sync '%s' (full or normal)", optarg);
             break;
+        case OPT_STORE_RECOVER: c->store_recover = 1; break;
         case OPT_STORE_MAX_PAGES:
             if (parse_long(optarg, 0, LONG_MAX, &v) != 0)
                 return errf(err, errlen, "invalid --store-max-pages '%s'", optarg);

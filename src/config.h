@@ -75,6 +75,7 @@ struct config {
     int store_on_shutdown;           /* --store-queue-on-shutdown (accepted) */
     long store_max_pages;            /* --store-max-pages (testing): cap the store file, 0 = none */
     int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
+    int store_recover;               /* --store-recover: start on a damaged store with what is readable */
 };
 
 /* config_defaults fills c with the defaults (no allocation). */

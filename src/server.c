@@ -470,6 +470,9 @@ void server_destroy(struct server *s)
 {
     if (s->loop == NULL)
         return;
+    /* the store first: what finished before the stop is written now, and the teardown below
+     * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
+    store_close(&s->eng);
     /* close every connection: gather them from the engine's peer list */
     while (s->eng.peers != NULL) {
         struct conn *c = (struct conn *)s->eng.peers;
@@ -498,7 +501,6 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_int);
     ev_signal_stop(s->loop, &s->sig_hup);
     ev_signal_stop(s->loop, &s->sig_usr1);
-    store_close(&s->eng);
     ev_async_stop(s->loop, &s->store_async);
     engine_destroy(&s->eng);
     free(s->rbuf);

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,10 @@
 #include "store_sqlite.h"
 
 #include <sqlite3.h>
+
+#define RETRY_FIRST 0.01 /* seconds before the first retry of deletions after a failed commit */
+#define RETRY_MAX 5.0     /* the pause doubles after each failure up to this */
+#define FAIL_LOG_GAP 1.0  /* at most one line about failed commits per this many seconds */
 
 /* struct ack is one reply held until a batch is durable. */
 struct ack {
@@ -61,7 +67,7 @@ struct replay_chunk {
 /* struct store is the manager; fields say which thread owns them. */
 struct store {
     struct engine *eng;            /* loop */
-    int lock_fd;                   /* PATH.lock, flock'd: one server per store file */
+    int lock_fd;                   /* the database file itself, flock'd: one server per store */
     struct store_sqlite *db;       /* loop side and connection side, see store_sqlite.h */
     pthread_t thread;              /* the committer */
     pthread_mutex_t mu;            /* guards the hand-off fields below */
@@ -77,6 +83,8 @@ struct store {
     int replay_done;               /* the committer finished replaying */
     int replay_failed;             /* replay stopped on a read error */
     int stop;                      /* the committer should exit */
+    double wake_at;                /* monotonic time to wake the loop (retry after a failed
+                                      commit), 0 = none */
     /* committer only */
     struct replay_chunk *filling;  /* chunk being filled during replay */
     /* loop only */
@@ -85,6 +93,12 @@ struct store {
     int in_flight;                 /* a batch is with the committer */
     uint64_t replayed;             /* jobs restored so far */
     double replay_started;         /* monotonic time the replay began */
+    double retry_at;               /* after a failed commit: monotonic time before which a batch
+                                      of only deletions is not written, 0 = not failing */
+    double retry_gap;              /* the current pause between retries */
+    uint64_t fails;                /* failed commits since the last success */
+    uint64_t fails_unlogged;       /* of those, failed commits not yet reported in the log */
+    double fail_logged;            /* monotonic time of the last line about failed commits */
 };
 
 static double mono(void)
@@ -157,9 +171,24 @@ static void *committer(void *arg)
     pthread_mutex_lock(&st->mu);
     for (;;) {
         while (st->to_write == NULL && !st->stop) {
+            double wait = 1.0;
+            if (st->wake_at > 0) { /* the loop wants to retry a failed write at wake_at */
+                double left = st->wake_at - mono();
+                if (left <= 0) {
+                    st->wake_at = 0;
+                    pthread_mutex_unlock(&st->mu);
+                    st->notify(st->notify_arg);
+                    pthread_mutex_lock(&st->mu);
+                    continue;
+                }
+                if (left < wait)
+                    wait = left;
+            }
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
+            long ns = until.tv_nsec + (long)(wait * 1e9);
+            until.tv_sec += ns / 1000000000L;
+            until.tv_nsec = ns % 1000000000L;
             pthread_cond_timedwait(&st->cv, &st->mu, &until);
             if (st->to_write == NULL && mono() - last_maintain >= 1.0) {
                 pthread_mutex_unlock(&st->mu);
@@ -195,6 +224,63 @@ static struct store *mgr(const struct engine *e) { return e->store_mgr; }
 
 int store_replaying(const struct engine *e) { return e->replaying; }
 
+/* lock_holder returns the pid that holds a flock on the file open at fd, from /proc/locks, or 0
+ * when it cannot tell. */
+static long lock_holder(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return 0;
+    FILE *f = fopen("/proc/locks", "re");
+    if (f == NULL)
+        return 0;
+    char line[256], kind[16];
+    long pid, found = 0;
+    unsigned maj, min;
+    unsigned long long ino;
+    while (found == 0 && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
+            strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
+            ino == (unsigned long long)sb.st_ino)
+            found = pid;
+    fclose(f);
+    return found;
+}
+
+/* lock_store opens the database file at path, creating it empty and private (0600) if it does not
+ * exist, and takes an exclusive flock on it: two servers on one store would both run its jobs.
+ * SQLite locks the file with POSIX (fcntl) locks, which are independent of flock on a local file
+ * system, and this fd stays open until the store is closed, so closing it never drops SQLite's
+ * locks. Unlike a side file, the lock cannot be removed while the database exists. Returns the fd,
+ * or -1 with the real cause in err. */
+static int lock_store(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "store %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "store %s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
+        if (pid > 0)
+            snprintf(err, errlen, "store %s is in use by another server (locked by pid %ld)", path, pid);
+        else if (e == EWOULDBLOCK)
+            snprintf(err, errlen, "store %s is in use by another server (locked)", path);
+        else
+            snprintf(err, errlen, "store %s: cannot lock: %s", path, strerror(e));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err, size_t errlen)
 {
     const struct config *c = e->cfg;
@@ -212,17 +298,28 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    /* two servers on one store would both run its jobs: the lock file keeps it to one */
-    char lock_path[4096];
-    snprintf(lock_path, sizeof lock_path, "%s.lock", path);
-    st->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "store %s is in use by another server (%s: %s)", path, lock_path,
-                 strerror(errno));
-        if (st->lock_fd >= 0)
-            close(st->lock_fd);
+    st->lock_fd = lock_store(path, err, errlen);
+    if (st->lock_fd < 0) {
         free(st);
         return -1;
+    }
+    /* a damaged file is refused, or with --store-recover rewritten from its readable rows */
+    int checked = store_sqlite_check(path, c->store_recover, err, errlen);
+    if (checked < 0) {
+        close(st->lock_fd);
+        free(st);
+        return -1;
+    }
+    if (checked > 0) {
+        log_error("store: %s", err);
+        /* PATH is a new file now: the lock moves to it */
+        int fd = lock_store(path, err, errlen);
+        close(st->lock_fd);
+        st->lock_fd = fd;
+        if (fd < 0) {
+            free(st);
+            return -1;
+        }
     }
     uint64_t next_id = e->next_id;
     st->db = store_sqlite_open(path, import, &next_id, err, errlen);
@@ -231,6 +328,7 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
         free(st);
         return -1;
     }
+    store_sqlite_set_max_function(st->db, c->max_function);
     if (c->store_sync_normal)
         sqlite3_exec(store_sqlite_handle(st->db), "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     if (c->store_max_pages > 0) {
@@ -291,7 +389,10 @@ void store_close(struct engine *e)
     pthread_cond_signal(&st->cv);
     pthread_mutex_unlock(&st->mu);
     pthread_join(st->thread, NULL);
-    /* what the committer finished, or never took, is dropped here; close writes the current batch */
+    /* what the committer finished, or never took, is dropped here; close writes the current batch,
+     * with the deletions of a failed last batch put back into it */
+    if (st->written != NULL && st->written_rc != 0)
+        store_sqlite_retry_dones(st->db, st->written);
     store_sqlite_free_batch(st->written);
     store_sqlite_free_batch(st->to_write);
     while (st->chunks != NULL) {
@@ -426,6 +527,11 @@ void store_flush(struct engine *e)
     struct store *st = mgr(e);
     if (st == NULL || st->in_flight || e->replaying)
         return;
+    /* after a failed commit, deletions alone wait for the retry time: nobody waits on them, and
+     * writing them again at once would spin on a full disk. A batch with replies held (submits)
+     * is written at once, so its clients learn the outcome without delay. */
+    if (st->retry_at > 0 && st->cur.head == NULL && mono() < st->retry_at)
+        return;
     struct store_batch *b = store_sqlite_take_batch(st->db);
     if (b == NULL) {
         /* replies held only behind earlier ones (joins of durable jobs): nothing to write */
@@ -473,6 +579,9 @@ static void finish_replay(struct engine *e, int failed)
     else
         log_notice("store: replayed %llu jobs in %.3fs", (unsigned long long)st->replayed,
                    mono() - st->replay_started);
+    const char *qnote;
+    if (store_sqlite_quarantined(st->db, &qnote) > 0)
+        log_error("store: %s", qnote);
     for (struct func *f = e->func_list; f != NULL; f = f->next)
         if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
             func_wake(e, f);
@@ -488,6 +597,33 @@ static void finish_replay(struct engine *e, int failed)
             p = next;
         } while (p != e->peers);
     }
+}
+
+/* commit_failed counts a failed commit of b, logs it (at most one line per FAIL_LOG_GAP, with the
+ * count of failures since the last line) and sets the time before which deletions alone are not
+ * retried: RETRY_FIRST, doubling after each failure up to RETRY_MAX. The committer wakes the loop
+ * then. */
+static void commit_failed(struct store *st, const struct store_batch *b)
+{
+    double now = mono();
+    st->fails++;
+    st->fails_unlogged++;
+    st->retry_gap = st->retry_gap > 0 ? st->retry_gap * 2 : RETRY_FIRST;
+    if (st->retry_gap > RETRY_MAX)
+        st->retry_gap = RETRY_MAX;
+    st->retry_at = now + st->retry_gap;
+    if (st->fail_logged == 0 || now - st->fail_logged >= FAIL_LOG_GAP) {
+        log_error("store: writing %zu operations failed: %s (%llu failed commits since the last "
+                  "message; deletions retried in %.2fs)",
+                  store_batch_ops(b), store_batch_error(b), (unsigned long long)st->fails_unlogged,
+                  st->retry_gap);
+        st->fails_unlogged = 0;
+        st->fail_logged = now;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->wake_at = st->retry_at;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
 }
 
 void store_complete(struct engine *e)
@@ -516,10 +652,14 @@ void store_complete(struct engine *e)
         finish_replay(e, replay_failed);
     if (b != NULL) {
         if (rc != 0) {
-            log_error("store: writing %zu operations failed: %s", store_batch_ops(b),
-                      store_batch_error(b));
+            commit_failed(st, b);
             if (store_sqlite_retry_dones(st->db, b) != 0)
                 log_error("store: out of memory keeping failed deletions for a retry");
+        } else if (st->fails > 0) {
+            log_notice("store: writing works again after %llu failed commits",
+                       (unsigned long long)st->fails);
+            st->fails = st->fails_unlogged = 0;
+            st->retry_at = st->retry_gap = 0;
         }
         st->in_flight = 0;
         answer_all(e, &st->flight, rc == 0, store_batch_error(b));

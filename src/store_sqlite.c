@@ -6,11 +6,18 @@
  * No field is shared between the two sides. */
 #include "store_sqlite.h"
 
+#include "store_row.h"
+
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define SCHEMA_VERSION 1
 #define BUSY_MS 5000                 /* wait this long for another connection's lock */
@@ -22,6 +29,8 @@
 #define VACUUM_STEP "1024"           /* maintain: at most this many pages freed per call (4 MiB) */
 #define VACUUM_STEP_PAGES 1024       /* the same number, for arithmetic */
 #define IMPORTED_SUFFIX "_spur_imported"
+#define ID_MAX_SQL "4611686018427387904" /* STORE_ID_MAX, for SQL text */
+#define MAX_FUNC_DEFAULT 512             /* spurd's default --max-function-name */
 
 /* struct batch_add is one queued add: the job's fields copied into one allocation. */
 struct batch_add {
@@ -72,6 +81,9 @@ struct store_sqlite {
     int maint_freed;         /* rows were deleted since the free-page count was last checked */
     char err[256];           /* the last error text, or "" */
     char *note;              /* what open did that the operator should know, or NULL (sqlite3_free) */
+    size_t max_func;         /* longest function or reducer name a replayed row may have */
+    uint64_t quarantined;    /* rows the last replay moved to spur_quarantine */
+    char qnote[256];         /* what the last replay moved aside and why, or "" */
 };
 
 /* set_err formats an error text into buf (len bytes). */
@@ -176,6 +188,10 @@ static const char schema_sql[] =
     "  skipped INTEGER NOT NULL,\n"
     "  first_id INTEGER,\n"
     "  last_id INTEGER);\n"
+    "CREATE TABLE IF NOT EXISTS spur_quarantine (\n"
+    "  id, prio, run_at, func, uniq, reducer, data,\n"
+    "  reason TEXT NOT NULL,\n"
+    "  moved_at INTEGER NOT NULL);\n"
     "INSERT OR IGNORE INTO spur_meta (key, value) VALUES ('schema', 1), ('max_id', 0);\n";
 
 /* has_table tells whether a table called name exists: 1, 0, or -1 on error. */
@@ -412,7 +428,7 @@ static void finalize_all(struct store_sqlite *s)
 static int setup(struct store_sqlite *s, const char *import_table, uint64_t *next_id, char *buf, size_t len)
 {
     sqlite3 *db = s->db;
-    int64_t pages = 0, version = 0, max_id = 0, av = 0;
+    int64_t pages = 0, version = 0, max_id = 0, row_max = 0, av = 0;
     char mode[16] = "";
 
     sqlite3_extended_result_codes(db, 1);
@@ -445,15 +461,32 @@ static int setup(struct store_sqlite *s, const char *import_table, uint64_t *nex
         return -1;
     if (exec(db, schema_sql, buf, len) != 0 ||
         query_int(db, "SELECT value FROM spur_meta WHERE key = 'schema'", &version, buf, len) != 0 ||
-        query_int(db, "SELECT max((SELECT value FROM spur_meta WHERE key = 'max_id'), "
-                      "coalesce((SELECT max(id) FROM spur_jobs), 0))",
-                  &max_id, buf, len) != 0)
+        query_int(db, "SELECT value FROM spur_meta WHERE key = 'max_id'", &max_id, buf, len) != 0 ||
+        query_int(db, "SELECT coalesce((SELECT max(id) FROM spur_jobs WHERE id <= " ID_MAX_SQL "), 0)",
+                  &row_max, buf, len) != 0)
         goto rollback;
     if (version != SCHEMA_VERSION) {
         set_err(buf, len, "store schema version %lld is not supported (this Spur reads version %d)",
                 (long long)version, SCHEMA_VERSION);
         goto rollback;
     }
+    if (max_id < 0 || (uint64_t)max_id > STORE_ID_MAX) {
+        /* an insane high-water mark would make every new id invalid: fall back to the stored ids
+         * (replay moves rows with ids out of range aside) */
+        s->note = sqlite3_mprintf("the stored high-water mark %lld is out of range (1..%llu); reset "
+                                  "to %lld, the largest valid stored id",
+                                  (long long)max_id, (unsigned long long)STORE_ID_MAX,
+                                  (long long)row_max);
+        char *sql = sqlite3_mprintf("UPDATE spur_meta SET value = %lld WHERE key = 'max_id'",
+                                    (long long)row_max);
+        int bad = sql == NULL || exec(db, sql, buf, len) != 0;
+        sqlite3_free(sql);
+        if (bad)
+            goto rollback;
+        max_id = row_max;
+    }
+    if (row_max > max_id)
+        max_id = row_max;
     uint64_t next = next_id != NULL ? *next_id : 1;
     if (next <= (uint64_t)max_id)
         next = (uint64_t)max_id + 1;
@@ -501,6 +534,7 @@ struct store_sqlite *store_sqlite_open(const char *path, const char *import_tabl
         set_err(err, errlen, "store %s: out of memory", path);
         return NULL;
     }
+    s->max_func = MAX_FUNC_DEFAULT;
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         set_err(err, errlen, "store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);
@@ -519,6 +553,15 @@ struct store_sqlite *store_sqlite_open(const char *path, const char *import_tabl
 }
 
 const char *store_sqlite_note(const struct store_sqlite *s) { return s->note; }
+
+void store_sqlite_set_max_function(struct store_sqlite *s, size_t max) { s->max_func = max; }
+
+uint64_t store_sqlite_quarantined(const struct store_sqlite *s, const char **note)
+{
+    if (note != NULL)
+        *note = s->qnote;
+    return s->quarantined;
+}
 
 struct sqlite3 *store_sqlite_handle(struct store_sqlite *s) { return s->db; }
 
@@ -818,15 +861,78 @@ int store_sqlite_commit(struct store_sqlite *s)
 
 /* ---------------------------------------------------------------- replay and maintenance */
 
+/* struct bad_row is a stored row that is not a job, kept during replay to be moved aside. */
+struct bad_row {
+    int64_t id;         /* its rowid */
+    const char *reason; /* static text from store_row_decode */
+};
+
+/* column reads column k of st as a store_col (bytes valid until the next step). */
+static void column(sqlite3_stmt *st, int k, struct store_col *c)
+{
+    switch (sqlite3_column_type(st, k)) {
+    case SQLITE_INTEGER:
+        *c = (struct store_col){STORE_COL_INT, sqlite3_column_int64(st, k), NULL, 0};
+        break;
+    case SQLITE_FLOAT:
+        *c = (struct store_col){STORE_COL_FLOAT, 0, NULL, 0};
+        break;
+    case SQLITE_TEXT:
+    case SQLITE_BLOB: {
+        int type = sqlite3_column_type(st, k) == SQLITE_TEXT ? STORE_COL_TEXT : STORE_COL_BLOB;
+        const void *p = sqlite3_column_blob(st, k);
+        *c = (struct store_col){(enum store_col_type)type, 0, p, (size_t)sqlite3_column_bytes(st, k)};
+        break;
+    }
+    default:
+        *c = (struct store_col){STORE_COL_NULL, 0, NULL, 0};
+    }
+}
+
+/* quarantine moves the rows bad[0..n) from spur_jobs to spur_quarantine, with their reasons, in
+ * one transaction. Returns 0 or -1 with the text in s->err (the rows then stay where they are, and
+ * are skipped again by the next replay). */
+static int quarantine(struct store_sqlite *s, const struct bad_row *bad, size_t n)
+{
+    sqlite3_stmt *ins = NULL, *del = NULL;
+    int ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(s->db,
+                                "INSERT INTO spur_quarantine (id, prio, run_at, func, uniq, reducer, "
+                                "data, reason, moved_at) SELECT id, prio, run_at, func, uniq, reducer, "
+                                "data, ?2, ?3 FROM spur_jobs WHERE id = ?1",
+                                -1, &ins, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(s->db, "DELETE FROM spur_jobs WHERE id = ?1", -1, &del, NULL) == SQLITE_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        sqlite3_bind_int64(ins, 1, bad[i].id);
+        sqlite3_bind_text(ins, 2, bad[i].reason, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, (int64_t)time(NULL));
+        sqlite3_bind_int64(del, 1, bad[i].id);
+        ok = step_ok(step_once(ins)) && step_ok(step_once(del));
+    }
+    ok = ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok) {
+        db_err(s->db, s->err, sizeof s->err, "moving invalid rows to spur_quarantine");
+        if (!sqlite3_get_autocommit(s->db))
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(del);
+    return ok ? 0 : -1;
+}
+
 int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struct store_rec *r), void *ctx,
                         uint64_t *max_id)
 {
     sqlite3_stmt *st = NULL;
     int ret = 0, rc;
+    struct bad_row *bad = NULL;
+    size_t nbad = 0, capbad = 0;
+    s->quarantined = 0;
+    s->qnote[0] = '\0';
     if (max_id != NULL) {
         int64_t m = 0;
         if (query_int(s->db, "SELECT max((SELECT value FROM spur_meta WHERE key = 'max_id'), "
-                             "coalesce((SELECT max(id) FROM spur_jobs), 0))",
+                             "coalesce((SELECT max(id) FROM spur_jobs WHERE id <= " ID_MAX_SQL "), 0))",
                       &m, s->err, sizeof s->err) != 0)
             return -1;
         *max_id = (uint64_t)m;
@@ -837,14 +943,26 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
         return -1;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_col cols[STORE_ROW_NCOLS];
+        for (int k = 0; k < STORE_ROW_NCOLS; k++)
+            column(st, k, &cols[k]);
         struct store_rec r;
-        r.id = (uint64_t)sqlite3_column_int64(st, 0);
-        r.prio = sqlite3_column_int(st, 1);
-        r.when = sqlite3_column_int64(st, 2);
-        r.func = blob_or_empty(st, 3, &r.func_len);
-        r.unique = blob_or_empty(st, 4, &r.unique_len);
-        r.reducer = blob_or_empty(st, 5, &r.reducer_len);
-        r.data = blob_or_empty(st, 6, &r.data_len);
+        const char *why = store_row_decode(cols, s->max_func, &r);
+        if (why != NULL) { /* not a job: keep it aside, never hand it to the engine */
+            if (nbad == capbad) {
+                size_t ncap = capbad ? capbad * 2 : 16;
+                struct bad_row *nb = realloc(bad, ncap * sizeof *nb);
+                if (nb == NULL) {
+                    set_err(s->err, sizeof s->err, "replay: out of memory");
+                    ret = -1;
+                    break;
+                }
+                bad = nb;
+                capbad = ncap;
+            }
+            bad[nbad++] = (struct bad_row){sqlite3_column_int64(st, 0), why};
+            continue;
+        }
         if ((ret = cb(ctx, &r)) != 0)
             break;
     }
@@ -853,6 +971,14 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
         ret = -1;
     }
     sqlite3_finalize(st);
+    if (nbad > 0) {
+        s->quarantined = nbad;
+        int moved = quarantine(s, bad, nbad) == 0;
+        snprintf(s->qnote, sizeof s->qnote, "%zu invalid stored rows %s (the first: id %lld, %s)",
+                 nbad, moved ? "moved to table spur_quarantine" : "skipped (could not be moved aside)",
+                 (long long)bad[0].id, bad[0].reason);
+    }
+    free(bad);
     return ret;
 }
 
@@ -902,4 +1028,334 @@ void store_sqlite_maintain(struct store_sqlite *s)
         }
     }
     sqlite3_busy_timeout(s->db, BUSY_MS);
+}
+
+/* ---------------------------------------------------------------- integrity check and recovery */
+
+#define WALK_MAX_REGIONS 100000 /* give up listing damaged regions after this many */
+
+/* struct walk is the state of reading every readable row of a damaged spur_jobs. */
+struct walk {
+    sqlite3_stmt *scan;    /* the rows after ?1, in id order */
+    sqlite3_stmt *probe;   /* does a seek past ?1 read without error? */
+    sqlite3_stmt *copy;    /* insert into the fresh file, or NULL when only counting */
+    uint64_t readable;     /* rows read */
+    uint64_t copied;       /* rows written to the fresh file */
+    uint64_t lost;         /* ids in the damaged regions whose bounds are known */
+    uint64_t regions;      /* damaged regions */
+    int64_t max_seen;      /* largest id read, or bound of a damaged region */
+    int lost_head;         /* rows before the first readable one may be lost (count unknown) */
+    int lost_tail;         /* rows after the last readable one are unreadable */
+    int64_t tail_from;     /* ... after this id */
+    int64_t first_lost;    /* smallest id of a damaged region (its exclusive lower bound) */
+};
+
+/* probe_ok tells whether a seek for the first row after x reads without error. */
+static int probe_ok(sqlite3_stmt *probe, int64_t x)
+{
+    sqlite3_bind_int64(probe, 1, x);
+    int rc = sqlite3_step(probe);
+    sqlite3_reset(probe);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE;
+}
+
+/* skip_damage finds where readable rows start again after x, whose seek fails: the smallest y > x
+ * (to the precision of a binary search) whose seek succeeds, i.e. the divider key above the damaged
+ * pages. Returns 0 with *y, or -1 when no seek up to INT64_MAX succeeds. */
+static int skip_damage(sqlite3_stmt *probe, int64_t x, int64_t *y)
+{
+    int64_t lo = x, hi;
+    uint64_t step = 1;
+    for (;;) {
+        uint64_t room = (uint64_t)INT64_MAX - (uint64_t)lo; /* modular: exact for every lo */
+        if (room == 0)
+            return -1;
+        hi = step >= room ? INT64_MAX : (int64_t)((uint64_t)lo + step);
+        if (probe_ok(probe, hi))
+            break;
+        lo = hi;
+        step = step < ((uint64_t)1 << 62) ? step * 2 : step;
+    }
+    while ((uint64_t)hi - (uint64_t)lo > 1) { /* lo fails, hi succeeds */
+        int64_t mid = (int64_t)((uint64_t)lo + ((uint64_t)hi - (uint64_t)lo) / 2);
+        if (probe_ok(probe, mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *y = hi;
+    return 0;
+}
+
+/* walk_rows reads every readable row of spur_jobs in id order, skipping damaged pages by seeking
+ * past them, and copies each row with w->copy when set. Returns 0, or -1 when copying fails (text
+ * in buf). */
+static int walk_rows(struct walk *w, sqlite3 *fdb, char *buf, size_t len)
+{
+    int64_t after = INT64_MIN;
+    int started = 0;
+    for (;;) {
+        int rc;
+        sqlite3_bind_int64(w->scan, 1, after);
+        while ((rc = sqlite3_step(w->scan)) == SQLITE_ROW) {
+            after = sqlite3_column_int64(w->scan, 0);
+            started = 1;
+            w->readable++;
+            if (after > w->max_seen)
+                w->max_seen = after;
+            if (w->copy != NULL) {
+                for (int k = 0; k < 7; k++)
+                    sqlite3_bind_value(w->copy, k + 1, sqlite3_column_value(w->scan, k));
+                int crc = sqlite3_step(w->copy);
+                sqlite3_reset(w->copy);
+                if (crc != SQLITE_DONE) {
+                    db_err(fdb, buf, len, "copying a readable job");
+                    sqlite3_reset(w->scan);
+                    return -1;
+                }
+                w->copied += (uint64_t)sqlite3_changes(fdb);
+            }
+        }
+        sqlite3_reset(w->scan);
+        if (rc == SQLITE_DONE)
+            return 0;
+        /* damaged pages right after `after` */
+        int64_t y;
+        if (w->regions == 0 || after < w->first_lost)
+            w->first_lost = after;
+        w->regions++;
+        if (!started)
+            w->lost_head = 1;
+        if (w->regions > WALK_MAX_REGIONS || skip_damage(w->probe, after, &y) != 0) {
+            w->lost_tail = 1;
+            w->tail_from = after;
+            return 0;
+        }
+        if (started)
+            w->lost += (uint64_t)y - (uint64_t)after;
+        if (y > w->max_seen)
+            w->max_seen = y;
+        after = y;
+        started = 1;
+    }
+}
+
+/* check_text runs PRAGMA quick_check and puts its first line in out: "ok" for a sound file.
+ * Returns 0, or -1 when it cannot run at all (the text then says why). */
+static int check_text(sqlite3 *db, char *out, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        set_err(out, len, "%s", t ? t : "?");
+    } else {
+        set_err(out, len, "%s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* lost_text describes what a walk could not read. */
+static void lost_text(const struct walk *w, int64_t hwm, char *out, size_t len)
+{
+    uint64_t lost = w->lost;
+    int unknown = w->lost_head;
+    if (w->lost_tail) {
+        if (hwm > w->tail_from && w->tail_from != INT64_MIN)
+            lost += (uint64_t)hwm - (uint64_t)w->tail_from;
+        else
+            unknown = 1;
+    }
+    set_err(out, len, "%llu jobs readable, up to %llu jobs lost%s in %llu damaged region%s of ids "
+            "(from id %lld)",
+            (unsigned long long)w->readable, (unsigned long long)lost,
+            unknown ? " and an unknown number more" : "", (unsigned long long)w->regions,
+            w->regions == 1 ? "" : "s", (long long)(w->regions ? w->first_lost + 1 : 0));
+}
+
+/* fresh_store creates an empty store with Spur's schema at path (removing what is there). Returns 0
+ * or -1 with the text in buf. */
+static int fresh_store(const char *path, char *buf, size_t len)
+{
+    char side[4200];
+    unlink(path);
+    if (snprintf(side, sizeof side, "%s-wal", path) < (int)sizeof side)
+        unlink(side);
+    if (snprintf(side, sizeof side, "%s-shm", path) < (int)sizeof side)
+        unlink(side);
+    sqlite3 *db = NULL;
+    int ok = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
+             exec(db, "PRAGMA auto_vacuum = INCREMENTAL", buf, len) == 0 &&
+             exec(db, "BEGIN", buf, len) == 0 && exec(db, schema_sql, buf, len) == 0 &&
+             exec(db, "COMMIT", buf, len) == 0;
+    if (!ok && db != NULL && buf[0] == '\0')
+        db_err(db, buf, len, "creating the recovered store");
+    sqlite3_close(db);
+    return ok ? 0 : -1;
+}
+
+/* swap_in keeps the damaged file at path as damaged (its WAL beside it) and moves the recovered
+ * file tmp to path. path always names a complete store: the damaged one, then the recovered one.
+ * Returns 0 or -1 with the text in buf. */
+static int swap_in(const char *path, const char *tmp, const char *damaged, char *buf, size_t len)
+{
+    char side[4200], side2[4200];
+    if (link(path, damaged) != 0) {
+        set_err(buf, len, "keeping the damaged file as %s: %s", damaged, strerror(errno));
+        return -1;
+    }
+    if (snprintf(side, sizeof side, "%s-wal", path) >= (int)sizeof side ||
+        snprintf(side2, sizeof side2, "%s-wal", damaged) >= (int)sizeof side2) {
+        set_err(buf, len, "path too long");
+        return -1;
+    }
+    if (rename(side, side2) != 0 && errno != ENOENT) {
+        set_err(buf, len, "moving %s aside: %s", side, strerror(errno));
+        return -1;
+    }
+    if (snprintf(side, sizeof side, "%s-shm", path) < (int)sizeof side)
+        unlink(side);
+    if (rename(tmp, path) != 0) {
+        set_err(buf, len, "moving %s to %s: %s", tmp, path, strerror(errno));
+        return -1;
+    }
+    /* make the renames durable */
+    char dir[4200];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return 0;
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    return 0;
+}
+
+/* one_line turns the newlines of a message into spaces, in place. */
+static void one_line(char *t)
+{
+    for (char *p = t; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+}
+
+int store_sqlite_check(const char *path, int recover, char *report, size_t len)
+{
+    struct stat sb;
+    char q[200] = "", lost[300] = "", buf[512] = "";
+    report[0] = '\0';
+    if (stat(path, &sb) != 0 || sb.st_size == 0)
+        return 0; /* a new store */
+    sqlite3 *db = NULL, *fdb = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return 0; /* store_sqlite_open reports it */
+    }
+    sqlite3_busy_timeout(db, BUSY_MS);
+    if (check_text(db, q, sizeof q) != 0 || strcmp(q, "ok") == 0) {
+        sqlite3_close(db); /* sound, or not a database at all: store_sqlite_open reports that */
+        return 0;
+    }
+    one_line(q);
+    int64_t hwm = 0;
+    char tmp[4200], damaged[4200], stamp[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tmv);
+    if (snprintf(tmp, sizeof tmp, "%s.recover-tmp", path) >= (int)sizeof tmp ||
+        snprintf(damaged, sizeof damaged, "%s.damaged-%s", path, stamp) >= (int)sizeof damaged) {
+        set_err(report, len, "store %s is damaged (quick_check: %s); its path is too long to recover",
+                path, q);
+        sqlite3_close(db);
+        return -1;
+    }
+    query_int(db, "SELECT value FROM spur_meta WHERE key = 'max_id'", &hwm, buf, sizeof buf);
+    buf[0] = '\0';
+
+    /* the rows are read on the damaged file's connection and written on the fresh file's own
+     * connection: a corruption error on one connection must not poison the other's transaction */
+    struct walk w = {0};
+    int ret = -1;
+    if (recover) {
+        if (fresh_store(tmp, buf, sizeof buf) != 0)
+            goto out;
+        if (sqlite3_open_v2(tmp, &fdb, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+            db_err(fdb, buf, sizeof buf, "opening the recovered store");
+            goto out;
+        }
+        if (exec(fdb, "BEGIN", buf, sizeof buf) != 0 ||
+            prepare(fdb, "INSERT OR IGNORE INTO spur_jobs (id, prio, run_at, func, uniq, reducer, "
+                         "data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &w.copy, buf, sizeof buf) != 0)
+            goto out;
+    }
+    if (prepare(db, "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs WHERE id > ?1 "
+                    "ORDER BY id", &w.scan, buf, sizeof buf) != 0 ||
+        prepare(db, "SELECT id FROM spur_jobs WHERE id > ?1 ORDER BY id LIMIT 1", &w.probe, buf,
+                sizeof buf) != 0 ||
+        walk_rows(&w, fdb, buf, sizeof buf) != 0)
+        goto out;
+    lost_text(&w, hwm, lost, sizeof lost);
+    if (!recover) {
+        set_err(report, len, "store %s is damaged (quick_check: %s): %s; start with --store-recover "
+                "to rewrite it with the readable jobs (the damaged file is kept beside it)",
+                path, q, lost);
+        goto out;
+    }
+    /* the high-water mark stays above every id that was or may have been used */
+    int64_t mark = hwm > w.max_seen ? hwm : w.max_seen;
+    if (mark < 0 || (uint64_t)mark > STORE_ID_MAX)
+        mark = (int64_t)STORE_ID_MAX; /* replay's checks deal with it */
+    char *sql = sqlite3_mprintf("UPDATE spur_meta SET value = %lld WHERE key = 'max_id'", (long long)mark);
+    int ok = sql != NULL && exec(fdb, sql, buf, sizeof buf) == 0;
+    sqlite3_free(sql);
+    sqlite3_finalize(w.copy);
+    w.copy = NULL;
+    if (!ok || exec(fdb, "COMMIT", buf, sizeof buf) != 0)
+        goto out;
+    sqlite3_finalize(w.scan);
+    sqlite3_finalize(w.probe);
+    w.scan = w.probe = NULL;
+    sqlite3_close(db);
+    db = NULL;
+    /* what else can be read comes along, best effort, one statement each */
+    sql = sqlite3_mprintf("ATTACH DATABASE %Q AS old", path);
+    if (sql != NULL && sqlite3_exec(fdb, sql, NULL, NULL, NULL) == SQLITE_OK) {
+        sqlite3_exec(fdb, "INSERT OR IGNORE INTO spur_import SELECT * FROM old.spur_import", NULL, NULL,
+                     NULL);
+        sqlite3_exec(fdb, "INSERT INTO spur_quarantine SELECT * FROM old.spur_quarantine", NULL, NULL,
+                     NULL);
+        sqlite3_exec(fdb, "DETACH DATABASE old", NULL, NULL, NULL);
+    }
+    sqlite3_free(sql);
+    sqlite3_close(fdb);
+    fdb = NULL;
+    if (swap_in(path, tmp, damaged, buf, sizeof buf) != 0)
+        goto out;
+    set_err(report, len, "--store-recover: store %s was damaged (quick_check: %s); rewritten with "
+            "%llu jobs: %s; the damaged file is kept as %s",
+            path, q, (unsigned long long)w.copied, lost, damaged);
+    ret = 1;
+out:
+    if (ret < 0 && report[0] == '\0')
+        set_err(report, len, "store %s is damaged (quick_check: %s) and could not be recovered: %s",
+                path, q, buf);
+    sqlite3_finalize(w.copy);
+    sqlite3_finalize(w.scan);
+    sqlite3_finalize(w.probe);
+    sqlite3_close(db);
+    sqlite3_close(fdb);
+    if (ret < 0 && recover)
+        unlink(tmp);
+    return ret;
 }

@@ -78,6 +78,17 @@ struct store_batch;
 struct store_sqlite *store_sqlite_open(const char *path, const char *import_table, uint64_t *next_id,
                                        char *err, size_t errlen);
 
+/* store_sqlite_check checks the store file at path before it is opened (PRAGMA quick_check). A
+ * missing, empty or sound file returns 0, and so does one that is not a database at all (open
+ * reports that). A damaged file is read row by row in id order, seeking past damaged pages, so that
+ * one bad page costs only the rows on it. Without recover it returns -1 and report says how many
+ * jobs are readable and how many may be lost. With recover, the readable jobs (and what can be read
+ * of spur_meta, spur_import and spur_quarantine) are written to a fresh file, the damaged file is
+ * kept as "<path>.damaged-<UTC time>" (its WAL beside it) and the fresh one takes its place; it
+ * returns 1 and report says what was lost. -1 with report also when recovery fails (path is then
+ * untouched). Call with no connection open on path (the server holds its lock). */
+int store_sqlite_check(const char *path, int recover, char *report, size_t len);
+
 /* store_sqlite_note returns a one-line message about what open did that the operator should know
  * (a gearmand import, or a re-appeared import table that was left alone), or NULL. Valid until
  * close. */
@@ -135,7 +146,9 @@ int store_sqlite_commit(struct store_sqlite *s);
 const char *store_sqlite_error(const struct store_sqlite *s);
 
 /* store_sqlite_replay calls cb(ctx, r) for every stored job in submission order (ascending id),
- * streaming the rows (constant memory). r and its pointers are valid only during the call; empty
+ * after checking each row with store_row_decode: a row that is not a job is never passed to cb but
+ * moved to the table spur_quarantine once the scan ends (see store_sqlite_quarantined);
+ * streaming the rows (constant memory, plus 16 bytes per invalid row). r and its pointers are valid only during the call; empty
  * fields are "" (never NULL). A non-zero return from cb stops the replay and is returned. cb may use
  * the loop side of the store but not the connection side. If max_id is not NULL, *max_id receives
  * the largest id ever stored, even if that job has since been deleted (a persistent high-water
@@ -143,6 +156,16 @@ const char *store_sqlite_error(const struct store_sqlite *s);
  * (text in store_sqlite_error). Connection side. */
 int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struct store_rec *r),
                         void *ctx, uint64_t *max_id);
+
+/* store_sqlite_set_max_function sets the longest function or reducer name a replayed row may have
+ * (--max-function-name; 512 until set). Call before store_sqlite_replay. */
+void store_sqlite_set_max_function(struct store_sqlite *s, size_t max);
+
+/* store_sqlite_quarantined returns how many rows the last store_sqlite_replay found not to be jobs
+ * (see store_row_decode) and moved from spur_jobs to the table spur_quarantine, with the reason and
+ * the time, in one transaction after the last row was read. If note is not NULL, *note is a
+ * one-line summary for the log ("" when none), valid until the next replay or close. */
+uint64_t store_sqlite_quarantined(const struct store_sqlite *s, const char **note);
 
 /* store_sqlite_maintain keeps the files bounded; call it about once a second. It does nothing (no
  * system call, no SQL) unless something was written since the last call that had work to do. Then:

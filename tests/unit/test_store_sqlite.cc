@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 extern "C" {
+#include "store_row.h"
 #include "store_sqlite.h"
 }
 
@@ -184,7 +185,7 @@ TEST(StoreSqlite, RoundTripBinaryAndLargePayloads)
     Job a;
     a.id = 1;
     a.func = "reverse";
-    a.unique = string("u\0ni\0", 5);
+    a.unique = string("u\1ni\xff", 5); // bytes, but no NUL: the wire cannot carry one there
     a.reducer = "sum";
     a.data = string("\0\0payload\0with\0NULs\0", 20);
     a.prio = 0;
@@ -987,4 +988,183 @@ TEST(StoreSqlite, CommittedBatchesSurviveSigkill)
     EXPECT_GT(committed_batches, 20u);
     RecordProperty("committed_batches", (int)committed_batches);
     RecordProperty("uncertain_applied", (int)uncertain_applied);
+}
+
+// ---------------------------------------------------------------- untrusted rows
+
+namespace {
+
+store_col int_col(int64_t v) { return store_col{STORE_COL_INT, v, nullptr, 0}; }
+store_col blob_col(const string &b) { return store_col{STORE_COL_BLOB, 0, b.data(), b.size()}; }
+
+} // namespace
+
+TEST(StoreRow, DecodesOnlyWhatASubmitCouldHaveCreated)
+{
+    string f = "reverse", u = "u1", red = "", d = string("pay\0load", 8), empty;
+    store_col c[STORE_ROW_NCOLS] = {int_col(7), int_col(2), int_col(-3), blob_col(f), blob_col(u),
+                                    blob_col(red), blob_col(d)};
+    store_rec r;
+    ASSERT_EQ(store_row_decode(c, 512, &r), nullptr);
+    EXPECT_EQ(r.id, 7u);
+    EXPECT_EQ(r.prio, 2);
+    EXPECT_EQ(r.when, 0) << "a negative run_at means now";
+    EXPECT_EQ(string(r.func, r.func_len), f);
+    EXPECT_EQ(string(static_cast<const char *>(r.data), r.data_len), d);
+    EXPECT_STREQ(r.reducer, "");
+
+    auto reject = [&](int col, store_col v, size_t max_func, const char *why) {
+        store_col bad[STORE_ROW_NCOLS];
+        std::copy(c, c + STORE_ROW_NCOLS, bad);
+        bad[col] = v;
+        store_rec out;
+        const char *got = store_row_decode(bad, max_func, &out);
+        ASSERT_NE(got, nullptr) << why;
+        EXPECT_NE(strstr(got, why), nullptr) << got;
+    };
+    string longu(65, 'u'), nul = string("a\0b", 3), func600(600, 'h');
+    reject(STORE_ROW_ID, int_col(0), 512, "id out of range");
+    reject(STORE_ROW_ID, int_col(-1), 512, "id out of range");
+    reject(STORE_ROW_ID, int_col((int64_t)STORE_ID_MAX + 1), 512, "id out of range");
+    reject(STORE_ROW_ID, int_col(INT64_MAX), 512, "id out of range");
+    reject(STORE_ROW_PRIO, int_col(3), 512, "priority out of range");
+    reject(STORE_ROW_PRIO, int_col(-1), 512, "priority out of range");
+    reject(STORE_ROW_PRIO, blob_col(f), 512, "priority is not an integer");
+    reject(STORE_ROW_PRIO, store_col{STORE_COL_FLOAT, 0, nullptr, 0}, 512, "priority is not");
+    reject(STORE_ROW_RUN_AT, int_col(STORE_RUN_AT_MAX + 1), 512, "run_at out of range");
+    reject(STORE_ROW_FUNC, blob_col(empty), 512, "function name is empty");
+    reject(STORE_ROW_FUNC, blob_col(nul), 512, "function name contains NUL");
+    reject(STORE_ROW_FUNC, blob_col(func600), 512, "function name longer");
+    reject(STORE_ROW_FUNC, blob_col(f), 6, "function name longer");
+    reject(STORE_ROW_FUNC, store_col{STORE_COL_NULL, 0, nullptr, 0}, 512, "function name is not");
+    reject(STORE_ROW_FUNC, int_col(5), 512, "function name is not");
+    reject(STORE_ROW_UNIQUE, blob_col(longu), 512, "unique longer than 64");
+    reject(STORE_ROW_UNIQUE, blob_col(nul), 512, "unique contains NUL");
+    reject(STORE_ROW_REDUCER, blob_col(func600), 512, "reducer longer");
+    reject(STORE_ROW_DATA, store_col{STORE_COL_NULL, 0, nullptr, 0}, 512, "payload is not");
+    reject(STORE_ROW_DATA, store_col{(store_col_type)0, 0, nullptr, 0}, 512, "payload is not");
+    string tabs = "a\tb\nc"; // the wire accepts these names, so the store keeps them
+    c[STORE_ROW_FUNC] = blob_col(tabs);
+    EXPECT_EQ(store_row_decode(c, 512, &r), nullptr);
+    c[STORE_ROW_FUNC] = store_col{STORE_COL_TEXT, 0, f.data(), f.size()};
+    EXPECT_EQ(store_row_decode(c, 512, &r), nullptr) << "text columns are bytes too";
+}
+
+TEST(StoreSqlite, ReplayMovesInvalidRowsToQuarantine)
+{
+    TempDir d;
+    string p = d.path();
+    store_sqlite *s = open_store(p);
+    add(s, simple_job(1));
+    add(s, simple_job(5));
+    ASSERT_EQ(store_sqlite_commit(s), 0);
+    store_sqlite_close(s);
+    exec_sql(p, "INSERT INTO spur_jobs VALUES (2, 9, 0, x'66', x'', x'', x'00');"
+                "INSERT INTO spur_jobs VALUES (3, 1, 0, x'', x'', x'', x'00');"
+                "INSERT INTO spur_jobs VALUES (4, 1, 0, x'66', zeroblob(70000), x'', x'01');");
+    s = open_store(p);
+    store_sqlite_set_max_function(s, 512);
+    std::vector<Job> got = replay_all(s);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].id, 1u);
+    EXPECT_EQ(got[1].id, 5u);
+    const char *note = nullptr;
+    EXPECT_EQ(store_sqlite_quarantined(s, &note), 3u);
+    EXPECT_NE(strstr(note, "3 invalid stored rows moved to table spur_quarantine"), nullptr) << note;
+    EXPECT_NE(strstr(note, "id 2, priority out of range"), nullptr) << note;
+    got = replay_all(s);
+    EXPECT_EQ(got.size(), 2u);
+    EXPECT_EQ(store_sqlite_quarantined(s, &note), 0u) << "moved once";
+    store_sqlite_close(s);
+    EXPECT_EQ(query_int64(p, "SELECT count(*) FROM spur_quarantine"), 3);
+    EXPECT_EQ(query_int64(p, "SELECT length(uniq) FROM spur_quarantine WHERE id = 4"), 70000);
+    EXPECT_EQ(query_int64(p, "SELECT count(*) FROM spur_jobs"), 2);
+}
+
+TEST(StoreSqlite, InsaneHighWaterMarkIsReset)
+{
+    TempDir d;
+    string p = d.path();
+    store_sqlite *s = open_store(p);
+    add(s, simple_job(40));
+    ASSERT_EQ(store_sqlite_commit(s), 0);
+    store_sqlite_close(s);
+    exec_sql(p, "UPDATE spur_meta SET value = 9223372036854775807 WHERE key = 'max_id'");
+    uint64_t next = 1;
+    s = open_store(p, nullptr, &next);
+    EXPECT_EQ(next, 41u);
+    ASSERT_NE(store_sqlite_note(s), nullptr);
+    EXPECT_NE(strstr(store_sqlite_note(s), "out of range"), nullptr);
+    store_sqlite_close(s);
+    EXPECT_EQ(query_int64(p, "SELECT value FROM spur_meta WHERE key = 'max_id'"), 40);
+}
+
+TEST(StoreSqlite, DamagedPagesCostOnlyTheirRowsAndRecoverRewritesTheRest)
+{
+    TempDir d;
+    string p = d.path();
+    const uint64_t n = 6000;
+    store_sqlite *s = open_store(p);
+    for (uint64_t id = 1; id <= n; id++)
+        add(s, simple_job(id, 100));
+    ASSERT_EQ(store_sqlite_commit(s), 0);
+    store_sqlite_close(s);
+    char report[1024];
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 0, report, sizeof report), 0) << report;
+
+    // the leaf pages of spur_jobs, from SQLite's dbstat table
+    std::vector<int64_t> leaves;
+    {
+        sqlite3 *db = nullptr;
+        sqlite3_stmt *st = nullptr;
+        ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, "SELECT pageno FROM dbstat WHERE name = 'spur_jobs' AND pagetype = 'leaf' "
+                                   "ORDER BY pageno", -1, &st, nullptr) != SQLITE_OK) {
+            sqlite3_close(db);
+            GTEST_SKIP() << "SQLite without the dbstat table";
+        }
+        while (sqlite3_step(st) == SQLITE_ROW)
+            leaves.push_back(sqlite3_column_int64(st, 0));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    ASSERT_GT(leaves.size(), 30u);
+    int64_t page = query_int64(p, "PRAGMA page_size");
+    int fd = open(p.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    string zeros((size_t)page, '\0');
+    // two in the middle and the one holding the highest ids (rows are stored in id order)
+    for (int64_t pg : {leaves[leaves.size() / 3], leaves[2 * leaves.size() / 3], leaves.back()})
+        ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), (pg - 1) * page), (ssize_t)zeros.size());
+    close(fd);
+    off_t size_before = file_size(p);
+
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 0, report, sizeof report), -1);
+    string rep = report;
+    EXPECT_NE(rep.find("is damaged"), string::npos) << rep;
+    EXPECT_NE(rep.find("in 3 damaged regions"), string::npos) << rep;
+    unsigned long long readable = 0, lost = 0;
+    ASSERT_EQ(sscanf(strstr(report, "): ") + 3, "%llu jobs readable, up to %llu jobs lost", &readable, &lost), 2)
+        << rep;
+    EXPECT_EQ(readable + lost, n) << "ids are dense here, so the count of lost jobs is exact";
+    EXPECT_LE(lost, 3 * 2 * n / leaves.size()) << "three pages' worth, not everything after them";
+    EXPECT_EQ(file_size(p), size_before) << "refusing changes nothing";
+
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 1, report, sizeof report), 1);
+    rep = report;
+    EXPECT_NE(rep.find("rewritten with " + std::to_string(readable) + " jobs"), string::npos) << rep;
+    string kept = rep.substr(rep.find("kept as ") + 8);
+    EXPECT_EQ(kept.rfind(p + ".damaged-", 0), 0u) << kept;
+    EXPECT_GT(file_size(kept), 0);
+    ASSERT_EQ(store_sqlite_check(p.c_str(), 0, report, sizeof report), 0) << "the new file is sound: " << report;
+
+    uint64_t next = 1;
+    s = open_store(p, nullptr, &next);
+    EXPECT_GT(next, n - lost) << "no id below the high-water mark is reused";
+    EXPECT_EQ(next, n + 1);
+    std::vector<Job> got = replay_all(s);
+    store_sqlite_close(s);
+    ASSERT_EQ(got.size(), readable);
+    for (const Job &j : got)
+        expect_same(j, simple_job(j.id, 100));
 }

@@ -337,3 +337,260 @@ def test_second_server_on_the_same_store_is_refused(server_factory, store_path):
                        capture_output=True, timeout=20)
     assert r.returncode == 1
     assert b"in use by another server" in r.stderr
+
+
+def run_five(s, store_path):
+    """Submit 5 stored jobs and have one worker take them all; returns (worker, handles)."""
+    c = s.connect()
+    handles = []
+    for i in range(5):
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"job%d" % i)
+        handles.append(c.expect(JOB_CREATED))
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    for _ in range(5):
+        w.send_packet(GRAB_JOB_UNIQ)
+        w.expect(JOB_ASSIGN_UNIQ)
+    assert rows(store_path) == 5
+    return w, handles
+
+
+def stop_by(s, how):
+    """Stop s the way `how` says and wait for it to exit; returns the exit code."""
+    if how in ("SIGTERM", "SIGINT", "SIGUSR1"):
+        s.proc.send_signal(getattr(signal, how))
+    else:
+        a = s.connect()
+        a.send(b"shutdown graceful\n" if how == "graceful" else b"shutdown\n")
+    rc = s.proc.wait(timeout=30)
+    s.proc = None
+    return rc
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "shutdown", "graceful", "SIGUSR1"])
+def test_clean_stop_keeps_running_stored_jobs_even_without_retries(server_factory, store_path, how):
+    """A stop is not a worker failure: with -j 0, 5 running stored jobs stay stored and replay."""
+    args = ("--store=sqlite:" + store_path, "--job-retries=0", "--shutdown-timeout=0.5")
+    s = server_factory(*args)
+    w, handles = run_five(s, store_path)
+    assert stop_by(s, how) == 0
+    assert rows(store_path) == 5, s.stderr_text()
+    s2 = server_factory(*args)
+    wait_replayed(s2)
+    assert "replayed 5 jobs" in s2.stderr_text()
+    got = grab_all(s2, b"f", 5)
+    assert sorted(h for h, _, _ in got) == sorted(handles)
+
+
+def test_job_completed_just_before_sigterm_does_not_come_back(server_factory, store_path):
+    args = ("--store=sqlite:" + store_path, "--job-retries=0")
+    s = server_factory(*args)
+    w, handles = run_five(s, store_path)
+    w.send_packet(WORK_COMPLETE, handles[0], b"")
+    w.send_packet(WORK_FAIL, handles[1])
+    w.echo_roundtrip()  # both results are handled before the signal
+    assert stop_by(s, "SIGTERM") == 0
+    s2 = server_factory(*args)
+    wait_replayed(s2)
+    got = grab_all(s2, b"f", 3)
+    assert sorted(h for h, _, _ in got) == sorted(handles[2:])
+
+
+def test_full_disk_with_a_finished_job_backs_off_and_recovers(server_factory, store_path):
+    """A deletion that cannot be written is retried after a growing pause (10 ms doubling to 5 s),
+    not at once in a loop; submits still get QUEUE_ERROR; it all recovers when space returns."""
+    s = server_factory("--store=sqlite:" + store_path, "--store-max-pages=40")
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    w = s.connect()
+    w.send_packet(CAN_DO, b"f")
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    # another connection makes every deletion need 400 kB, far beyond spurd's 40 pages: each
+    # commit holding a deletion now fails with SQLITE_FULL, as on a full disk
+    db = sqlite3.connect(store_path, timeout=30)
+    db.executescript("CREATE TABLE spill (b BLOB); CREATE TRIGGER spill_t AFTER DELETE ON spur_jobs "
+                     "BEGIN INSERT INTO spill VALUES (zeroblob(400000)); END;")
+    w.send_packet(WORK_COMPLETE, h, b"")
+    w.echo_roundtrip()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"y")
+    assert c.expect(ERROR).startswith(b"QUEUE_ERROR\0"), "a submit while full is still refused at once"
+    t0 = time.monotonic()
+    time.sleep(2)  # a measuring window, not a synchronisation: count the commits tried in it
+    failed_lines = s.stderr_text().count("store: writing")
+    assert failed_lines < 30, f"{failed_lines} failure lines in about 2 s: no back-off"
+    assert rows(store_path) == 1
+    # space returns: the deletion goes through by itself, within the 5 s cap of the back-off
+    db.executescript("DROP TRIGGER spill_t")
+    db.close()
+    deadline = time.monotonic() + 60
+    while "writing works again" not in s.stderr_text():
+        assert time.monotonic() < deadline, s.stderr_text()[-2000:]
+        time.sleep(0.05)
+    outage = time.monotonic() - t0
+    line = [l for l in s.stderr_text().splitlines() if "writing works again" in l][-1]
+    attempts = int(line.split("after ")[1].split(" failed")[0])
+    # 1 submit + at most about log2(outage / 10 ms) + outage / 5 s retries of the deletion
+    assert 2 <= attempts <= 20 + outage / 5, line
+    assert rows(store_path) == 0
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"z")
+    c.expect(JOB_CREATED)
+
+
+def test_hostile_stored_rows_are_quarantined_not_trusted(server_factory, store_path):
+    """Rows spurd could never have written (edited by hand, another program, damage) are moved to
+    spur_quarantine with a reason at start; the good rows replay; new ids stay valid."""
+    s = server_factory("--store=sqlite:" + store_path)
+    assert s.stop() == 0
+    s.proc = None
+    db = sqlite3.connect(store_path)
+    ins = "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) VALUES (?,?,?,?,?,?,?)"
+    good = [(10, 1, 0, b"f", b"", b"", b"ok1"), (30, 0, 0, b"g", b"u", b"", b"ok2")]
+    bad = {
+        11: ((11, 7, 0, b"f", b"", b"", b"x"), "priority out of range"),
+        12: ((12, -1, 0, b"f", b"", b"", b"x"), "priority out of range"),
+        13: ((13, 1, 0, b"f", b"u" * 70000, b"", b"x"), "unique longer"),
+        14: ((14, 1, 0, b"h" * 600, b"", b"", b"x"), "function name longer"),
+        15: ((15, 1, 0, b"", b"", b"", b"x"), "function name is empty"),
+        16: ((16, 1, 0, b"a\0b", b"", b"", b"x"), "function name contains NUL"),
+        17: ((17, "high", 0, b"f", b"", b"", b"x"), "priority is not an integer"),
+        18: ((18, 1, 0, 42, b"", b"", b"x"), "function name is not bytes"),
+        19: ((19, 1, 2 ** 62, b"f", b"", b"", b"x"), "run_at out of range"),
+        20: ((20, 1, 0, b"f", b"", b"r" * 600, b"x"), "reducer longer"),
+        -5: ((-5, 1, 0, b"f", b"", b"", b"x"), "id out of range"),
+        0: ((0, 1, 0, b"f", b"", b"", b"x"), "id out of range"),
+        2 ** 62 + 1: ((2 ** 62 + 1, 1, 0, b"f", b"", b"", b"x"), "id out of range"),
+    }
+    db.executemany(ins, good + [row for row, _ in bad.values()])
+    db.execute("UPDATE spur_meta SET value = 9223372036854775807 WHERE key = 'max_id'")
+    db.commit()
+    db.close()
+    s = server_factory("--store=sqlite:" + store_path)
+    wait_replayed(s)
+    log = s.stderr_text()
+    assert "replayed 2 jobs" in log, log
+    assert "%d invalid stored rows moved to table spur_quarantine" % len(bad) in log, log
+    assert "high-water mark 9223372036854775807 is out of range" in log, log
+    c = s.connect()
+    assert ask(c, b"status\n") == b"f\t1\t0\t0\ng\t1\t0\t0\n.\n"
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"new")
+    h = c.expect(JOB_CREATED)
+    assert 30 < int(h.rsplit(b":", 1)[1]) <= 2 ** 62
+    got = grab_all(s, b"f", 2)
+    assert [d for _, _, d in got] == [b"ok1", b"new"]
+    got = grab_all(s, b"g", 1)
+    assert got[0][1:] == (b"u", b"ok2")
+    assert s.stop() == 0
+    db = sqlite3.connect(store_path)
+    q = dict(db.execute("SELECT id, reason FROM spur_quarantine").fetchall())
+    assert sorted(q) == sorted(bad)
+    for i, (_, why) in bad.items():
+        assert why in q[i], (i, q[i])
+    assert db.execute("SELECT count(*) FROM spur_jobs").fetchone()[0] == 0
+    assert len(db.execute("SELECT uniq FROM spur_quarantine WHERE id = 13").fetchone()[0]) == 70000
+    db.close()
+    s = server_factory("--store=sqlite:" + store_path)  # once moved aside, nothing more to report
+    wait_replayed(s)
+    assert "invalid stored rows" not in s.stderr_text()
+
+
+def damaged_store(server_factory, store_path, n=3000):
+    """Store n jobs, stop, and zero one leaf page of spur_jobs in the middle of the file.
+    Returns ({handle: payload}, rows per leaf page)."""
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    payloads = [b"job-%05d-" % i + bytes(range(i % 7, 100 + i % 7)) for i in range(n)]
+    c.send(b"".join(packet(SUBMIT_JOB_BG, b"f", b"", p) for p in payloads))
+    handles = [c.expect(JOB_CREATED) for _ in range(n)]
+    assert s.stop() == 0
+    s.proc = None
+    db = sqlite3.connect(store_path)
+    leaves = [r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE name = 'spur_jobs' "
+                                       "AND pagetype = 'leaf' ORDER BY pageno")]
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    assert len(leaves) > 20
+    with open(store_path, "r+b") as f:
+        f.seek((leaves[len(leaves) // 2] - 1) * page_size)
+        f.write(b"\0" * page_size)
+    return dict(zip(handles, payloads)), n / len(leaves)
+
+
+def test_damaged_store_is_refused_with_a_count(server_factory, store_path):
+    jobs, per_page = damaged_store(server_factory, store_path)
+    r = subprocess.run([os.environ["SPURD"], "--port=0", "--listen=127.0.0.1",
+                        "--store=sqlite:" + store_path], capture_output=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.decode()
+    assert "is damaged" in err and "--store-recover" in err, err
+    lost = int(err.split("up to ")[1].split(" jobs lost")[0])
+    assert 1 <= lost <= 2 * per_page, err
+    assert "%d jobs readable" % (3000 - lost) in err, err
+    assert not [f for f in os.listdir(os.path.dirname(store_path)) if ".damaged-" in f]
+
+
+def test_damaged_store_recovers_every_readable_row(server_factory, store_path):
+    jobs, per_page = damaged_store(server_factory, store_path)
+    s = server_factory("--store=sqlite:" + store_path, "--store-recover")
+    wait_replayed(s)
+    log = s.stderr_text()
+    assert "store-recover" in log and "jobs lost" in log, log
+    listed = ask(s.connect(), b"show jobs\n").split(b"\n")[:-2]
+    assert 3000 - 2 * per_page <= len(listed) < 3000, len(listed)
+    got = grab_all(s, b"f", len(listed))
+    for h, _, d in got:
+        assert jobs[h] == d, "a recovered payload is intact"
+    kept = [f for f in os.listdir(os.path.dirname(store_path)) if ".damaged-" in f]
+    assert len(kept) == 1 and kept[0].startswith("jobs.db.damaged-"), kept
+    assert s.stop() == 0
+    s = server_factory("--store=sqlite:" + store_path)  # the rewritten file is sound
+    wait_replayed(s)
+    assert "replayed 0 jobs" in s.stderr_text()
+
+
+def test_store_files_are_private_to_the_server(server_factory, store_path):
+    """Jobs may carry secrets: a new store and its WAL and shared-memory files are created 0600."""
+    s = server_factory("--store=sqlite:" + store_path)
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"secret")
+    c.expect(JOB_CREATED)
+    for f in (store_path, store_path + "-wal", store_path + "-shm"):
+        assert os.stat(f).st_mode & 0o777 == 0o600, f
+
+
+def test_store_lock_cannot_be_removed_by_a_tmp_cleaner(server_factory, store_path):
+    """The lock is on the database file itself: deleting side files does not let a second server
+    in, and the refusal names the process that holds the store."""
+    s = server_factory("--store=sqlite:" + store_path)
+    d = os.path.dirname(store_path)
+    for f in os.listdir(d):  # what a tmp cleaner could remove without breaking the database
+        if f.endswith(".lock"):
+            os.unlink(os.path.join(d, f))
+    r = subprocess.run([os.environ["SPURD"], "--port=0", "--listen=127.0.0.1",
+                        "--store=sqlite:" + store_path], capture_output=True, timeout=20)
+    assert r.returncode == 1, r.stderr
+    assert b"in use by another server (locked by pid %d)" % s.proc.pid in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("case", ["missing-dir", "not-a-dir", "unwritable-dir", "fifo"])
+def test_store_open_errors_name_the_real_cause(tmp_path, case):
+    if EXTERNAL:
+        pytest.skip("needs its own spurd")
+    if case == "missing-dir":
+        path, cause = tmp_path / "nowhere" / "jobs.db", b"No such file or directory"
+    elif case == "not-a-dir":
+        (tmp_path / "file").write_bytes(b"")
+        path, cause = tmp_path / "file" / "jobs.db", b"Not a directory"
+    elif case == "fifo":
+        os.mkfifo(tmp_path / "jobs.db")
+        path, cause = tmp_path / "jobs.db", b"not a regular file"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write anywhere")
+        (tmp_path / "ro").mkdir(mode=0o500)
+        path, cause = tmp_path / "ro" / "jobs.db", b"Permission denied"
+    r = subprocess.run([os.environ["SPURD"], "--port=0", "--listen=127.0.0.1",
+                        "--store=sqlite:%s" % path], capture_output=True, timeout=20)
+    assert r.returncode == 1
+    assert cause in r.stderr and b"in use" not in r.stderr, r.stderr
