@@ -407,9 +407,10 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     s->nlis = n;
     if (cfg->unix_path != NULL) {
-        int fd = listen_unix(cfg->unix_path, cfg->backlog, err, errlen);
+        int fd = listen_unix(cfg->unix_path, cfg->backlog, &s->unix_id, err, errlen);
         if (fd < 0)
             return -1;
+        s->unix_bound = 1;
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
         s->nlis++;
@@ -484,8 +485,10 @@ void server_destroy(struct server *s)
     s->lazy = s->lazy_tail = NULL;
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
-    if (s->cfg->unix_path != NULL)
-        unlink(s->cfg->unix_path);
+    /* only the socket this process bound, and only if it is still there (not replaced) */
+    if (s->unix_bound && listen_unix_remove(s->cfg->unix_path, &s->unix_id) != 0)
+        log_notice("unix socket %s was removed or replaced; left alone", s->cfg->unix_path);
+    s->unix_bound = 0;
     ev_timer_stop(s->loop, &s->resume_timer);
     ev_timer_stop(s->loop, &s->job_timer);
     ev_idle_stop(s->loop, &s->listing_idle);

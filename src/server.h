@@ -27,6 +27,8 @@ struct server {
     ev_io lis_io[LISTEN_MAX];         /* their watchers */
     int nlis;                         /* listening sockets in use */
     int port;                         /* bound TCP port */
+    int unix_bound;                   /* this process bound the --unix socket */
+    struct listen_unix_id unix_id;    /* which file that is, so only it is removed */
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
     ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
