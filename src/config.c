@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "file.h"
 #include "log.h"
 
 
@@ -142,7 +143,8 @@ void config_usage(FILE *out)
         "\n"
         "Options with gearmand's names and meanings:\n"
         "  -b, --backlog=N            listen() backlog (default 32)\n"
-        "  -d, --daemon               detach and run in the background\n"
+        "  -d, --daemon               detach and run in the background; start-up errors are\n"
+        "                             printed and exit 1; without -l, logs go to syslog\n"
         "      --exceptions           enable WORK_EXCEPTION forwarding for every client\n"
         "  -f, --file-descriptors=N   set the open-file limit (RLIMIT_NOFILE)\n"
         "  -h, --help                 print this help and exit\n"
@@ -164,7 +166,7 @@ void config_usage(FILE *out)
         "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
         "  -R, --round-robin          accepted: round-robin across functions is always on\n"
         "      --config-file=FILE     read more options from FILE (split on white space)\n"
-        "      --syslog               accepted and ignored\n"
+        "      --syslog               also log to syslog(3) (facility daemon)\n"
         "      --coredump             accepted and ignored\n"
         "  -t, --threads=N            accepted: spurd runs one event loop on one thread\n"
         "  -u, --user=USER            switch to USER after binding\n"
@@ -388,7 +390,7 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             return errf(err, errlen, "--protocol=%s is not supported by spurd", optarg);
         case 'R': break;
         case OPT_CONFIG_FILE: break; /* read before the command line */
-        case OPT_SYSLOG: break;
+        case OPT_SYSLOG: c->syslog = 1; break;
         case OPT_COREDUMP: break;
         case 't':
             if (parse_long(optarg, 0, 1024, &v) != 0)
@@ -550,6 +552,43 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
                         "--max-output-buffer must be at least --max-packet-size + 4096");
     }
     return rc;
+}
+
+/* absolute replaces *p (when set and relative) with its absolute form. */
+static int absolute(char **p, const char *cwd)
+{
+    if (*p == NULL || (*p)[0] == '/')
+        return 0;
+    char *a = file_absolute(*p, cwd);
+    if (a == NULL)
+        return -1;
+    free(*p);
+    *p = a;
+    return 0;
+}
+
+int config_make_absolute(struct config *c, const char *cwd)
+{
+    if (c->log_file != NULL && strcmp(c->log_file, "stderr") != 0 &&
+        strcmp(c->log_file, "none") != 0 && absolute(&c->log_file, cwd) != 0)
+        return -1;
+    if (absolute(&c->pid_file, cwd) != 0 || absolute(&c->port_file, cwd) != 0 ||
+        absolute(&c->unix_path, cwd) != 0 || absolute(&c->sqlite_db, cwd) != 0)
+        return -1;
+    if (c->store != NULL && c->store[7] != '/') { /* "sqlite:" + a relative path */
+        char *a = file_absolute(c->store + 7, cwd);
+        char *s = a ? malloc(strlen(a) + 8) : NULL;
+        if (s == NULL) {
+            free(a);
+            return -1;
+        }
+        memcpy(s, "sqlite:", 7);
+        strcpy(s + 7, a);
+        free(a);
+        free(c->store);
+        c->store = s;
+    }
+    return 0;
 }
 
 void config_free(struct config *c)

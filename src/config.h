@@ -33,6 +33,7 @@ struct config {
     int daemon;                      /* -d */
     char *pid_file;                  /* -P, NULL for none */
     char *log_file;                  /* -l: "stderr", "none" or a path */
+    int syslog;                      /* --syslog: also log to syslog(3) */
     int verbose;                     /* --verbose level (enum log_level) */
     char *user;                      /* -u: switch to this user after binding */
     int threads;                     /* -t: accepted for compatibility; spurd has one loop */
@@ -85,6 +86,11 @@ void config_defaults(struct config *c);
  * Returns 0 on success; 1 when --help or --version was printed to out (exit 0); -1 on an error,
  * with a message in err (errlen bytes). */
 int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out);
+
+/* config_make_absolute rewrites every relative file path in c (pid file, log file, port file,
+ * unix socket, store and libsqlite3 database) as cwd + "/" + path, for a daemon that is about
+ * to chdir("/"). Returns 0, or -1 when out of memory. */
+int config_make_absolute(struct config *c, const char *cwd);
 
 /* config_free frees the strings c owns. */
 void config_free(struct config *c);

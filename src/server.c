@@ -15,6 +15,7 @@
 
 #include "admin.h"
 #include "conn.h"
+#include "file.h"
 #include "log.h"
 #include "store.h"
 
@@ -361,19 +362,6 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 /* ------------------------------------------------------------ lifecycle */
 
-static int write_port_file(const char *path, int port)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return -1;
-    fprintf(f, "%d\n", port);
-    if (fclose(f) != 0)
-        return -1;
-    return rename(tmp, path);
-}
-
 int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -398,8 +386,6 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_async_init(&s->store_async, store_async_cb);
     s->store_async.data = s;
     ev_async_start(s->loop, &s->store_async);
-    if (store_open(&s->eng, store_notify, s, err, errlen) != 0)
-        return -1;
 
     int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis, LISTEN_MAX,
                        &s->port, err, errlen);
@@ -452,10 +438,22 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_signal_start(s->loop, &s->sig_term);
     ev_signal_start(s->loop, &s->sig_int);
     ev_signal_start(s->loop, &s->sig_hup);
+    return 0;
+}
 
-    if (cfg->port_file != NULL && write_port_file(cfg->port_file, s->port) != 0) {
-        snprintf(err, errlen, "cannot write --port-file %s: %s", cfg->port_file, strerror(errno));
+int server_start(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
+    if (store_open(&s->eng, store_notify, s, err, errlen) != 0)
         return -1;
+    if (cfg->port_file != NULL) {
+        char text[32];
+        snprintf(text, sizeof text, "%d\n", s->port);
+        if (file_write_atomic(cfg->port_file, text) != 0) {
+            snprintf(err, errlen, "cannot write --port-file %s: %s", cfg->port_file,
+                     strerror(errno));
+            return -1;
+        }
     }
     log_notice("spurd listening on port %d", s->port);
     return 0;

@@ -182,3 +182,42 @@ TEST(Config, ReparseIsIndependent)
     config_free(&a.c);
     config_free(&b.c);
 }
+
+TEST(Config, Syslog)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.syslog, 0);
+    config_free(&p.c);
+    p = parse({"--syslog"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.syslog, 1);
+    config_free(&p.c);
+}
+
+TEST(Config, MakeAbsoluteResolvesRelativePathsOnly)
+{
+    Parsed p = parse({"-P", "run/s.pid", "-l", "s.log", "--port-file=/abs/port", "--unix=s.sock",
+                      "--store=sqlite:data/q.db", "--libsqlite3-db=q3.db"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    ASSERT_EQ(config_make_absolute(&p.c, "/home/op"), 0);
+    EXPECT_STREQ(p.c.pid_file, "/home/op/run/s.pid");
+    EXPECT_STREQ(p.c.log_file, "/home/op/s.log");
+    EXPECT_STREQ(p.c.port_file, "/abs/port");
+    EXPECT_STREQ(p.c.unix_path, "/home/op/s.sock");
+    EXPECT_STREQ(p.c.store, "sqlite:/home/op/data/q.db");
+    EXPECT_STREQ(p.c.sqlite_db, "/home/op/q3.db");
+    config_free(&p.c);
+
+    for (const char *special : {"stderr", "none"}) {
+        p = parse({"-l", special});
+        ASSERT_EQ(p.rc, 0) << p.err;
+        ASSERT_EQ(config_make_absolute(&p.c, "/"), 0);
+        EXPECT_STREQ(p.c.log_file, special);
+        config_free(&p.c);
+    }
+    p = parse({"-P", "x.pid"});
+    ASSERT_EQ(config_make_absolute(&p.c, "/"), 0);
+    EXPECT_STREQ(p.c.pid_file, "/x.pid") << "no doubled slash";
+    config_free(&p.c);
+}

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """spurd as packagers run it: -d for real, pid files, start-up errors, unix sockets, shutdown."""
 import os
+import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
 from conftest import EXTERNAL
+from gearman_wire import (CAN_DO, ECHO_REQ, ECHO_RES, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NO_JOB,
+                          SUBMIT_JOB_BG, WORK_COMPLETE, Conn)
 
 pytestmark = pytest.mark.spur_only
 
@@ -17,6 +21,220 @@ def spurd():
     if not binary or EXTERNAL:
         pytest.skip("needs the spurd binary")
     return binary
+
+
+def alive(pid):
+    """Whether pid runs (a zombie nobody reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid, timeout=20):
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} still running"
+        time.sleep(0.01)
+
+
+def wait_for(cond, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def daemons():
+    """Pids of daemons started by the test; any still running afterwards is killed (and fails)."""
+    pids = []
+    yield pids
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"daemons left running: {left}"
+
+
+def run_daemon(binary, cwd, *args):
+    """Run `spurd -d ARGS` in cwd with pipes on stdout and stderr: it must return at once (the
+    daemon lets go of them), so a hang here is a failure."""
+    try:
+        return subprocess.run([binary, "-d", "--listen=127.0.0.1", "--verbose=NOTICE"]
+                              + list(args), cwd=str(cwd), capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        if (cwd / "d.pid").exists():  # a daemon that kept our pipes: do not leave it behind
+            os.kill(int((cwd / "d.pid").read_text()), signal.SIGKILL)
+        raise
+
+
+def start_daemon(binary, cwd, daemons, *args):
+    """Start a daemon with relative pid, log and port files in cwd; return (pid, port)."""
+    r = run_daemon(binary, cwd, "--port=0", "-P", "d.pid", "-l", "d.log",
+                   "--port-file=d.port", *args)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"" and r.stderr == b""
+    with open(cwd / "d.pid") as f:
+        pid = int(f.read())
+    daemons.append(pid)
+    assert alive(pid)
+    with open(cwd / "d.port") as f:
+        port = int(f.read())
+    return pid, port
+
+
+def stop_daemon(pid, cwd):
+    """SIGTERM: the daemon exits promptly, removes its pid file and logs a last line."""
+    os.kill(pid, signal.SIGTERM)
+    wait_gone(pid)
+    assert not (cwd / "d.pid").exists()
+    assert "spurd stopped" in (cwd / "d.log").read_text().splitlines()[-1]
+
+
+def echo(port):
+    c = Conn(("127.0.0.1", port))
+    c.echo_roundtrip(b"hello")
+    c.close()
+
+
+def test_daemon_detaches_writes_files_relative_to_its_start_directory(spurd, tmp_path, daemons):
+    pid, port = start_daemon(spurd, tmp_path, daemons)
+    echo(port)
+    assert os.readlink(f"/proc/{pid}/cwd") == "/"
+    assert "spurd listening" in (tmp_path / "d.log").read_text()
+    stop_daemon(pid, tmp_path)
+
+
+STORES = {
+    "store": ["--store=sqlite:jobs.db"],
+    "libsqlite3": ["-q", "libsqlite3", "--libsqlite3-db=jobs.db"],
+}
+
+
+def wait_replayed(cwd, count):
+    wait_for(lambda: (cwd / "d.log").read_text().count("store: replayed") >= count,
+             "the store replay")
+
+
+@pytest.mark.parametrize("store", sorted(STORES))
+def test_daemon_with_a_store_keeps_and_replays_background_jobs(spurd, tmp_path, daemons, store):
+    pid, port = start_daemon(spurd, tmp_path, daemons, *STORES[store])
+    wait_replayed(tmp_path, 1)
+    assert (tmp_path / "jobs.db").exists(), "a relative store path is the start directory's"
+    c = Conn(("127.0.0.1", port))
+    c.send_packet(SUBMIT_JOB_BG, b"daemon_f", b"u1", b"payload")
+    handle = c.expect(JOB_CREATED)
+    c.close()
+    stop_daemon(pid, tmp_path)
+
+    pid, port = start_daemon(spurd, tmp_path, daemons, *STORES[store])
+    wait_replayed(tmp_path, 2)
+    w = Conn(("127.0.0.1", port))
+    w.send_packet(CAN_DO, b"daemon_f")
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN) == handle + b"\0daemon_f\0payload"
+    w.send_packet(WORK_COMPLETE, handle, b"")
+    w.send_packet(GRAB_JOB)
+    assert w.expect(NO_JOB) == b""
+    w.close()
+    stop_daemon(pid, tmp_path)
+
+
+def test_daemon_on_a_relative_unix_socket(spurd, tmp_path, daemons):
+    pid, _ = start_daemon(spurd, tmp_path, daemons, "--unix=d.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(str(tmp_path / "d.sock"))
+    s.sendall(b"version\n")
+    assert s.recv(100).startswith(b"OK ")
+    s.close()
+    stop_daemon(pid, tmp_path)
+    assert not (tmp_path / "d.sock").exists()
+
+
+def test_daemon_pid_file_in_a_missing_directory_fails_with_exit_1(spurd, tmp_path, daemons):
+    r = run_daemon(spurd, tmp_path, "--port=0", "--port-file=d.port", "-l", "d.log",
+                   "-P", "missing/d.pid")
+    assert r.returncode == 1
+    assert b"cannot write pid file" in r.stderr and b"missing/d.pid" in r.stderr
+    # the daemon that bound the port is gone: nobody listens there any more
+    with open(tmp_path / "d.port") as f:
+        port = int(f.read())
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def test_daemon_store_that_cannot_open_fails_with_exit_1(spurd, tmp_path, daemons):
+    (tmp_path / "jobs.db").write_bytes(b"this is not an SQLite database" * 100)
+    r = run_daemon(spurd, tmp_path, "--port=0", "-l", "d.log", "-P", "d.pid",
+                   "--store=sqlite:jobs.db")
+    assert r.returncode == 1
+    assert b"spurd: " in r.stderr
+    assert not (tmp_path / "d.pid").exists()
+
+
+def test_daemon_unknown_user_fails_with_exit_1(spurd, tmp_path, daemons):
+    r = run_daemon(spurd, tmp_path, "--port=0", "-l", "d.log", "-P", "d.pid",
+                   "--user=no-such-user-here")
+    assert r.returncode == 1
+    assert b"unknown user 'no-such-user-here'" in r.stderr
+    assert not (tmp_path / "d.pid").exists()
+
+
+def test_daemon_on_a_busy_port_fails_with_exit_1(spurd, tmp_path, daemons):
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        r = run_daemon(spurd, tmp_path, "--port=%d" % port, "-l", "d.log", "-P", "d.pid")
+    finally:
+        busy.close()
+    assert r.returncode == 1
+    assert b"Address already in use" in r.stderr
+    assert not (tmp_path / "d.pid").exists()
+
+
+def test_pid_and_port_files_replace_a_symlink_instead_of_following_it(spurd, tmp_path, daemons):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.symlink(victim, tmp_path / "d.pid")
+    os.symlink(victim, tmp_path / "d.port")
+    pid, port = start_daemon(spurd, tmp_path, daemons)
+    assert victim.read_text() == "precious\n"
+    assert not os.path.islink(tmp_path / "d.pid") and not os.path.islink(tmp_path / "d.port")
+    assert oct(os.stat(tmp_path / "d.pid").st_mode & 0o777) == oct(0o644)
+    echo(port)
+    stop_daemon(pid, tmp_path)
+    assert victim.read_text() == "precious\n"
+
+
+# ------------------------------------------------------------ shutdown paths log a last line
+
+def admin_line(addr, line):
+    c = Conn(addr)
+    c.send(line)
+    return c
+
+
+SHUTDOWNS = {
+    "SIGTERM": lambda s: s.proc.send_signal(signal.SIGTERM),
+    "SIGINT": lambda s: s.proc.send_signal(signal.SIGINT),
+    "SIGUSR1": lambda s: s.proc.send_signal(signal.SIGUSR1),
+    "admin": lambda s: admin_line(s.addr, b"shutdown\n"),
+    "admin-graceful": lambda s: admin_line(s.addr, b"shutdown graceful\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SHUTDOWNS))
+def test_every_shutdown_path_logs_a_last_line(server_factory, how):
+    s = server_factory()
+    s.connect().echo_roundtrip()
+    SHUTDOWNS[how](s)
+    assert s.proc.wait(timeout=20) == 0
+    assert "spurd stopped (exit code 0)" in s.stderr_text().splitlines()[-1]
 
 
 # ------------------------------------------------------------ --unix never deletes others' files
@@ -84,3 +302,45 @@ def test_socket_replaced_while_running_is_left_alone_at_exit(server_factory, tmp
         assert os.path.exists(path), "another process's socket was removed"
     finally:
         other.close()
+
+
+# ------------------------------------------------------------ syslog
+
+def test_daemon_without_log_file_logs_to_syslog(spurd, tmp_path):
+    """In a private mount namespace, /dev is replaced by a directory holding a null device and
+    a datagram socket the test reads: that is where syslog(3) sends its lines."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "null").touch()
+    log = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    log.bind(str(dev / "log"))
+    log.settimeout(20)
+    script = ("mount --bind /dev/null {d}/null && mount --bind {d} /dev && exec {s} -d "
+              "--listen=127.0.0.1 --port=0 --port-file={t}/s.port -P {t}/s.pid "
+              "--verbose=NOTICE").format(d=dev, s=spurd, t=tmp_path)
+    try:
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        if (tmp_path / "s.pid").exists():
+            os.kill(int((tmp_path / "s.pid").read_text()), signal.SIGKILL)
+        raise
+    if r.returncode != 0 and not (tmp_path / "s.pid").exists():
+        log.close()
+        pytest.skip("cannot make a private mount namespace here: %r" % r.stderr)
+    assert r.stdout == b"" and r.stderr == b"", "a daemon without -l writes nothing on the terminal"
+    pid = int((tmp_path / "s.pid").read_text())
+    lines = []
+    try:
+        while not any(b"spurd listening" in x for x in lines):
+            lines.append(log.recv(4096))
+        os.kill(pid, signal.SIGTERM)
+        while not any(b"spurd stopped" in x for x in lines):
+            lines.append(log.recv(4096))
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        log.close()
+    wait_gone(pid)
+    assert all(x.startswith(b"<") and b"spurd[" in x for x in lines)
+    assert any(x.startswith(b"<29>") for x in lines), "daemon.notice is priority 29"
