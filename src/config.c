@@ -29,6 +29,7 @@ void config_defaults(struct config *c)
     c->keepalive_idle = -1;
     c->keepalive_interval = -1;
     c->keepalive_count = -1;
+    c->tcp_user_timeout = -1;
     c->max_packet = 64u << 20;
     c->max_line = 8192;
     c->max_output = 256u << 20;
@@ -76,6 +77,8 @@ enum {
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
+    OPT_LISTEN_RETRY,
+    OPT_TCP_USER_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -132,6 +135,8 @@ static const struct option long_opts[] = {
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-key", required_argument, NULL, OPT_SSL_FILE},
     {"http-port", required_argument, NULL, OPT_HTTP_PORT},
+    {"listen-retry", required_argument, NULL, OPT_LISTEN_RETRY},
+    {"tcp-user-timeout", required_argument, NULL, OPT_TCP_USER_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -181,6 +186,11 @@ void config_usage(FILE *out)
         "Spur's own options:\n"
         "      --unix=PATH            also listen on a unix-domain socket\n"
         "      --port-file=FILE       write the bound TCP port to FILE (useful with --port=0)\n"
+        "      --listen-retry=S       retry a busy port once a second for up to S seconds\n"
+        "                             (default 0: fail at once)\n"
+        "      --tcp-user-timeout=S   TCP_USER_TIMEOUT for accepted sockets: unacknowledged data\n"
+        "                             older than S seconds closes the connection (0 = OS\n"
+        "                             default; default: derived from --keepalive-*)\n"
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
@@ -412,6 +422,17 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             break;
         case OPT_CHECK_ARGS: c->check_args = 1; break;
         case OPT_UNIX: set_str(&c->unix_path, optarg); break;
+        case OPT_LISTEN_RETRY:
+            if (parse_long(optarg, 0, 86400, &v) != 0)
+                return errf(err, errlen, "invalid --listen-retry '%s' (seconds, 0..86400)", optarg);
+            c->listen_retry = (int)v;
+            break;
+        case OPT_TCP_USER_TIMEOUT:
+            if (parse_long(optarg, 0, 4000000, &v) != 0)
+                return errf(err, errlen, "invalid --tcp-user-timeout '%s' (seconds, 0..4000000)",
+                            optarg);
+            c->tcp_user_timeout = (int)v;
+            break;
         case OPT_PORT_FILE: set_str(&c->port_file, optarg); break;
         case OPT_MAX_PACKET:
             if (parse_size(optarg, 1024, UINT32_MAX, &sz) != 0)
@@ -552,6 +573,19 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
                         "--max-output-buffer must be at least --max-packet-size + 4096");
     }
     return rc;
+}
+
+unsigned config_tcp_user_timeout_ms(const struct config *c)
+{
+    if (c->tcp_user_timeout >= 0)
+        return (unsigned)c->tcp_user_timeout * 1000u;
+    if (c->keepalive_idle < 0 && c->keepalive_interval < 0 && c->keepalive_count < 0)
+        return 0;
+    unsigned long long idle = c->keepalive_idle > 0 ? (unsigned)c->keepalive_idle : 7200u;
+    unsigned long long intvl = c->keepalive_interval > 0 ? (unsigned)c->keepalive_interval : 75u;
+    unsigned long long cnt = c->keepalive_count > 0 ? (unsigned)c->keepalive_count : 9u;
+    unsigned long long ms = (idle + intvl * cnt) * 1000u;
+    return ms > UINT_MAX ? UINT_MAX : (unsigned)ms;
 }
 
 /* absolute replaces *p (when set and relative) with its absolute form. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
@@ -125,6 +126,10 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &c->keepalive_interval, sizeof(int));
     if (c->keepalive_count > 0)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &c->keepalive_count, sizeof(int));
+    /* keepalive probes wait for the send queue to drain: a peer that vanished with our data
+     * unacknowledged (a NOOP to a dead worker) is only caught by TCP_USER_TIMEOUT */
+    if (s->user_timeout_ms > 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
 /* addr_text formats the peer address; returns whether it is a local (loopback/unix) peer. */
@@ -362,10 +367,36 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 /* ------------------------------------------------------------ lifecycle */
 
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* open_tcp opens the TCP listeners, retrying a busy port once a second for --listen-retry
+ * seconds. Returns how many, or -1 with a message in err. */
+static int open_tcp(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
+    double deadline = mono_now() + cfg->listen_retry;
+    for (int tries = 0;; tries++) {
+        int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis,
+                           LISTEN_MAX, &s->port, err, errlen);
+        if (n >= 0 || errno != EADDRINUSE || mono_now() + 1 > deadline)
+            return n;
+        if (tries == 0)
+            log_warn("%s; retrying once a second for up to %d s (--listen-retry)", err,
+                     cfg->listen_retry);
+        sleep(1);
+    }
+}
+
 int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
+    s->user_timeout_ms = config_tcp_user_timeout_ms(cfg);
     s->loop = ev_default_loop(EVFLAG_AUTO);
     if (s->loop == NULL) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -387,8 +418,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     s->store_async.data = s;
     ev_async_start(s->loop, &s->store_async);
 
-    int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis, LISTEN_MAX,
-                       &s->port, err, errlen);
+    int n = open_tcp(s, err, errlen);
     if (n < 0)
         return -1;
     s->nlis = n;

@@ -29,6 +29,7 @@ struct server {
     int port;                         /* bound TCP port */
     int unix_bound;                   /* this process bound the --unix socket */
     struct listen_unix_id unix_id;    /* which file that is, so only it is removed */
+    unsigned user_timeout_ms;         /* TCP_USER_TIMEOUT for accepted sockets, 0 = OS default */
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
     ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */

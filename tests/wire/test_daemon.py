@@ -304,6 +304,43 @@ def test_socket_replaced_while_running_is_left_alone_at_exit(server_factory, tmp
         other.close()
 
 
+# ------------------------------------------------------------ --listen-retry
+
+def test_listen_retry_waits_for_a_busy_port_to_be_freed(spurd, tmp_path):
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    log = tmp_path / "s.log"
+    proc = subprocess.Popen([spurd, "--listen=127.0.0.1", "--port=%d" % port, "--verbose=NOTICE",
+                             "--listen-retry=120", "-l", str(log),
+                             "--port-file=" + str(tmp_path / "s.port")])
+    try:
+        wait_for(lambda: log.exists() and "retrying" in log.read_text(), "the retry log line")
+        assert proc.poll() is None, "exited instead of retrying"
+        busy.close()
+        wait_for(lambda: (tmp_path / "s.port").exists(), "the server to come up", timeout=60)
+        echo(port)
+        assert log.read_text().count("retrying") == 1, "logged once"
+    finally:
+        busy.close()
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+
+
+def test_busy_port_without_listen_retry_fails_at_once(spurd):
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        r = spurd_once(spurd, "--port=%d" % busy.getsockname()[1])
+    finally:
+        busy.close()
+    assert r.returncode == 1 and b"Address already in use" in r.stderr
+
+
 # ------------------------------------------------------------ syslog
 
 def test_daemon_without_log_file_logs_to_syslog(spurd, tmp_path):
@@ -344,3 +381,52 @@ def test_daemon_without_log_file_logs_to_syslog(spurd, tmp_path):
     wait_gone(pid)
     assert all(x.startswith(b"<") and b"spurd[" in x for x in lines)
     assert any(x.startswith(b"<29>") for x in lines), "daemon.notice is priority 29"
+
+
+# ------------------------------------------------------------ TCP_USER_TIMEOUT
+
+def server_side_socket(pid, client):
+    """A duplicate of the server's accepted socket for our client connection, taken with
+    pidfd_getfd(2) (x86_64 only; root or ptrace rights needed), or None if that is impossible."""
+    import ctypes
+    if os.uname().machine != "x86_64" or not hasattr(os, "pidfd_open"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    try:
+        want = client.getsockname()
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            if not os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:"):
+                continue
+            fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd
+            if fd < 0:
+                return None
+            s = socket.socket(fileno=fd)
+            try:
+                if s.family == socket.AF_INET and s.getpeername() == want:
+                    return s
+            except OSError:
+                pass
+            s.close()
+    finally:
+        os.close(pidfd)
+    return None
+
+
+@pytest.mark.parametrize("args,want_ms", [
+    ((), 0),
+    (("--keepalive-idle=60", "--keepalive-interval=10", "--keepalive-count=6"), 120000),
+    (("--keepalive-idle=60", "--tcp-user-timeout=7"), 7000),
+])
+def test_accepted_sockets_get_tcp_user_timeout(server_factory, args, want_ms):
+    s = server_factory(*args)
+    c = s.connect()
+    c.echo_roundtrip()  # accepted and tuned
+    mine = server_side_socket(s.proc.pid, c.sock)
+    if mine is None:
+        pytest.skip("cannot look at the server's socket (pidfd_getfd)")
+    try:
+        assert mine.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == want_ms
+    finally:
+        mine.close()
+        c.close()
