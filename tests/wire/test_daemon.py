@@ -4,6 +4,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -430,3 +431,71 @@ def test_accepted_sockets_get_tcp_user_timeout(server_factory, args, want_ms):
     finally:
         mine.close()
         c.close()
+
+
+DEAD_PEER = r'''
+import os, socket, struct, subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from gearman_wire import CAN_DO, JOB_CREATED, PRE_SLEEP, SUBMIT_JOB_BG, Conn, packet
+spurd, d, bound = sys.argv[2], sys.argv[3], float(sys.argv[4])
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+p = subprocess.Popen([spurd, "--listen=127.0.0.1", "--port=0", "--port-file=" + d + "/port",
+                      "--unix=" + d + "/sock"] + sys.argv[5:], stderr=subprocess.DEVNULL)
+try:
+    deadline = time.monotonic() + 30
+    while not os.path.exists(d + "/port"):
+        assert time.monotonic() < deadline and p.poll() is None, "spurd did not start"
+        time.sleep(0.01)
+    w = Conn(("127.0.0.1", int(open(d + "/port").read())))
+    w.send_packet(CAN_DO, b"dead_f")
+    w.send_packet(PRE_SLEEP)
+    u = socket.socket(socket.AF_UNIX)
+    u.settimeout(30)
+    u.connect(d + "/sock")
+    def workers():
+        u.sendall(b"workers\n")
+        buf = b""
+        while not buf.endswith(b".\n"):
+            buf += u.recv(65536)
+        return buf
+    while b"dead_f" not in workers():  # the worker is registered and asleep
+        time.sleep(0.01)
+    # the worker's host vanishes: nothing sent to it is acknowledged any more
+    subprocess.run(["ip", "link", "set", "lo", "down"], check=True)
+    t0 = time.monotonic()
+    u.sendall(packet(SUBMIT_JOB_BG, b"dead_f", b"", b"x"))  # spurd sends the worker a NOOP
+    hdr = b""
+    while len(hdr) < 12:
+        hdr += u.recv(12 - len(hdr))
+    assert struct.unpack(">II", hdr[4:])[0] == JOB_CREATED
+    u.recv(struct.unpack(">II", hdr[4:])[1], socket.MSG_WAITALL)
+    while b"dead_f" in workers():
+        if time.monotonic() - t0 > bound:
+            print("STILL-CONNECTED")
+            sys.exit(1)
+        time.sleep(0.05)
+    print("CLOSED")
+finally:
+    p.kill()
+    p.wait()
+'''
+
+
+@pytest.mark.parametrize("args", [
+    ("--keepalive-idle=1", "--keepalive-interval=1", "--keepalive-count=1"),
+    ("--tcp-user-timeout=2",),
+])
+def test_worker_that_vanished_with_unacknowledged_data_is_closed(spurd, tmp_path, args):
+    """In a private network namespace, loopback goes down while spurd has a NOOP for a sleeping
+    worker: keepalive alone never probes (data is in flight) and the OS default keeps
+    retransmitting for about 15 minutes; TCP_USER_TIMEOUT (2 s here) closes the connection.
+    The bound of 60 s is far from both."""
+    wire_dir = os.path.dirname(os.path.abspath(__file__))
+    try:
+        r = subprocess.run(["unshare", "-n", sys.executable, "-c", DEAD_PEER, wire_dir, spurd,
+                            str(tmp_path), "60"] + list(args), capture_output=True, timeout=120)
+    except FileNotFoundError:
+        pytest.skip("unshare is not installed")
+    if b"unshare" in r.stderr and r.returncode != 0 and not r.stdout:
+        pytest.skip("cannot make a private network namespace here: %r" % r.stderr)
+    assert r.stdout.strip() == b"CLOSED", r.stdout + r.stderr
