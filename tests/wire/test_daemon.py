@@ -499,3 +499,10 @@ def test_worker_that_vanished_with_unacknowledged_data_is_closed(spurd, tmp_path
     if b"unshare" in r.stderr and r.returncode != 0 and not r.stdout:
         pytest.skip("cannot make a private network namespace here: %r" % r.stderr)
     assert r.stdout.strip() == b"CLOSED", r.stdout + r.stderr
+
+
+def test_daemon_log_file_that_cannot_be_opened_fails_with_exit_1(spurd, tmp_path, daemons):
+    r = run_daemon(spurd, tmp_path, "--port=0", "-P", "d.pid", "-l", "missing/d.log")
+    assert r.returncode == 1
+    assert b"cannot open log file" in r.stderr
+    assert not (tmp_path / "d.pid").exists()
