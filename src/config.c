@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "file.h"
 #include "log.h"
 
 
@@ -28,6 +29,7 @@ void config_defaults(struct config *c)
     c->keepalive_idle = -1;
     c->keepalive_interval = -1;
     c->keepalive_count = -1;
+    c->tcp_user_timeout = -1;
     c->max_packet = 64u << 20;
     c->max_line = 8192;
     c->max_output = 256u << 20;
@@ -76,6 +78,8 @@ enum {
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
+    OPT_LISTEN_RETRY,
+    OPT_TCP_USER_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -133,6 +137,8 @@ static const struct option long_opts[] = {
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-key", required_argument, NULL, OPT_SSL_FILE},
     {"http-port", required_argument, NULL, OPT_HTTP_PORT},
+    {"listen-retry", required_argument, NULL, OPT_LISTEN_RETRY},
+    {"tcp-user-timeout", required_argument, NULL, OPT_TCP_USER_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -144,7 +150,8 @@ void config_usage(FILE *out)
         "\n"
         "Options with gearmand's names and meanings:\n"
         "  -b, --backlog=N            listen() backlog (default 32)\n"
-        "  -d, --daemon               detach and run in the background\n"
+        "  -d, --daemon               detach and run in the background; start-up errors are\n"
+        "                             printed and exit 1; without -l, logs go to syslog\n"
         "      --exceptions           enable WORK_EXCEPTION forwarding for every client\n"
         "  -f, --file-descriptors=N   set the open-file limit (RLIMIT_NOFILE)\n"
         "  -h, --help                 print this help and exit\n"
@@ -166,7 +173,7 @@ void config_usage(FILE *out)
         "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
         "  -R, --round-robin          accepted: round-robin across functions is always on\n"
         "      --config-file=FILE     read more options from FILE (split on white space)\n"
-        "      --syslog               accepted and ignored\n"
+        "      --syslog               also log to syslog(3) (facility daemon)\n"
         "      --coredump             accepted and ignored\n"
         "  -t, --threads=N            accepted: spurd runs one event loop on one thread\n"
         "  -u, --user=USER            switch to USER after binding\n"
@@ -181,6 +188,11 @@ void config_usage(FILE *out)
         "Spur's own options:\n"
         "      --unix=PATH            also listen on a unix-domain socket\n"
         "      --port-file=FILE       write the bound TCP port to FILE (useful with --port=0)\n"
+        "      --listen-retry=S       retry a busy port once a second for up to S seconds\n"
+        "                             (default 0: fail at once)\n"
+        "      --tcp-user-timeout=S   TCP_USER_TIMEOUT for accepted sockets: unacknowledged data\n"
+        "                             older than S seconds closes the connection (0 = OS\n"
+        "                             default; default: derived from --keepalive-*)\n"
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
@@ -392,7 +404,7 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             return errf(err, errlen, "--protocol=%s is not supported by spurd", optarg);
         case 'R': break;
         case OPT_CONFIG_FILE: break; /* read before the command line */
-        case OPT_SYSLOG: break;
+        case OPT_SYSLOG: c->syslog = 1; break;
         case OPT_COREDUMP: break;
         case 't':
             if (parse_long(optarg, 0, 1024, &v) != 0)
@@ -414,6 +426,17 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             break;
         case OPT_CHECK_ARGS: c->check_args = 1; break;
         case OPT_UNIX: set_str(&c->unix_path, optarg); break;
+        case OPT_LISTEN_RETRY:
+            if (parse_long(optarg, 0, 86400, &v) != 0)
+                return errf(err, errlen, "invalid --listen-retry '%s' (seconds, 0..86400)", optarg);
+            c->listen_retry = (int)v;
+            break;
+        case OPT_TCP_USER_TIMEOUT:
+            if (parse_long(optarg, 0, 4000000, &v) != 0)
+                return errf(err, errlen, "invalid --tcp-user-timeout '%s' (seconds, 0..4000000)",
+                            optarg);
+            c->tcp_user_timeout = (int)v;
+            break;
         case OPT_PORT_FILE: set_str(&c->port_file, optarg); break;
         case OPT_MAX_PACKET:
             if (parse_size(optarg, 1024, UINT32_MAX, &sz) != 0)
@@ -555,6 +578,56 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
                         "--max-output-buffer must be at least --max-packet-size + 4096");
     }
     return rc;
+}
+
+unsigned config_tcp_user_timeout_ms(const struct config *c)
+{
+    if (c->tcp_user_timeout >= 0)
+        return (unsigned)c->tcp_user_timeout * 1000u;
+    if (c->keepalive_idle < 0 && c->keepalive_interval < 0 && c->keepalive_count < 0)
+        return 0;
+    unsigned long long idle = c->keepalive_idle > 0 ? (unsigned)c->keepalive_idle : 7200u;
+    unsigned long long intvl = c->keepalive_interval > 0 ? (unsigned)c->keepalive_interval : 75u;
+    unsigned long long cnt = c->keepalive_count > 0 ? (unsigned)c->keepalive_count : 9u;
+    unsigned long long ms = (idle + intvl * cnt) * 1000u;
+    return ms > UINT_MAX ? UINT_MAX : (unsigned)ms;
+}
+
+/* absolute replaces *p (when set and relative) with its absolute form. */
+static int absolute(char **p, const char *cwd)
+{
+    if (*p == NULL || (*p)[0] == '/')
+        return 0;
+    char *a = file_absolute(*p, cwd);
+    if (a == NULL)
+        return -1;
+    free(*p);
+    *p = a;
+    return 0;
+}
+
+int config_make_absolute(struct config *c, const char *cwd)
+{
+    if (c->log_file != NULL && strcmp(c->log_file, "stderr") != 0 &&
+        strcmp(c->log_file, "none") != 0 && absolute(&c->log_file, cwd) != 0)
+        return -1;
+    if (absolute(&c->pid_file, cwd) != 0 || absolute(&c->port_file, cwd) != 0 ||
+        absolute(&c->unix_path, cwd) != 0 || absolute(&c->sqlite_db, cwd) != 0)
+        return -1;
+    if (c->store != NULL && c->store[7] != '/') { /* "sqlite:" + a relative path */
+        char *a = file_absolute(c->store + 7, cwd);
+        char *s = a ? malloc(strlen(a) + 8) : NULL;
+        if (s == NULL) {
+            free(a);
+            return -1;
+        }
+        memcpy(s, "sqlite:", 7);
+        strcpy(s + 7, a);
+        free(a);
+        free(c->store);
+        c->store = s;
+    }
+    return 0;
 }
 
 void config_free(struct config *c)

@@ -28,11 +28,13 @@ struct config {
     int backlog;                     /* -b, listen() backlog */
     char *unix_path;                 /* --unix, a unix-domain socket path, or NULL */
     char *port_file;                 /* --port-file: write the bound TCP port here */
+    int listen_retry;                /* --listen-retry: seconds to retry a busy port, 0 = fail */
 
     /* process */
     int daemon;                      /* -d */
     char *pid_file;                  /* -P, NULL for none */
     char *log_file;                  /* -l: "stderr", "none" or a path */
+    int syslog;                      /* --syslog: also log to syslog(3) */
     int verbose;                     /* --verbose level (enum log_level) */
     char *user;                      /* -u: switch to this user after binding */
     int threads;                     /* -t: accepted for compatibility; spurd has one loop */
@@ -53,6 +55,8 @@ struct config {
     int keepalive_idle;              /* --keepalive-idle seconds, -1 = OS default */
     int keepalive_interval;          /* --keepalive-interval seconds, -1 = OS default */
     int keepalive_count;             /* --keepalive-count probes, -1 = OS default */
+    int tcp_user_timeout;            /* --tcp-user-timeout seconds, 0 = OS default,
+                                        -1 = derived from the keepalive options */
 
     /* limits */
     uint32_t max_packet;             /* --max-packet-size: largest binary body accepted */
@@ -86,6 +90,16 @@ void config_defaults(struct config *c);
  * Returns 0 on success; 1 when --help or --version was printed to out (exit 0); -1 on an error,
  * with a message in err (errlen bytes). */
 int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out);
+
+/* config_tcp_user_timeout_ms returns the TCP_USER_TIMEOUT (milliseconds) for accepted sockets,
+ * or 0 to leave the OS default: --tcp-user-timeout when given, else, when any keepalive option
+ * is set, idle + interval * count (Linux defaults 7200, 75 and 9 for the unset ones). */
+unsigned config_tcp_user_timeout_ms(const struct config *c);
+
+/* config_make_absolute rewrites every relative file path in c (pid file, log file, port file,
+ * unix socket, store and libsqlite3 database) as cwd + "/" + path, for a daemon that is about
+ * to chdir("/"). Returns 0, or -1 when out of memory. */
+int config_make_absolute(struct config *c, const char *cwd);
 
 /* config_free frees the strings c owns. */
 void config_free(struct config *c);

@@ -88,10 +88,14 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
                  * on all addresses */
                 if (all && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
                     continue;
+                int e = errno;
                 snprintf(err, errlen, "cannot listen on '%s' port %d: %s", host ? host : "*",
-                         port, strerror(errno));
+                         port, strerror(e));
                 freeaddrinfo(res);
-                goto fail;
+                for (int i = 0; i < count; i++)
+                    close(out[i].fd);
+                errno = e;
+                return -1;
             }
             if (port == 0)
                 port = get_port(fd);
@@ -113,7 +117,8 @@ fail:
     return -1;
 }
 
-int listen_unix(const char *path, int backlog, char *err, size_t errlen)
+int listen_unix(const char *path, int backlog, struct listen_unix_id *id, char *err,
+                size_t errlen)
 {
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
@@ -123,15 +128,57 @@ int listen_unix(const char *path, int backlog, char *err, size_t errlen)
         return -1;
     }
     strcpy(sa.sun_path, path);
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-        unlink(path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0) {
+    if (fd < 0) {
         snprintf(err, errlen, "cannot listen on unix socket %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
         return -1;
     }
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "cannot listen on unix socket %s: the path exists and is not a "
+                     "socket (not removed)", path);
+            close(fd);
+            return -1;
+        }
+        /* a socket: a server still answers on it, or it is stale (ECONNREFUSED) */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (probe < 0) {
+            snprintf(err, errlen, "cannot probe unix socket %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        int rc = connect(probe, (struct sockaddr *)&sa, sizeof sa);
+        int e = errno;
+        close(probe);
+        if (rc == 0 || e == EAGAIN) {
+            snprintf(err, errlen, "unix socket %s is in use by another server", path);
+            close(fd);
+            return -1;
+        }
+        if (e != ECONNREFUSED) {
+            snprintf(err, errlen, "cannot probe unix socket %s: %s", path, strerror(e));
+            close(fd);
+            return -1;
+        }
+        unlink(path); /* stale: nobody listens on it */
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0 ||
+        lstat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot listen on unix socket %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
     return fd;
+}
+
+int listen_unix_remove(const char *path, const struct listen_unix_id *id)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_dev != id->dev ||
+        st.st_ino != id->ino)
+        return -1;
+    return unlink(path);
 }

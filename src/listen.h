@@ -3,6 +3,7 @@
 #define SPUR_LISTEN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,13 +20,27 @@ struct listener {
 /* listen_tcp binds every address of hosts (NULL/0 entries mean all addresses) on port, with
  * SO_REUSEADDR and IPV6_V6ONLY. With port 0 the first socket picks a free port and the rest use
  * the same one. Appends to out (at most LISTEN_MAX) and returns how many it opened, or -1 with a
- * message in err. *bound_port receives the port. */
+ * message in err (errno tells why a bind failed, e.g. EADDRINUSE). *bound_port receives the
+ * port. */
 int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
                int max, int *bound_port, char *err, size_t errlen);
 
-/* listen_unix binds a unix-domain socket at path (a stale socket file is replaced).
- * Returns the fd, or -1 with a message in err. */
-int listen_unix(const char *path, int backlog, char *err, size_t errlen);
+/* struct listen_unix_id identifies the socket file this process bound, so that only that file
+ * is ever removed. */
+struct listen_unix_id {
+    dev_t dev; /* the socket file's device */
+    ino_t ino; /* and inode, right after bind */
+};
+
+/* listen_unix binds a unix-domain socket at path. An existing path is never removed unless it is
+ * a stale socket (connecting to it is refused); a socket a server answers on, or any other kind
+ * of file, is an error. Fills *id. Returns the fd, or -1 with a message in err. */
+int listen_unix(const char *path, int backlog, struct listen_unix_id *id, char *err,
+                size_t errlen);
+
+/* listen_unix_remove unlinks path if it is still the socket file described by id.
+ * Returns 0, or -1 when it was left alone (gone or replaced). */
+int listen_unix_remove(const char *path, const struct listen_unix_id *id);
 
 #ifdef __cplusplus
 }

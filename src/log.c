@@ -1,5 +1,6 @@
 /* log: leveled logging to stderr or a file, with rate limiting for floods. */
 #include "log.h"
+#include "log_syslog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@ static enum log_level cur_level = LOG_ERROR; /* gearmand's default */
 static FILE *out;                           /* NULL means stderr */
 static int disabled;                        /* "none" */
 static char *path;                          /* file destination, NULL otherwise */
+static int to_syslog;                       /* also send every line to syslog(3) */
+static int quiet;                           /* write nothing to the file/stderr destination */
 
 int log_level_parse(const char *name)
 {
@@ -79,11 +82,25 @@ void log_close(void)
     disabled = 0;
 }
 
+void log_set_syslog(int on)
+{
+    if (on && !to_syslog)
+        log_syslog_open();
+    else if (!on && to_syslog)
+        log_syslog_close();
+    to_syslog = on;
+}
+
+void log_set_quiet(int on) { quiet = on; }
+
 void log_set_level(enum log_level level) { cur_level = level; }
 
 enum log_level log_get_level(void) { return cur_level; }
 
-int log_enabled(enum log_level level) { return !disabled && level <= cur_level; }
+int log_enabled(enum log_level level)
+{
+    return (to_syslog || (!disabled && !quiet)) && level <= cur_level;
+}
 
 static void vwrite(enum log_level level, const char *file, int line, const char *suffix,
                    const char *fmt, va_list ap)
@@ -97,6 +114,10 @@ static void vwrite(enum log_level level, const char *file, int line, const char 
 
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    if (to_syslog)
+        log_syslog_write((int)level, msg, suffix);
+    if (disabled || quiet)
+        return;
     FILE *f = out ? out : stderr;
 #ifdef SPUR_DEBUG
     fprintf(f, "%s.%06ld %s %s:%d: %s%s\n", stamp, ts.tv_nsec / 1000, level_names[level], file,

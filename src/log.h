@@ -37,6 +37,14 @@ int log_reopen(void);
 /* log_close closes the destination file, if any. */
 void log_close(void);
 
+/* log_set_syslog turns sending every line to syslog(3) (ident "spurd", facility daemon) on or
+ * off, in addition to the destination of log_open. */
+void log_set_syslog(int on);
+
+/* log_set_quiet stops (or resumes) writing to the log_open destination; syslog is unaffected.
+ * A daemon whose stderr became /dev/null uses it. */
+void log_set_quiet(int on);
+
 /* log_set_level sets the most verbose level that is written. */
 void log_set_level(enum log_level level);
 

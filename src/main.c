@@ -1,5 +1,6 @@
 /* main: spurd's entry point: options, logging, daemonizing, privileges, then the server loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -8,44 +9,99 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "file.h"
 #include "log.h"
 #include "server.h"
 
-static int write_pid_file(const char *path)
+/* status_fd is, in a daemon that has not reported yet, the pipe to the waiting parent. */
+static int status_fd = -1;
+/* failed_fd keeps that pipe open after an error, so the parent returns only once this process
+ * has exited (its listeners closed). */
+static int failed_fd = -1;
+
+/* start_failed reports a start-up error: logged, and printed on the terminal (through the
+ * waiting parent when daemonized). */
+static void start_failed(const char *msg)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return -1;
-    fprintf(f, "%ld\n", (long)getpid());
-    return fclose(f);
+    log_error("%s", msg);
+    if (status_fd < 0) {
+        fprintf(stderr, "spurd: %s\n", msg);
+        return;
+    }
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "1%s", msg);
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    ssize_t w = write(status_fd, buf, (size_t)n);
+    (void)w;
+    failed_fd = status_fd;
+    status_fd = -1;
 }
 
-static int switch_user(const char *user)
+static int switch_user(const char *user, char *err, size_t errlen)
 {
     struct passwd *pw = getpwnam(user);
     if (pw == NULL) {
-        fprintf(stderr, "spurd: unknown user '%s'\n", user);
+        snprintf(err, errlen, "unknown user '%s'", user);
         return -1;
     }
     if (getuid() == pw->pw_uid)
         return 0;
     if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
-        fprintf(stderr, "spurd: cannot switch to user '%s': %s\n", user, strerror(errno));
+        snprintf(err, errlen, "cannot switch to user '%s': %s", user, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-static int daemonize(void)
+/* wait_for_daemon runs in the original process: it waits until the daemon reports ready ("0")
+ * or an error ("1" and the message), or exits without a word. Returns the exit code. */
+static int wait_for_daemon(int fd, pid_t first)
 {
+    char buf[1100];
+    size_t len = 0;
+    while (len < sizeof buf - 1) {
+        ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    waitpid(first, NULL, 0);
+    if (len > 0 && buf[0] == '0')
+        return 0;
+    if (len > 1)
+        fprintf(stderr, "spurd: %s\n", buf + 1);
+    else
+        fprintf(stderr, "spurd: the daemon exited during start-up\n");
+    return 1;
+}
+
+/* daemon_begin detaches (fork, setsid, fork, chdir "/"); only the daemon returns, 0 or -1.
+ * The original process waits for daemon_ready or start_failed and exits with 0 or 1. */
+static int daemon_begin(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -1;
+    fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
-    if (pid > 0)
-        _exit(0);
+    if (pid > 0) {
+        close(p[1]);
+        int code = wait_for_daemon(p[0], pid);
+        fflush(NULL);
+        _exit(code); /* the daemon owns the server now: no clean-up here */
+    }
+    close(p[0]);
+    status_fd = p[1];
     if (setsid() < 0)
         return -1;
     pid = fork();
@@ -55,11 +111,40 @@ static int daemonize(void)
         _exit(0);
     if (chdir("/") != 0)
         return -1;
-    FILE *r = freopen("/dev/null", "r", stdin);
-    FILE *w = freopen("/dev/null", "w", stdout);
-    (void)r;
-    (void)w;
     return 0;
+}
+
+/* daemon_ready tells the waiting parent that start-up succeeded and lets go of the terminal. */
+static void daemon_ready(void)
+{
+    ssize_t w = write(status_fd, "0", 1);
+    (void)w;
+    close(status_fd);
+    status_fd = -1;
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        if (nul > 2)
+            close(nul);
+    }
+}
+
+/* remove_pid_file unlinks path if it still holds our pid (a successor may have replaced it). */
+static void remove_pid_file(const char *path)
+{
+    char buf[32];
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    if (strtol(buf, NULL, 10) == (long)getpid())
+        unlink(path);
 }
 
 int main(int argc, char **argv)
@@ -90,10 +175,32 @@ int main(int argc, char **argv)
         if (*end == '\0' && p >= 0 && p <= 65535)
             cfg.port = (int)p;
     }
+    /* a daemon runs in "/": relative paths name files in the directory it was started from */
+    if (cfg.daemon) {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd) == NULL || config_make_absolute(&cfg, cwd) != 0) {
+            fprintf(stderr, "spurd: cannot resolve relative paths: %s\n", strerror(errno));
+            config_free(&cfg);
+            return 1;
+        }
+    }
 
+    int log_to_stderr = cfg.log_file == NULL || strcmp(cfg.log_file, "stderr") == 0;
     log_set_level((enum log_level)cfg.verbose);
-    if (log_open(cfg.log_file) != 0)
+    if (cfg.syslog || (cfg.daemon && log_to_stderr))
+        log_set_syslog(1);
+    if (cfg.daemon && log_to_stderr)
+        log_set_quiet(1); /* syslog has the lines; start-up errors are still printed */
+    if (log_open(cfg.log_file) != 0) {
+        if (cfg.daemon) {
+            fprintf(stderr, "spurd: cannot open log file '%s': %s\n", cfg.log_file,
+                    strerror(errno));
+            log_set_syslog(0);
+            config_free(&cfg);
+            return 1;
+        }
         fprintf(stderr, "spurd: cannot open log file '%s'; logging to stderr\n", cfg.log_file);
+    }
 
     signal(SIGPIPE, SIG_IGN);
 
@@ -104,38 +211,54 @@ int main(int argc, char **argv)
                       strerror(errno));
     }
 
+    /* bind first, start threads (the store's committer) only after the daemon forked: a fork
+     * keeps the calling thread only, and any lock another thread held stays held forever */
     struct server srv;
+    int code = 1;
     if (server_init(&srv, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "spurd: %s\n", err);
-        log_error("%s", err);
-        server_destroy(&srv);
-        log_close();
-        config_free(&cfg);
-        return 1;
+        start_failed(err);
+        goto out;
     }
-    if (cfg.user != NULL && switch_user(cfg.user) != 0) {
-        server_destroy(&srv);
-        config_free(&cfg);
-        return 1;
+    if (cfg.daemon) {
+        if (daemon_begin() != 0) {
+            snprintf(err, sizeof err, "cannot daemonize: %s", strerror(errno));
+            start_failed(err);
+            goto out;
+        }
+        ev_loop_fork(srv.loop);
     }
-    if (cfg.daemon && daemonize() != 0) {
-        fprintf(stderr, "spurd: cannot daemonize: %s\n", strerror(errno));
-        return 1;
+    if (server_start(&srv, err, sizeof err) != 0) {
+        start_failed(err);
+        goto out;
+    }
+    if (cfg.pid_file != NULL) {
+        char text[32];
+        snprintf(text, sizeof text, "%ld\n", (long)getpid());
+        if (file_write_atomic(cfg.pid_file, text) != 0) {
+            snprintf(err, sizeof err, "cannot write pid file %s: %s", cfg.pid_file,
+                     strerror(errno));
+            start_failed(err);
+            goto out;
+        }
+    }
+    if (cfg.user != NULL && switch_user(cfg.user, err, sizeof err) != 0) {
+        start_failed(err);
+        if (cfg.pid_file != NULL)
+            remove_pid_file(cfg.pid_file);
+        goto out;
     }
     if (cfg.daemon)
-        ev_loop_fork(srv.loop);
-    if (cfg.pid_file != NULL && write_pid_file(cfg.pid_file) != 0) {
-        fprintf(stderr, "spurd: cannot write pid file %s: %s\n", cfg.pid_file, strerror(errno));
-        server_destroy(&srv);
-        config_free(&cfg);
-        return 1;
-    }
+        daemon_ready();
 
-    int code = server_run(&srv);
-    server_destroy(&srv);
+    code = server_run(&srv);
+    log_notice("spurd stopped (exit code %d)", code);
     if (cfg.pid_file != NULL)
-        unlink(cfg.pid_file);
+        remove_pid_file(cfg.pid_file);
+out:
+    server_destroy(&srv);
+    log_set_syslog(0);
     log_close();
     config_free(&cfg);
+    (void)failed_fd; /* closed by the exit */
     return code;
 }

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
 #include "conn.h"
+#include "file.h"
 #include "log.h"
 #include "store.h"
 
@@ -124,6 +126,10 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &c->keepalive_interval, sizeof(int));
     if (c->keepalive_count > 0)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &c->keepalive_count, sizeof(int));
+    /* keepalive probes wait for the send queue to drain: a peer that vanished with our data
+     * unacknowledged (a NOOP to a dead worker) is only caught by TCP_USER_TIMEOUT */
+    if (s->user_timeout_ms > 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
 /* addr_text formats the peer address; returns whether it is a local (loopback/unix) peer. */
@@ -361,23 +367,36 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 /* ------------------------------------------------------------ lifecycle */
 
-static int write_port_file(const char *path, int port)
+static double mono_now(void)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return -1;
-    fprintf(f, "%d\n", port);
-    if (fclose(f) != 0)
-        return -1;
-    return rename(tmp, path);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* open_tcp opens the TCP listeners, retrying a busy port once a second for --listen-retry
+ * seconds. Returns how many, or -1 with a message in err. */
+static int open_tcp(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
+    double deadline = mono_now() + cfg->listen_retry;
+    for (int tries = 0;; tries++) {
+        int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis,
+                           LISTEN_MAX, &s->port, err, errlen);
+        if (n >= 0 || errno != EADDRINUSE || mono_now() + 1 > deadline)
+            return n;
+        if (tries == 0)
+            log_warn("%s; retrying once a second for up to %d s (--listen-retry)", err,
+                     cfg->listen_retry);
+        sleep(1);
+    }
 }
 
 int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
+    s->user_timeout_ms = config_tcp_user_timeout_ms(cfg);
     s->loop = ev_default_loop(EVFLAG_AUTO);
     if (s->loop == NULL) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -398,18 +417,16 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_async_init(&s->store_async, store_async_cb);
     s->store_async.data = s;
     ev_async_start(s->loop, &s->store_async);
-    if (store_open(&s->eng, store_notify, s, err, errlen) != 0)
-        return -1;
 
-    int n = listen_tcp(cfg->listen, cfg->nlisten, cfg->port, cfg->backlog, s->lis, LISTEN_MAX,
-                       &s->port, err, errlen);
+    int n = open_tcp(s, err, errlen);
     if (n < 0)
         return -1;
     s->nlis = n;
     if (cfg->unix_path != NULL) {
-        int fd = listen_unix(cfg->unix_path, cfg->backlog, err, errlen);
+        int fd = listen_unix(cfg->unix_path, cfg->backlog, &s->unix_id, err, errlen);
         if (fd < 0)
             return -1;
+        s->unix_bound = 1;
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
         s->nlis++;
@@ -451,10 +468,22 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_signal_start(s->loop, &s->sig_term);
     ev_signal_start(s->loop, &s->sig_int);
     ev_signal_start(s->loop, &s->sig_hup);
+    return 0;
+}
 
-    if (cfg->port_file != NULL && write_port_file(cfg->port_file, s->port) != 0) {
-        snprintf(err, errlen, "cannot write --port-file %s: %s", cfg->port_file, strerror(errno));
+int server_start(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
+    if (store_open(&s->eng, store_notify, s, err, errlen) != 0)
         return -1;
+    if (cfg->port_file != NULL) {
+        char text[32];
+        snprintf(text, sizeof text, "%d\n", s->port);
+        if (file_write_atomic(cfg->port_file, text) != 0) {
+            snprintf(err, errlen, "cannot write --port-file %s: %s", cfg->port_file,
+                     strerror(errno));
+            return -1;
+        }
     }
     log_notice("spurd listening on port %d", s->port);
     return 0;
@@ -487,8 +516,10 @@ void server_destroy(struct server *s)
     s->lazy = s->lazy_tail = NULL;
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
-    if (s->cfg->unix_path != NULL)
-        unlink(s->cfg->unix_path);
+    /* only the socket this process bound, and only if it is still there (not replaced) */
+    if (s->unix_bound && listen_unix_remove(s->cfg->unix_path, &s->unix_id) != 0)
+        log_notice("unix socket %s was removed or replaced; left alone", s->cfg->unix_path);
+    s->unix_bound = 0;
     ev_timer_stop(s->loop, &s->resume_timer);
     ev_timer_stop(s->loop, &s->job_timer);
     ev_idle_stop(s->loop, &s->listing_idle);

@@ -27,6 +27,9 @@ struct server {
     ev_io lis_io[LISTEN_MAX];         /* their watchers */
     int nlis;                         /* listening sockets in use */
     int port;                         /* bound TCP port */
+    int unix_bound;                   /* this process bound the --unix socket */
+    struct listen_unix_id unix_id;    /* which file that is, so only it is removed */
+    unsigned user_timeout_ms;         /* TCP_USER_TIMEOUT for accepted sockets, 0 = OS default */
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
     ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
@@ -53,8 +56,14 @@ struct server {
     ev_timer idle_timer;              /* once a second: --idle-timeout sweep */
 };
 
-/* server_init opens the listeners and sets up the loop. Returns 0, or -1 with a message in err. */
+/* server_init opens the listeners and sets up the loop, starting no thread (a daemon forks
+ * after it). Returns 0, or -1 with a message in err; server_destroy cleans up either way. */
 int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen);
+
+/* server_start opens the store (which starts its committer thread and replays the stored jobs)
+ * and writes the --port-file. Call after server_init and after any fork. Returns 0, or -1 with
+ * a message in err. */
+int server_start(struct server *s, char *err, size_t errlen);
 
 /* server_run runs the loop until shutdown. Returns the exit code. */
 int server_run(struct server *s);

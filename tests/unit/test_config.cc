@@ -1,6 +1,7 @@
 // Unit tests for option parsing: gearmand's names, defaults, errors, config files.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -181,4 +182,92 @@ TEST(Config, ReparseIsIndependent)
     EXPECT_EQ(b.c.port, 2);
     config_free(&a.c);
     config_free(&b.c);
+}
+
+TEST(Config, TcpUserTimeoutDerivedFromKeepalive)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.tcp_user_timeout, -1);
+    EXPECT_EQ(config_tcp_user_timeout_ms(&p.c), 0u) << "nothing set: the OS default";
+    config_free(&p.c);
+
+    p = parse({"--keepalive-idle=60", "--keepalive-interval=10", "--keepalive-count=6"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(config_tcp_user_timeout_ms(&p.c), 120000u) << "60 + 10 * 6 seconds";
+    config_free(&p.c);
+
+    p = parse({"--keepalive-idle=60"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(config_tcp_user_timeout_ms(&p.c), (60u + 75u * 9u) * 1000u)
+        << "Linux defaults for the unset ones";
+    config_free(&p.c);
+
+    p = parse({"--keepalive-idle=60", "--keepalive-interval=10", "--tcp-user-timeout=30"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(config_tcp_user_timeout_ms(&p.c), 30000u) << "the explicit option wins";
+    config_free(&p.c);
+
+    p = parse({"--keepalive-idle=60", "--tcp-user-timeout=0"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(config_tcp_user_timeout_ms(&p.c), 0u) << "0: leave the OS default";
+    config_free(&p.c);
+
+    p = parse({"--keepalive-idle=32767", "--keepalive-interval=32767", "--keepalive-count=32767"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(config_tcp_user_timeout_ms(&p.c), UINT_MAX) << "saturates, never wraps";
+    config_free(&p.c);
+
+    for (const char *bad : {"--tcp-user-timeout=-1", "--tcp-user-timeout=x",
+                            "--tcp-user-timeout=4000001"}) {
+        p = parse({bad});
+        EXPECT_EQ(p.rc, -1) << bad;
+        config_free(&p.c);
+    }
+}
+
+TEST(Config, ListenRetryAndSyslog)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.listen_retry, 0) << "fail fast by default";
+    EXPECT_EQ(p.c.syslog, 0);
+    config_free(&p.c);
+    p = parse({"--listen-retry=20", "--syslog"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.listen_retry, 20);
+    EXPECT_EQ(p.c.syslog, 1);
+    config_free(&p.c);
+    for (const char *bad : {"--listen-retry=-1", "--listen-retry=1.5", "--listen-retry=86401"}) {
+        p = parse({bad});
+        EXPECT_EQ(p.rc, -1) << bad;
+        config_free(&p.c);
+    }
+}
+
+TEST(Config, MakeAbsoluteResolvesRelativePathsOnly)
+{
+    Parsed p = parse({"-P", "run/s.pid", "-l", "s.log", "--port-file=/abs/port", "--unix=s.sock",
+                      "--store=sqlite:data/q.db", "--libsqlite3-db=q3.db"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    ASSERT_EQ(config_make_absolute(&p.c, "/home/op"), 0);
+    EXPECT_STREQ(p.c.pid_file, "/home/op/run/s.pid");
+    EXPECT_STREQ(p.c.log_file, "/home/op/s.log");
+    EXPECT_STREQ(p.c.port_file, "/abs/port");
+    EXPECT_STREQ(p.c.unix_path, "/home/op/s.sock");
+    EXPECT_STREQ(p.c.store, "sqlite:/home/op/data/q.db");
+    EXPECT_STREQ(p.c.sqlite_db, "/home/op/q3.db");
+    config_free(&p.c);
+
+    for (const char *special : {"stderr", "none"}) {
+        p = parse({"-l", special});
+        ASSERT_EQ(p.rc, 0) << p.err;
+        ASSERT_EQ(config_make_absolute(&p.c, "/"), 0);
+        EXPECT_STREQ(p.c.log_file, special);
+        config_free(&p.c);
+    }
+    p = parse({"-P", "x.pid"});
+    ASSERT_EQ(config_make_absolute(&p.c, "/"), 0);
+    EXPECT_STREQ(p.c.pid_file, "/x.pid") << "no doubled slash";
+    config_free(&p.c);
 }
