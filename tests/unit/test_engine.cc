@@ -235,7 +235,7 @@ TEST_F(EngineTest, WorkerLossRequeuesToFrontAndClientGetsNewResult)
 
 TEST_F(EngineTest, RetriesExhaustedFailsTheJob)
 {
-    f.cfg.job_retries = 1;
+    f.cfg.job_retries = 2; /* handed out twice, failed on the second loss (as gearmand -j 2) */
     peer *c = f.connect();
     string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
     for (int attempt = 0; attempt < 2; attempt++) {

@@ -172,8 +172,8 @@ def lose_n_times(server, f, h, w, n, how="kill"):
 
 @pytest.mark.parametrize("how", ["kill", "cant_do"])
 def test_retries_exhausted_clients_get_work_fail(any_server_factory, how):
-    """spurd --job-retries=1 (gearmand 1.1.20: -j 2): re-queued once, fails on the 2nd loss."""
-    s = any_server_factory("--job-retries=1")
+    """--job-retries=2: re-queued once, fails on the 2nd loss (as gearmand -j 2)."""
+    s = any_server_factory("--job-retries=2")
     f = fname()
     h, w, cs = running(s, f, unique=uniq(), clients=2)
     lose_n_times(s, f, h, w, 2, how)
@@ -208,17 +208,21 @@ def test_job_retries_zero_fails_on_first_loss(server_factory, how):
     expect_no_job(worker(s, f))
 
 
-@pytest.mark.spur_only
-def test_job_retries_two_requeues_twice_fails_on_third_loss(server_factory):
-    s = server_factory("--job-retries=2")
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_job_retries_n_hands_the_job_out_n_times(both_factory, n):
+    """Differential: -j N hands a job out N times and fails it on the N-th loss, on spurd and on
+    gearmand 1.1.20 alike (spurd used to hand it out N+1 times)."""
+    s = both_factory("--job-retries=%d" % n)
     f = fname()
-    h, w, (c,) = running(s, f)
-    lose_n_times(s, f, h, w, 2)
-    w = worker(s, f)
-    assert grab_until_assign(w)[0] == h          # still alive after two losses
+    h, w, (c,) = running(s, f)                   # handed out once
+    for _ in range(n - 1):
+        kill(w)
+        w = worker(s, f)
+        assert grab_until_assign(w)[0] == h      # handed out again
     c.echo_roundtrip()
-    kill(w)
+    kill(w)                                      # the N-th loss
     assert c.expect(WORK_FAIL) == h
+    wait_status(s, f, (0, 0, 0))
     expect_no_job(worker(s, f))
 
 
