@@ -546,6 +546,12 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
 
 void cmd_job_timeout(struct engine *e, struct job *j)
 {
+    if (e->cfg->can_do_timeout_requeue) {
+        log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
+                 (unsigned long long)j->id);
+        requeue(e, j);
+        return;
+    }
     log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
     job_fail(e, j);
 }

@@ -59,13 +59,17 @@ def gearmand_args(spurd_args):
     """Translate spurd options into gearmand 1.1.20 options with the same meaning.
 
     --job-retries: spurd's N >= 1 is gearmand's N (the job fails on the N-th loss). spurd's -1
-    (unlimited) is gearmand 1.1.20's 0, and spurd's 0 (fail on the first loss) is gearmand's 1. Everything else (--exceptions, --worker-wakeup, --job-handle-prefix, --round-robin) has the
-    same spelling and meaning."""
+    (unlimited) is gearmand 1.1.20's 0, and spurd's 0 (fail on the first loss) is gearmand's 1.
+    --can-do-timeout=requeue is what gearmand always does, so it is dropped. Everything else
+    (--exceptions, --worker-wakeup, --job-handle-prefix, --round-robin) has the same spelling and
+    meaning."""
     out = []
     for a in spurd_args:
         if a.startswith("--job-retries=") or a.startswith("-j"):
             n = int(a.split("=", 1)[1] if a.startswith("--") else a[2:])
             out.append("--job-retries=%d" % (0 if n < 0 else max(n, 1)))
+        elif a == "--can-do-timeout=requeue":
+            continue
         else:
             out.append(a)
     return out

@@ -399,6 +399,60 @@ def test_can_do_timeout_applies_only_to_its_function(server):
     assert c.expect(WORK_COMPLETE) == h + b"\0ok"
 
 
+def test_can_do_timeout_requeue_gives_the_job_to_another_worker(both_factory):
+    """Differential: spurd --can-do-timeout=requeue against gearmand, which always re-queues. The
+    clients are told nothing; a late result from the slow worker is refused."""
+    s = both_factory("--can-do-timeout=requeue")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 1000)
+    assert expect_assign(w)[0] == h
+    wait_status(s, f, (1, 0, 1), timeout=10)      # back in the queue after the deadline
+    other = worker(s, f)
+    assert grab_until_assign(other) == [h, f, b"slow"]
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+    c.assert_silent(0.1)                          # no WORK_FAIL, nothing at all
+    other.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    wait_status(s, f, (0, 0, 2))
+
+
+@pytest.mark.parametrize("cmd", [None, SUBMIT_JOB_BG])
+def test_can_do_timeout_requeue_counts_against_job_retries(both_factory, cmd):
+    """Differential: with -j 2, the first expiry re-queues the job and the second fails it."""
+    s = both_factory("--can-do-timeout=requeue", "--job-retries=2")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow", cmd=cmd) if cmd else submit(c, f, b"slow")
+    w = timeout_worker(s, f, 1000)
+    assert expect_assign(w)[0] == h
+    wait_status(s, f, (1, 0, 1), timeout=10)      # the first expiry: re-queued
+    assert grab_until_assign(w)[0] == h           # the same worker takes it again
+    # The second expiry fails it. gearmand sends the WORK_FAIL only when something else makes its
+    # loop run (as for its NOOP, DIFFERENCES.md C), so poll `status` first.
+    wait_status(s, f, (0, 0, 1), timeout=10)
+    if cmd is None:
+        assert c.expect(WORK_FAIL, timeout=5) == h
+    expect_no_job(w)
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + UNKNOWN
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_fail_option_is_the_default(server_factory):
+    """--can-do-timeout=fail (the default, spelled out) fails the job at its deadline."""
+    s = server_factory("--can-do-timeout=fail", "--job-retries=-1")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 300)
+    assert expect_assign(w)[0] == h
+    assert c.expect(WORK_FAIL, timeout=5) == h
+    wait_status(s, f, (0, 0, 1))
+
+
 @pytest.mark.gearmand_only
 def test_gearmand_can_do_timeout_requeues_without_telling_clients(gearmand):
     f = fname()
