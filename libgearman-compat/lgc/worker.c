@@ -83,6 +83,7 @@ static gearman_worker_st *worker_new(gearman_worker_st *shell)
     w->grab_cmd = CMD_GRAB_JOB_UNIQ;
     lgc_universal_init(&w->u);
     w->u.on_connect = announce;
+    w->u.is_worker = true;
     w->u.owner = w;
     return shell;
 }
