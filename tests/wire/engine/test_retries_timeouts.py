@@ -441,6 +441,21 @@ def test_can_do_timeout_requeue_counts_against_job_retries(both_factory, cmd):
 
 
 @pytest.mark.spur_only
+def test_can_do_timeout_requeue_wakes_a_sleeper_at_once(server_factory):
+    """gearmand queues this NOOP but sends it only when something else wakes its loop."""
+    s = server_factory("--can-do-timeout=requeue")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 300)
+    assert expect_assign(w)[0] == h
+    other = sleep_worker(s, f)
+    expect_noop(other, timeout=10)
+    assert grab_until_assign(other)[0] == h
+    c.assert_silent(0.05)
+
+
+@pytest.mark.spur_only
 def test_can_do_timeout_fail_option_is_the_default(server_factory):
     """--can-do-timeout=fail (the default, spelled out) fails the job at its deadline."""
     s = server_factory("--can-do-timeout=fail", "--job-retries=-1")
