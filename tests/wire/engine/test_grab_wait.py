@@ -90,6 +90,9 @@ def test_graceful_shutdown_answers_held_grab(server_factory):
     a.send(b"shutdown graceful\n")
     assert a.read_line() == b"OK\r\n"
     assert w.read_packet(timeout=0.5)[1:] == (NO_JOB, b"")
+    # nothing is running, so the server exits; wait for it, or the fixture's SIGTERM may land
+    # after the signal watchers are gone and kill it (exit -15)
+    assert srv.proc.wait(timeout=10) == 0
 
 
 def test_worker_leaving_during_the_wait_loses_nothing(server_factory):
