@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|test]
 set -e
 BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson-dev libsqlite3-dev"
-TEST="googletest libgtest-dev python3 python3-pytest gearman-job-server gearman-tools netcat-openbsd clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev iproute2"
+TEST="googletest libgtest-dev python3 python3-pytest gearman-job-server gearman-tools netcat-openbsd clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2"
 want="$BUILD"
 [ "${1:-build}" = "test" ] && want="$BUILD $TEST"
 missing=""

@@ -61,8 +61,9 @@ static void send_handle(struct peer *p, uint32_t cmd, struct engine *e, const st
 }
 
 /* requeue handles a running job whose worker let go of it (disconnect, CANT_DO, RESET): back to
- * the front of its queue, or failed once --job-retries is exhausted. A foreground job nobody
- * waits for any more is dropped. */
+ * the front of its queue, or failed once --job-retries is exhausted: N >= 1 fails it on the N-th
+ * loss, so it is handed out N times (as gearmand); 0 fails it on the first loss; -1 never. A
+ * foreground job nobody waits for any more is dropped. */
 static void requeue(struct engine *e, struct job *j)
 {
     job_detach(e, j);
@@ -74,7 +75,7 @@ static void requeue(struct engine *e, struct job *j)
     if (j->retries < UINT8_MAX)
         j->retries++;
     int limit = e->cfg->job_retries;
-    if (limit >= 0 && j->retries > limit) {
+    if (limit >= 0 && j->retries >= (limit > 0 ? limit : 1)) {
         log_info("job %llu failed: its worker was lost %u times (--job-retries=%d)",
                  (unsigned long long)j->id, j->retries, limit);
         job_fail(e, j);
@@ -545,6 +546,12 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
 
 void cmd_job_timeout(struct engine *e, struct job *j)
 {
+    if (e->cfg->can_do_timeout_requeue) {
+        log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
+                 (unsigned long long)j->id);
+        requeue(e, j);
+        return;
+    }
     log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
     job_fail(e, j);
 }

@@ -16,7 +16,8 @@ struct engine;
 struct job;
 struct worker;
 
-/* cmd_job_timeout fails a running job whose worker passed its CAN_DO_TIMEOUT. */
+/* cmd_job_timeout fails a running job whose worker passed its CAN_DO_TIMEOUT, or re-queues it as a
+ * lost job under --can-do-timeout=requeue. */
 void cmd_job_timeout(struct engine *e, struct job *j);
 
 /* cmd_grab_held answers w's held GRAB with the job that just became ready for it. */

@@ -66,6 +66,7 @@ enum {
     OPT_GRAB_WAIT,
     OPT_BUSY_POLL,
     OPT_REPLY_BATCH,
+    OPT_CAN_DO_TIMEOUT,
     OPT_ADMIN_SHUTDOWN,
     OPT_SHUTDOWN_TIMEOUT,
     OPT_STORE,
@@ -123,6 +124,7 @@ static const struct option long_opts[] = {
     {"grab-wait", required_argument, NULL, OPT_GRAB_WAIT},
     {"busy-poll", required_argument, NULL, OPT_BUSY_POLL},
     {"reply-batch", required_argument, NULL, OPT_REPLY_BATCH},
+    {"can-do-timeout", required_argument, NULL, OPT_CAN_DO_TIMEOUT},
     {"admin-shutdown", required_argument, NULL, OPT_ADMIN_SHUTDOWN},
     {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
     {"store", required_argument, NULL, OPT_STORE},
@@ -156,7 +158,8 @@ void config_usage(FILE *out)
         "  -f, --file-descriptors=N   set the open-file limit (RLIMIT_NOFILE)\n"
         "  -h, --help                 print this help and exit\n"
         "  -j, --job-retries=N        attempts after which a job whose worker is lost fails:\n"
-        "                             -1 unlimited (default), 0 never retried, N retried N times\n"
+        "                             -1 unlimited (default), 0 or 1 never retried, N handed\n"
+        "                             out at most N times (fails on the N-th loss, as gearmand)\n"
         "      --job-handle-prefix=P  job handles are P:N (default H:<hostname>)\n"
         "      --hashtable-buckets=N  accepted and ignored: spurd's tables resize themselves\n"
         "      --keepalive            accepted: accepted sockets always get SO_KEEPALIVE\n"
@@ -215,6 +218,9 @@ void config_usage(FILE *out)
         "      --reply-batch=US       a client waiting on several jobs may have its replies held up\n"
         "                             to US microseconds while jobs run, to write them together\n"
         "                             (default 200; 0 = write in every loop iteration)\n"
+        "      --can-do-timeout=WHAT  a job whose worker passes its CAN_DO_TIMEOUT: fail\n"
+        "                             (default) sends WORK_FAIL; requeue re-queues it as a lost\n"
+        "                             job, counted against -j, as gearmand\n"
         "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n"
         "      --shutdown-timeout=S   longest wait of 'shutdown graceful' (default 30)\n",
         out);
@@ -491,6 +497,14 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --reply-batch '%s' (microseconds, 0..1000000)",
                             optarg);
             c->reply_batch = (double)v / 1e6;
+            break;
+        case OPT_CAN_DO_TIMEOUT:
+            if (strcmp(optarg, "fail") == 0)
+                c->can_do_timeout_requeue = 0;
+            else if (strcmp(optarg, "requeue") == 0)
+                c->can_do_timeout_requeue = 1;
+            else
+                return errf(err, errlen, "invalid --can-do-timeout '%s' (fail, requeue)", optarg);
             break;
         case OPT_ADMIN_SHUTDOWN:
             if (strcmp(optarg, "local") == 0)

@@ -43,7 +43,10 @@ struct config {
 
     /* job engine */
     int exceptions;                  /* --exceptions: every connection gets exceptions */
-    int job_retries;                 /* -j: -1 unlimited, 0 no retry, N retries */
+    int job_retries;                 /* -j: -1 unlimited, 0/1 no retry, N tries in all */
+    int can_do_timeout_requeue;      /* --can-do-timeout=requeue: a job past its CAN_DO_TIMEOUT
+                                        is re-queued as a lost job (counts against -j), as
+                                        gearmand; 0 (fail, the default): it fails */
     int worker_wakeup;               /* -w: sleepers woken per job, 0 = all, -1 = one per ready job */
     double reply_batch;              /* --reply-batch: longest wait of a batched reply, seconds */
     double busy_poll;                /* --busy-poll: longest adaptive spin before sleeping, seconds */

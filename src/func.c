@@ -353,8 +353,10 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
     }
     f->nworkers++;
     for (int p = 0; p < PRIO_COUNT; p++)
-        if (f->ready[p] > 0)
+        if (f->ready[p] > 0) {
             ready_link(a, p);
+            w->ready[p] = a; /* the last CAN_DO is served first, then backwards, as gearmand */
+        }
     return a;
 }
 

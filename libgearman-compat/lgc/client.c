@@ -17,13 +17,7 @@ struct lgc_client {
     void *context;                  /* gearman_client_set_context */
     struct lgc_task *head, *tail;   /* every task, in add order */
     gearman_workload_fn *workload_fn;        /* accepted, never called */
-    gearman_created_fn *created_fn;          /* JOB_CREATED */
-    gearman_data_fn *data_fn;                /* WORK_DATA */
-    gearman_warning_fn *warning_fn;          /* WORK_WARNING */
-    gearman_universal_status_fn *status_fn;  /* WORK_STATUS, STATUS_RES */
-    gearman_complete_fn *complete_fn;        /* WORK_COMPLETE */
-    gearman_exception_fn *exception_fn;      /* WORK_EXCEPTION */
-    gearman_fail_fn *fail_fn;                /* WORK_FAIL */
+    struct lgc_task_fns fns;                 /* task callbacks, copied into each new task */
     gearman_task_context_free_fn *context_free_fn; /* called with a task's context at free */
     char do_handle[GEARMAN_JOB_HANDLE_SIZE]; /* handle of the last do* job */
     uint32_t do_numerator;          /* last do* status */
@@ -105,13 +99,7 @@ gearman_client_st *gearman_client_clone(gearman_client_st *client, const gearman
     c->exceptions = src->exceptions;
     c->unbuffered = src->unbuffered;
     c->workload_fn = src->workload_fn;
-    c->created_fn = src->created_fn;
-    c->data_fn = src->data_fn;
-    c->warning_fn = src->warning_fn;
-    c->status_fn = src->status_fn;
-    c->complete_fn = src->complete_fn;
-    c->exception_fn = src->exception_fn;
-    c->fail_fn = src->fail_fn;
+    c->fns = src->fns;
     c->context_free_fn = src->context_free_fn;
     return shell;
 }
@@ -387,49 +375,49 @@ void gearman_client_set_created_fn(gearman_client_st *client, gearman_created_fn
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->created_fn = function;
+        c->fns.created = function;
 }
 
 void gearman_client_set_data_fn(gearman_client_st *client, gearman_data_fn *function)
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->data_fn = function;
+        c->fns.data = function;
 }
 
 void gearman_client_set_warning_fn(gearman_client_st *client, gearman_warning_fn *function)
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->warning_fn = function;
+        c->fns.warning = function;
 }
 
 void gearman_client_set_status_fn(gearman_client_st *client, gearman_universal_status_fn *function)
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->status_fn = function;
+        c->fns.status = function;
 }
 
 void gearman_client_set_complete_fn(gearman_client_st *client, gearman_complete_fn *function)
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->complete_fn = function;
+        c->fns.complete = function;
 }
 
 void gearman_client_set_exception_fn(gearman_client_st *client, gearman_exception_fn *function)
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->exception_fn = function;
+        c->fns.exception = function;
 }
 
 void gearman_client_set_fail_fn(gearman_client_st *client, gearman_fail_fn *function)
 {
     struct lgc_client *c = CLIENT(client);
     if (c != NULL)
-        c->fail_fn = function;
+        c->fns.fail = function;
 }
 
 void gearman_client_clear_fn(gearman_client_st *client)
@@ -438,13 +426,7 @@ void gearman_client_clear_fn(gearman_client_st *client)
     if (c == NULL)
         return;
     c->workload_fn = NULL;
-    c->created_fn = NULL;
-    c->data_fn = NULL;
-    c->warning_fn = NULL;
-    c->status_fn = NULL;
-    c->complete_fn = NULL;
-    c->exception_fn = NULL;
-    c->fail_fn = NULL;
+    memset(&c->fns, 0, sizeof c->fns);
 }
 
 void gearman_client_set_task_context_free_fn(gearman_client_st *client,
@@ -458,12 +440,15 @@ void gearman_client_set_task_context_free_fn(gearman_client_st *client,
 /* ---------------------------------------------------------------- adding tasks */
 
 /* task_new creates a task in the NEW state at the end of c's list, encoding its request now so
- * that the caller's buffers may go away. Returns the task, or NULL with the error recorded. */
+ * that the caller's buffers may go away. epoch is for SUBMIT_JOB_EPOCH, reducer for
+ * SUBMIT_REDUCE_JOB*. Returns the task, or NULL with the error recorded. */
 static struct lgc_task *task_new(struct lgc_client *c, gearman_task_st *shell, void *context,
                                  enum lgc_task_kind kind, uint32_t cmd, const char *function,
                                  size_t function_len, const char *unique, size_t unique_len,
-                                 const void *workload, size_t workload_size, time_t epoch)
+                                 const void *workload, size_t workload_size, time_t epoch,
+                                 const char *reducer, size_t reducer_len)
 {
+    bool reduce = cmd == CMD_SUBMIT_REDUCE_JOB || cmd == CMD_SUBMIT_REDUCE_JOB_BACKGROUND;
     if (cmd != CMD_GET_STATUS) {
         if (function == NULL || function_len == 0) {
             lgc_set_error(&c->u, GEARMAN_INVALID_ARGUMENT, "function name is empty");
@@ -471,6 +456,15 @@ static struct lgc_task *task_new(struct lgc_client *c, gearman_task_st *shell, v
         }
         if (function_len > GEARMAN_FUNCTION_MAX_SIZE) {
             lgc_set_error(&c->u, GEARMAN_INVALID_ARGUMENT, "function name longer than %d bytes",
+                          GEARMAN_FUNCTION_MAX_SIZE);
+            return NULL;
+        }
+        if (reduce && (reducer == NULL || reducer_len == 0)) {
+            lgc_set_error(&c->u, GEARMAN_INVALID_ARGUMENT, "reducer function name is empty");
+            return NULL;
+        }
+        if (reduce && reducer_len > GEARMAN_FUNCTION_MAX_SIZE) {
+            lgc_set_error(&c->u, GEARMAN_INVALID_ARGUMENT, "reducer name longer than %d bytes",
                           GEARMAN_FUNCTION_MAX_SIZE);
             return NULL;
         }
@@ -508,12 +502,14 @@ static struct lgc_task *task_new(struct lgc_client *c, gearman_task_st *shell, v
     t->shell = shell;
     t->client = c;
     t->kind = kind;
+    t->fns = c->fns;
     t->state = LGC_TASK_NEW;
     t->cmd = cmd;
     t->context = context;
     t->result_rc = GEARMAN_UNKNOWN_STATE;
     t->background = cmd == CMD_SUBMIT_JOB_BG || cmd == CMD_SUBMIT_JOB_HIGH_BG ||
-                    cmd == CMD_SUBMIT_JOB_LOW_BG || cmd == CMD_SUBMIT_JOB_EPOCH;
+                    cmd == CMD_SUBMIT_JOB_LOW_BG || cmd == CMD_SUBMIT_JOB_EPOCH ||
+                    cmd == CMD_SUBMIT_REDUCE_JOB_BACKGROUND;
     int rc;
     if (cmd == CMD_GET_STATUS) {
         size_t hl = strnlen(unique, GEARMAN_JOB_HANDLE_SIZE - 1); /* the handle, see callers */
@@ -530,7 +526,7 @@ static struct lgc_task *task_new(struct lgc_client *c, gearman_task_st *shell, v
             if (unique_len > 0) {
                 memcpy(t->unique, unique, unique_len);
                 t->unique[unique_len] = '\0';
-            } else if (c->generate_unique || t->background) {
+            } else if (c->generate_unique || t->background || reduce) {
                 lgc_make_uuid(t->unique);
             }
             char when[32];
@@ -541,6 +537,10 @@ static struct lgc_task *task_new(struct lgc_client *c, gearman_task_st *shell, v
                                         {workload, workload_size}};
             if (cmd == CMD_SUBMIT_JOB_EPOCH) {
                 rc = lgc_buf_append_packet(&t->packet, cmd, args, 4);
+            } else if (reduce) { /* function, unique, reducer, aggregator (empty), workload */
+                struct proto_arg rargs[5] = {args[0], args[1], {reducer, reducer_len}, {"", 0},
+                                             args[3]};
+                rc = lgc_buf_append_packet(&t->packet, cmd, rargs, 5);
             } else {
                 args[2] = args[3];
                 rc = lgc_buf_append_packet(&t->packet, cmd, args, 3);
@@ -579,7 +579,7 @@ static gearman_task_st *add_task(gearman_client_st *client, gearman_task_st *tas
     struct lgc_task *t =
         task_new(c, task, context, LGC_KIND_ADD_TASK, cmd, function_name,
                  function_name ? strlen(function_name) : 0, unique, unique ? strlen(unique) : 0,
-                 workload, workload_size, 0);
+                 workload, workload_size, 0, NULL, 0);
     *ret_ptr = t != NULL ? GEARMAN_SUCCESS : c->u.error_code;
     return t != NULL ? t->shell : NULL;
 }
@@ -656,7 +656,7 @@ gearman_task_st *gearman_client_add_task_status(gearman_client_st *client, gearm
         return NULL;
     }
     struct lgc_task *t = task_new(c, task, context, LGC_KIND_ADD_TASK, CMD_GET_STATUS, NULL, 0,
-                                  job_handle, 0, NULL, 0, 0);
+                                  job_handle, 0, NULL, 0, 0, NULL, 0);
     *ret_ptr = t != NULL ? GEARMAN_SUCCESS : c->u.error_code;
     return t != NULL ? t->shell : NULL;
 }
@@ -710,13 +710,13 @@ static gearman_return_t run_callback(struct lgc_client *c, struct lgc_task *t, e
 {
     gearman_return_t (*fn)(gearman_task_st *) = NULL;
     switch (ev) {
-    case LGC_EV_CREATED: fn = c->created_fn; break;
-    case LGC_EV_DATA: fn = c->data_fn; break;
-    case LGC_EV_WARNING: fn = c->warning_fn; break;
-    case LGC_EV_STATUS: fn = c->status_fn; break;
-    case LGC_EV_COMPLETE: fn = c->complete_fn; break;
-    case LGC_EV_EXCEPTION: fn = c->exception_fn; break;
-    case LGC_EV_FAIL: fn = c->fail_fn; break;
+    case LGC_EV_CREATED: fn = t->fns.created; break;
+    case LGC_EV_DATA: fn = t->fns.data; break;
+    case LGC_EV_WARNING: fn = t->fns.warning; break;
+    case LGC_EV_STATUS: fn = t->fns.status; break;
+    case LGC_EV_COMPLETE: fn = t->fns.complete; break;
+    case LGC_EV_EXCEPTION: fn = t->fns.exception; break;
+    case LGC_EV_FAIL: fn = t->fns.fail; break;
     case LGC_EV_NONE: return GEARMAN_SUCCESS;
     case LGC_EV_NOMEM: return lgc_set_error(&c->u, GEARMAN_MEMORY_ALLOCATION_FAILURE, "result");
     }
@@ -935,7 +935,7 @@ static struct lgc_task *do_job(struct lgc_client *c, uint32_t cmd, const char *f
     lgc_clear_error(&c->u);
     struct lgc_task *t =
         task_new(c, NULL, NULL, LGC_KIND_DO, cmd, function, function ? strlen(function) : 0,
-                 unique, unique ? strlen(unique) : 0, workload, size, 0);
+                 unique, unique ? strlen(unique) : 0, workload, size, 0, NULL, 0);
     if (t == NULL) {
         *rc = c->u.error_code;
         return NULL;
@@ -1082,7 +1082,7 @@ gearman_return_t gearman_client_job_status(gearman_client_st *client,
         return GEARMAN_INVALID_ARGUMENT;
     lgc_clear_error(&c->u);
     struct lgc_task *t = task_new(c, NULL, NULL, LGC_KIND_DO, CMD_GET_STATUS, NULL, 0, job_handle,
-                                  0, NULL, 0, 0);
+                                  0, NULL, 0, 0, NULL, 0);
     if (t == NULL)
         return c->u.error_code;
     gearman_return_t rc = run(c, t, true);
@@ -1120,6 +1120,32 @@ gearman_return_t gearman_client_echo(gearman_client_st *client, const void *work
     return rc;
 }
 
+/* execute is the body of gearman_execute and gearman_execute_by_partition: submits one job
+ * (SUBMIT_REDUCE_JOB* with reducer when reducer_len > 0) and runs the client's tasks until it has
+ * finished. */
+static gearman_task_st *execute(struct lgc_client *c, uint32_t cmd, time_t epoch,
+                                const char *function_name, size_t function_name_length,
+                                const char *reducer, size_t reducer_len, const char *unique,
+                                size_t unique_length, gearman_argument_t *arguments,
+                                void *context)
+{
+    const char *workload = arguments != NULL ? arguments->value.c_str : NULL;
+    size_t size = arguments != NULL ? arguments->value.size : 0;
+    if (unique == NULL)
+        unique_length = 0;
+    struct lgc_task *t = task_new(c, NULL, context, LGC_KIND_EXECUTE, cmd, function_name,
+                                  function_name != NULL ? function_name_length : 0, unique,
+                                  unique_length, workload, size, epoch, reducer, reducer_len);
+    if (t == NULL)
+        return NULL;
+    gearman_return_t rc = run(c, NULL, !c->u.non_blocking);
+    if (rc != GEARMAN_SUCCESS && rc != GEARMAN_IO_WAIT && t->state == LGC_TASK_NEW) {
+        task_destroy(t); /* never sent: report through gearman_client_error */
+        return NULL;
+    }
+    return t->shell;
+}
+
 gearman_task_st *gearman_execute(gearman_client_st *client, const char *function_name,
                                  size_t function_name_length, const char *unique,
                                  size_t unique_length, gearman_task_attr_t *attr,
@@ -1141,21 +1167,34 @@ gearman_task_st *gearman_execute(gearman_client_st *client, const char *function
             break;
         }
     }
-    const char *workload = arguments != NULL ? arguments->value.c_str : NULL;
-    size_t size = arguments != NULL ? arguments->value.size : 0;
-    if (unique == NULL)
-        unique_length = 0;
-    struct lgc_task *t = task_new(c, NULL, context, LGC_KIND_EXECUTE, cmd, function_name,
-                                  function_name != NULL ? function_name_length : 0, unique,
-                                  unique_length, workload, size, epoch);
-    if (t == NULL)
+    return execute(c, cmd, epoch, function_name, function_name_length, NULL, 0, unique,
+                   unique_length, arguments, context);
+}
+
+gearman_task_st *gearman_execute_by_partition(gearman_client_st *client,
+                                              const char *partition_function,
+                                              const size_t partition_function_length,
+                                              const char *function_name,
+                                              const size_t function_name_length,
+                                              const char *unique_str, const size_t unique_length,
+                                              gearman_task_attr_t *attr,
+                                              gearman_argument_t *arguments, void *context)
+{
+    struct lgc_client *c = CLIENT(client);
+    if (c == NULL)
         return NULL;
-    gearman_return_t rc = run(c, NULL, !c->u.non_blocking);
-    if (rc != GEARMAN_SUCCESS && rc != GEARMAN_IO_WAIT && t->state == LGC_TASK_NEW) {
-        task_destroy(t); /* never sent: report through gearman_client_error */
+    lgc_clear_error(&c->u);
+    uint32_t cmd = CMD_SUBMIT_REDUCE_JOB; /* the wire has no priority for it: attr's is unused */
+    if (attr != NULL && attr->kind == GEARMAN_TASK_ATTR_BACKGROUND)
+        cmd = CMD_SUBMIT_REDUCE_JOB_BACKGROUND;
+    if (attr != NULL && attr->kind == GEARMAN_TASK_ATTR_EPOCH) {
+        lgc_set_error(&c->u, GEARMAN_INVALID_ARGUMENT,
+                      "EPOCH is not currently supported for gearman_client_execute_reduce()");
         return NULL;
     }
-    return t->shell;
+    return execute(c, cmd, 0, partition_function, partition_function_length, function_name,
+                   function_name != NULL ? function_name_length : 0, unique_str, unique_length,
+                   arguments, context);
 }
 
 /* ---------------------------------------------------------------- task accessors */

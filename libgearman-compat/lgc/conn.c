@@ -270,8 +270,7 @@ gearman_return_t lgc_conn_flush(struct lgc_universal *u, struct lgc_conn *conn)
         if (rc < 0)
             return lgc_set_errno(u, GEARMAN_ERRNO, errno, "poll");
         if (rc == 0)
-            return lgc_set_error(u, GEARMAN_TIMEOUT, "writing to %s:%s took longer than %d ms",
-                                 conn->host, conn->port, u->timeout);
+            return lgc_set_timeout(u, 1);
         if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) && !(pfd.revents & POLLOUT) &&
             lgc_conn_read(u, conn) != 0)
             return GEARMAN_LOST_CONNECTION;
@@ -299,8 +298,7 @@ gearman_return_t lgc_conn_recv(struct lgc_universal *u, struct lgc_conn *conn,
         if (rc < 0)
             return lgc_set_errno(u, GEARMAN_ERRNO, errno, "poll");
         if (rc == 0)
-            return lgc_set_error(u, GEARMAN_TIMEOUT, "no reply from %s:%s within %d ms",
-                                 conn->host, conn->port, u->timeout);
+            return lgc_set_timeout(u, 1);
         if (pfd.revents & (POLLIN | POLLHUP | POLLERR))
             (void)lgc_conn_read(u, conn);
     }
@@ -327,8 +325,7 @@ gearman_return_t lgc_wait(struct lgc_universal *u)
     if (rc < 0)
         return lgc_set_errno(u, GEARMAN_ERRNO, errno, "poll");
     if (rc == 0)
-        return lgc_set_error(u, GEARMAN_TIMEOUT, "no activity from %u server(s) within %d ms",
-                             (unsigned)n, u->timeout);
+        return lgc_set_timeout(u, (unsigned)n);
     for (nfds_t i = 0; i < n; i++) {
         if ((pfds[i].revents & POLLOUT) && lgc_conn_write(u, conns[i]) != 0)
             continue;

@@ -156,6 +156,18 @@ gearman_return_t lgc_set_error(struct lgc_universal *u, gearman_return_t code, c
     return code;
 }
 
+gearman_return_t lgc_set_timeout(struct lgc_universal *u, unsigned nservers)
+{
+    u->error_code = GEARMAN_TIMEOUT;
+    u->last_errno = 0;
+    /* The text libgearman 1.1's gearman_wait() gives, source location included. */
+    snprintf(u->error, sizeof u->error,
+             "gearman_wait(GEARMAN_TIMEOUT) timeout reached, %u servers were poll(), no servers "
+             "were available, pipe:%s -> libgearman/universal.cc:346: pid(%ld)",
+             nservers, u->is_worker ? "true" : "false", (long)getpid());
+    return GEARMAN_TIMEOUT;
+}
+
 gearman_return_t lgc_set_errno(struct lgc_universal *u, gearman_return_t code, int err,
                                const char *what)
 {

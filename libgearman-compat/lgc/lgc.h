@@ -127,6 +127,7 @@ struct lgc_universal {
     struct lgc_conn *conns;       /* servers, in the order added */
     int timeout;                  /* ms of inactivity before GEARMAN_TIMEOUT; -1 forever */
     bool non_blocking;            /* return GEARMAN_IO_WAIT instead of waiting */
+    bool is_worker;               /* a worker's: its timeout text says pipe:true, as libgearman's */
     char *identifier;             /* SET_CLIENT_ID value, owned, or NULL */
     size_t identifier_len;        /* bytes at identifier */
     char **options;               /* OPTION_REQ names sent on every new connection, owned */
@@ -145,6 +146,10 @@ gearman_return_t lgc_set_error(struct lgc_universal *u, gearman_return_t code, c
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* lgc_set_timeout records GEARMAN_TIMEOUT after waiting on nservers connections, in libgearman's
+ * words (programs print them), and returns GEARMAN_TIMEOUT. */
+gearman_return_t lgc_set_timeout(struct lgc_universal *u, unsigned nservers);
 
 /* lgc_set_errno records an errno-based error and returns code. */
 gearman_return_t lgc_set_errno(struct lgc_universal *u, gearman_return_t code, int err,
@@ -298,6 +303,18 @@ enum lgc_event {
 struct lgc_client;
 
 /* struct lgc_task is a submitted job or a status request. */
+/* struct lgc_task_fns holds a client's task callbacks. Each task keeps a copy of the ones in force
+ * when it was added, as libgearman does: setting a callback later does not reach it. */
+struct lgc_task_fns {
+    gearman_created_fn *created;          /* JOB_CREATED */
+    gearman_data_fn *data;                /* WORK_DATA */
+    gearman_warning_fn *warning;          /* WORK_WARNING */
+    gearman_universal_status_fn *status;  /* WORK_STATUS, STATUS_RES */
+    gearman_complete_fn *complete;        /* WORK_COMPLETE */
+    gearman_exception_fn *exception;      /* WORK_EXCEPTION */
+    gearman_fail_fn *fail;                /* WORK_FAIL */
+};
+
 struct lgc_task {
     gearman_task_st *shell;         /* the user's handle on this task */
     struct lgc_client *client;      /* owner */
@@ -313,6 +330,7 @@ struct lgc_task {
     struct lgc_conn *conn;          /* connection it was sent on, NULL before */
     unsigned conn_gen;              /* conn->generation when sent */
     void *context;                  /* user context */
+    struct lgc_task_fns fns;        /* the client's callbacks when the task was added */
     bool is_known;                  /* per JOB_CREATED/STATUS_RES */
     bool is_running;                /* per WORK_* / STATUS_RES */
     uint32_t numerator;             /* last status numerator */

@@ -7,7 +7,8 @@
 
 /* struct lgc_function is one function the worker can do. */
 struct lgc_function {
-    struct lgc_function *next; /* next function, in registration order */
+    struct lgc_function *next; /* next function: the last registered comes first, as in
+                                  libgearman, so a new connection announces them in its order */
     char *name;                /* owned, NUL-terminated */
     size_t name_len;           /* bytes of name */
     uint32_t timeout;          /* CAN_DO_TIMEOUT value, 0 for plain CAN_DO */
@@ -83,6 +84,7 @@ static gearman_worker_st *worker_new(gearman_worker_st *shell)
     w->grab_cmd = CMD_GRAB_JOB_UNIQ;
     lgc_universal_init(&w->u);
     w->u.on_connect = announce;
+    w->u.is_worker = true;
     w->u.owner = w;
     return shell;
 }
@@ -121,6 +123,14 @@ gearman_worker_st *gearman_worker_clone(gearman_worker_st *worker, const gearman
         if (function_add(w, f->name, f->name_len, f->fn, f->timeout, f->context) != GEARMAN_SUCCESS)
             goto fail;
     }
+    struct lgc_function *reversed = NULL; /* function_add put each first: restore src's order */
+    while (w->functions != NULL) {
+        struct lgc_function *f = w->functions;
+        w->functions = f->next;
+        f->next = reversed;
+        reversed = f;
+    }
+    w->functions = reversed;
     return shell;
 fail:
     gearman_worker_free(shell);
@@ -385,10 +395,8 @@ static gearman_return_t function_add(struct lgc_worker *w, const char *name, siz
         memcpy(f->name, name, len);
         f->name[len] = '\0';
         f->name_len = len;
-        struct lgc_function **tail = &w->functions;
-        while (*tail != NULL)
-            tail = &(*tail)->next;
-        *tail = f;
+        f->next = w->functions;
+        w->functions = f;
     }
     f->timeout = timeout;
     f->fn = fn;

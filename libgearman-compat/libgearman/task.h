@@ -104,6 +104,20 @@ gearman_task_st *gearman_execute(gearman_client_st *client, const char *function
                                  size_t unique_length, gearman_task_attr_t *attr,
                                  gearman_argument_t *arguments, void *context);
 
+/* gearman_execute_by_partition submits one SUBMIT_REDUCE_JOB (SUBMIT_REDUCE_JOB_BACKGROUND with
+ * a background attr): partition_function is the function that gets the job, function_name the
+ * reducer it is to send the pieces to. A unique is generated when none is given. The priority in
+ * attr is not used (the packet has none); an epoch attr is refused (GEARMAN_INVALID_ARGUMENT),
+ * as libgearman does. Otherwise as gearman_execute. */
+gearman_task_st *gearman_execute_by_partition(gearman_client_st *client,
+                                              const char *partition_function,
+                                              const size_t partition_function_length,
+                                              const char *function_name,
+                                              const size_t function_name_length,
+                                              const char *unique_str, const size_t unique_length,
+                                              gearman_task_attr_t *attr,
+                                              gearman_argument_t *arguments, void *context);
+
 /* gearman_result_value returns the result's bytes (borrowed, NUL-terminated), or NULL. */
 const char *gearman_result_value(const gearman_result_st *result);
 

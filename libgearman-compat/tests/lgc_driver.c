@@ -17,7 +17,7 @@
  *   worker FUNC         a worker; -m reverse|fail|exception|hang|chatty|die|v2|shutdown|nullresult
  *                       (hang: one WORK_STATUS 0/1, then no answer for 60 s);
  *                       -c jobs to do; -T CAN_DO_TIMEOUT; -i identifier; -t wait timeout
- *   grab FUNC           gearman_worker_grab_job once (honours -n non-blocking, -t timeout)
+ *   grab FUNC...        register FUNCs, gearman_worker_grab_job once (-n non-blocking, -t timeout)
  *   register FUNC...    register functions, unregister the first, unregister_all; prints rcs
  *   selftest            checks that need no server (options, names, values, accessors)
  * Output: "key=value" lines on stdout. Exit status 0 unless the scenario itself broke. */
@@ -536,7 +536,7 @@ static int cmd_worker(const char *func)
     return 0;
 }
 
-static int cmd_grab(const char *func)
+static int cmd_grab(int nfuncs, char **funcs)
 {
     gearman_worker_st *w = gearman_worker_create(NULL);
     gearman_worker_add_servers(w, O.servers);
@@ -546,7 +546,8 @@ static int cmd_grab(const char *func)
         gearman_worker_add_options(w, GEARMAN_WORKER_NON_BLOCKING);
     if (O.identifier != NULL)
         gearman_worker_set_identifier(w, O.identifier, strlen(O.identifier));
-    gearman_worker_register(w, func, 0);
+    for (int i = 0; i < nfuncs; i++)
+        gearman_worker_register(w, funcs[i], 0);
     gearman_return_t rc;
     gearman_job_st *job = gearman_worker_grab_job(w, NULL, &rc);
     printf("rc=%s\n", gearman_strerror(rc));
@@ -734,8 +735,8 @@ int main(int argc, char **argv)
         return cmd_execute(arg1, arg2);
     if (strcmp(a[0], "worker") == 0)
         return cmd_worker(arg1);
-    if (strcmp(a[0], "grab") == 0)
-        return cmd_grab(arg1);
+    if (strcmp(a[0], "grab") == 0 && n > 1)
+        return cmd_grab(n - 1, a + 1);
     if (strcmp(a[0], "register") == 0 && n > 1)
         return cmd_register(n - 1, a + 1);
     if (strcmp(a[0], "selftest") == 0)

@@ -9,6 +9,8 @@
 
 #include "lgc.h"
 
+#include <unistd.h>
+
 namespace {
 
 // Packet is a response packet encoded with proto_encode and parsed back with pb_parse.
@@ -169,6 +171,22 @@ TEST(LgcCore, AddServerDefaults)
     EXPECT_EQ(-1, u.conns->fd);
     ASSERT_NE(nullptr, u.conns->next);
     EXPECT_STREQ("1234", u.conns->next->port);
+    lgc_universal_free(&u);
+}
+
+TEST(LgcCore, TimeoutTextIsLibgearmans)
+{
+    lgc_universal u;
+    lgc_universal_init(&u);
+    EXPECT_EQ(GEARMAN_TIMEOUT, lgc_set_timeout(&u, 2));
+    EXPECT_EQ(GEARMAN_TIMEOUT, u.error_code);
+    std::string pid = "pid(" + std::to_string((long)getpid()) + ")";
+    EXPECT_EQ("gearman_wait(GEARMAN_TIMEOUT) timeout reached, 2 servers were poll(), no servers "
+              "were available, pipe:false -> libgearman/universal.cc:346: " + pid,
+              std::string(u.error));
+    u.is_worker = true;
+    lgc_set_timeout(&u, 1);
+    EXPECT_NE(nullptr, strstr(u.error, " 1 servers were poll(), no servers were available, pipe:true"));
     lgc_universal_free(&u);
 }
 

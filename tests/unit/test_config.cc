@@ -71,6 +71,22 @@ TEST(Config, GrabWaitAndBusyPoll)
     config_free(&p.c);
 }
 
+TEST(Config, CanDoTimeoutFailOrRequeue)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.can_do_timeout_requeue, 0);
+    config_free(&p.c);
+    p = parse({"--can-do-timeout=requeue"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.can_do_timeout_requeue, 1);
+    config_free(&p.c);
+    p = parse({"--can-do-timeout=requeue", "--can-do-timeout=fail"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.can_do_timeout_requeue, 0);
+    config_free(&p.c);
+}
+
 TEST(Config, GearmandNamesShortAndLong)
 {
     Parsed p = parse({"-p", "5000", "-b", "64", "-L", "127.0.0.1", "--listen=::1", "-t", "4",
@@ -120,7 +136,7 @@ TEST(Config, BadValuesRejected)
              {"-q", "mysql"}, {"-q", "libsqlite3"}, {"--ssl"}, {"-r", "http"},
              {"--max-packet-size=1G", "--max-output-buffer=1M"}, {"--grab-wait=1001"},
              {"--grab-wait=-1"}, {"--busy-poll=100001"}, {"--busy-poll=1.5"},
-             {"--reply-batch=1000001"}}) {
+             {"--reply-batch=1000001"}, {"--can-do-timeout=retry"}, {"--can-do-timeout="}}) {
         Parsed p = parse(args);
         EXPECT_EQ(p.rc, -1) << args[0];
         EXPECT_FALSE(p.err.empty());

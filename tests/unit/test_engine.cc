@@ -168,6 +168,25 @@ TEST_F(EngineTest, RoundRobinAcrossFunctionsOfOnePriority)
     EXPECT_EQ(order, "a0 b0 a1 b1 a2 b2 ");
 }
 
+TEST_F(EngineTest, RoundRobinOverQueuedJobsStartsWithTheLastCanDo)
+{
+    peer *c = f.connect();
+    for (const char *fn : {"a", "b", "c"})
+        for (int i = 0; i < 2; i++)
+            submit(c, CMD_SUBMIT_JOB_BG, fn, "", fn + std::to_string(i));
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "a");
+    send(w, CMD_CAN_DO, "b");
+    send(w, CMD_CAN_DO, "c");
+    string order;
+    for (int i = 0; i < 6; i++) {
+        auto a = grab(w);
+        ASSERT_EQ(a.size(), 4u);
+        order += a[3] + " ";
+    }
+    EXPECT_EQ(order, "c0 b0 a0 c1 b1 a1 "); /* gearmand -R: the last CAN_DO first, backwards */
+}
+
 TEST_F(EngineTest, CoalescedClientsAllGetResults)
 {
     peer *c1 = f.connect();
@@ -235,7 +254,7 @@ TEST_F(EngineTest, WorkerLossRequeuesToFrontAndClientGetsNewResult)
 
 TEST_F(EngineTest, RetriesExhaustedFailsTheJob)
 {
-    f.cfg.job_retries = 1;
+    f.cfg.job_retries = 2; /* handed out twice, failed on the second loss (as gearmand -j 2) */
     peer *c = f.connect();
     string h = submit(c, CMD_SUBMIT_JOB, "f", "", "x");
     for (int attempt = 0; attempt < 2; attempt++) {

@@ -653,6 +653,19 @@ def test_worker_wire_can_do_timeout_identifier_grab_uniq(fake):
     p.stop()
 
 
+def test_worker_announces_functions_in_libgearman_order(fake, real_examples):
+    """Differential: libgearman sends a new connection's CAN_DOs last-registered first, which
+    decides where gearmand -R (and spurd) start taking turns; libgearman-compat does the same."""
+    orders = []
+    for drv in (real_examples["lgc_driver"], driver()):
+        f = fake({16: [ECHO], 9: [(10, b"")], 30: [(10, b"")], 39: [(10, b"")]})
+        rc, out, err = run([drv, "-s", f.addr, "-t", 300, "grab", "fa", "fb", "fc"])
+        assert rc == 0, out + err
+        orders.append([p for c, p in f.received if c == 1])
+    assert orders[0] == [b"fc", b"fb", b"fa"]
+    assert orders[1] == orders[0]
+
+
 def test_client_wire_exceptions_option_before_submit(fake):
     f = fake({26: [(27, lambda p: p)], 7: [(8, b"H:fake:1"), (13, b"H:fake:1\0done")]})
     r = drive([f.addr], "-x", "do", "fz", "abc")

@@ -58,15 +58,18 @@ def pytest_runtest_setup(item):
 def gearmand_args(spurd_args):
     """Translate spurd options into gearmand 1.1.20 options with the same meaning.
 
-    --job-retries: spurd's N (-1 unlimited, 0 never retried, N re-queued at most N times) is
-    gearmand 1.1.20's N+1 (0 unlimited, N = the job fails on the N-th loss); -1 becomes 0.
-    Everything else (--exceptions, --worker-wakeup, --job-handle-prefix, --round-robin) has the
-    same spelling and meaning."""
+    --job-retries: spurd's N >= 1 is gearmand's N (the job fails on the N-th loss). spurd's -1
+    (unlimited) is gearmand 1.1.20's 0, and spurd's 0 (fail on the first loss) is gearmand's 1.
+    --can-do-timeout=requeue is what gearmand always does, so it is dropped. Everything else
+    (--exceptions, --worker-wakeup, --job-handle-prefix, --round-robin) has the same spelling and
+    meaning."""
     out = []
     for a in spurd_args:
         if a.startswith("--job-retries=") or a.startswith("-j"):
             n = int(a.split("=", 1)[1] if a.startswith("--") else a[2:])
-            out.append("--job-retries=%d" % (0 if n < 0 else n + 1))
+            out.append("--job-retries=%d" % (0 if n < 0 else max(n, 1)))
+        elif a == "--can-do-timeout=requeue":
+            continue
         else:
             out.append(a)
     return out
@@ -81,4 +84,21 @@ def any_server_factory(server_factory, gearmand_factory):
             return gearmand_factory(*gearmand_args(args))
         return server_factory(*args)
 
+    return make
+
+
+@pytest.fixture(params=["spurd", "gearmand"])
+def both_factory(request, server_factory, gearmand_factory):
+    """Runs the test twice, against spurd and against Debian's gearmand (differential): make(*args)
+    starts the server with spurd options translated as by gearmand_args. Against an external
+    server, the spurd half is skipped, like server_factory."""
+    if request.param == "spurd" and EXTERNAL:
+        pytest.skip("needs its own spurd")
+
+    def make(*args):
+        if request.param == "gearmand":
+            return gearmand_factory(*gearmand_args(args))
+        return server_factory(*args)
+
+    make.kind = request.param
     return make

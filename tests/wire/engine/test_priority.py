@@ -125,6 +125,21 @@ def test_round_robin_across_functions_at_same_priority(any_server_factory):
     check_global_priority_round_robin(order, jobs)
 
 
+def test_round_robin_starts_with_the_last_can_do(both_factory):
+    """Differential: one worker, four functions with three queued jobs each. gearmand -R serves the
+    last-registered function first and then goes backwards through the CAN_DOs; so does spurd."""
+    s = both_factory("--round-robin")
+    fs = [fname("f%d" % i) for i in range(4)]
+    c = s.connect()
+    jobs = {}
+    for k, f in enumerate(fs):
+        for i in range(3):
+            jobs[submit(c, f, b"%d" % i, cmd=SUBMIT_JOB_BG)] = (k, i)
+    w = worker(s, *fs)
+    order = [jobs[h] for h in drain(w, 12)]
+    assert order == [(k, i) for i in range(3) for k in (3, 2, 1, 0)]
+
+
 @pytest.mark.spur_only
 def test_round_robin_across_three_functions_without_options(server):
     fs = [fname("f%d" % i) for i in range(3)]

@@ -172,8 +172,8 @@ def lose_n_times(server, f, h, w, n, how="kill"):
 
 @pytest.mark.parametrize("how", ["kill", "cant_do"])
 def test_retries_exhausted_clients_get_work_fail(any_server_factory, how):
-    """spurd --job-retries=1 (gearmand 1.1.20: -j 2): re-queued once, fails on the 2nd loss."""
-    s = any_server_factory("--job-retries=1")
+    """--job-retries=2: re-queued once, fails on the 2nd loss (as gearmand -j 2)."""
+    s = any_server_factory("--job-retries=2")
     f = fname()
     h, w, cs = running(s, f, unique=uniq(), clients=2)
     lose_n_times(s, f, h, w, 2, how)
@@ -208,17 +208,21 @@ def test_job_retries_zero_fails_on_first_loss(server_factory, how):
     expect_no_job(worker(s, f))
 
 
-@pytest.mark.spur_only
-def test_job_retries_two_requeues_twice_fails_on_third_loss(server_factory):
-    s = server_factory("--job-retries=2")
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_job_retries_n_hands_the_job_out_n_times(both_factory, n):
+    """Differential: -j N hands a job out N times and fails it on the N-th loss, on spurd and on
+    gearmand 1.1.20 alike (spurd used to hand it out N+1 times)."""
+    s = both_factory("--job-retries=%d" % n)
     f = fname()
-    h, w, (c,) = running(s, f)
-    lose_n_times(s, f, h, w, 2)
-    w = worker(s, f)
-    assert grab_until_assign(w)[0] == h          # still alive after two losses
+    h, w, (c,) = running(s, f)                   # handed out once
+    for _ in range(n - 1):
+        kill(w)
+        w = worker(s, f)
+        assert grab_until_assign(w)[0] == h      # handed out again
     c.echo_roundtrip()
-    kill(w)
+    kill(w)                                      # the N-th loss
     assert c.expect(WORK_FAIL) == h
+    wait_status(s, f, (0, 0, 0))
     expect_no_job(worker(s, f))
 
 
@@ -393,6 +397,75 @@ def test_can_do_timeout_applies_only_to_its_function(server):
     c.assert_silent(0.05)
     w.send_packet(WORK_COMPLETE, h, b"ok")
     assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+
+
+def test_can_do_timeout_requeue_gives_the_job_to_another_worker(both_factory):
+    """Differential: spurd --can-do-timeout=requeue against gearmand, which always re-queues. The
+    clients are told nothing; a late result from the slow worker is refused."""
+    s = both_factory("--can-do-timeout=requeue")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 1000)
+    assert expect_assign(w)[0] == h
+    wait_status(s, f, (1, 0, 1), timeout=10)      # back in the queue after the deadline
+    other = worker(s, f)
+    assert grab_until_assign(other) == [h, f, b"slow"]
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+    c.assert_silent(0.1)                          # no WORK_FAIL, nothing at all
+    other.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    wait_status(s, f, (0, 0, 2))
+
+
+@pytest.mark.parametrize("cmd", [None, SUBMIT_JOB_BG])
+def test_can_do_timeout_requeue_counts_against_job_retries(both_factory, cmd):
+    """Differential: with -j 2, the first expiry re-queues the job and the second fails it."""
+    s = both_factory("--can-do-timeout=requeue", "--job-retries=2")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow", cmd=cmd) if cmd else submit(c, f, b"slow")
+    w = timeout_worker(s, f, 1000)
+    assert expect_assign(w)[0] == h
+    wait_status(s, f, (1, 0, 1), timeout=10)      # the first expiry: re-queued
+    assert grab_until_assign(w)[0] == h           # the same worker takes it again
+    # The second expiry fails it. gearmand sends the WORK_FAIL only when something else makes its
+    # loop run (as for its NOOP, DIFFERENCES.md C), so poll `status` first.
+    wait_status(s, f, (0, 0, 1), timeout=10)
+    if cmd is None:
+        assert c.expect(WORK_FAIL, timeout=5) == h
+    expect_no_job(w)
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + UNKNOWN
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_requeue_wakes_a_sleeper_at_once(server_factory):
+    """gearmand queues this NOOP but sends it only when something else wakes its loop."""
+    s = server_factory("--can-do-timeout=requeue")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 300)
+    assert expect_assign(w)[0] == h
+    other = sleep_worker(s, f)
+    expect_noop(other, timeout=10)
+    assert grab_until_assign(other)[0] == h
+    c.assert_silent(0.05)
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_fail_option_is_the_default(server_factory):
+    """--can-do-timeout=fail (the default, spelled out) fails the job at its deadline."""
+    s = server_factory("--can-do-timeout=fail", "--job-retries=-1")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 300)
+    assert expect_assign(w)[0] == h
+    assert c.expect(WORK_FAIL, timeout=5) == h
+    wait_status(s, f, (0, 0, 1))
 
 
 @pytest.mark.gearmand_only
