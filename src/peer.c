@@ -15,6 +15,71 @@
 #include "store.h"
 
 static struct log_limit bad_input_limit = {1.0, 0, 0};
+static struct log_limit shed_limit = {1.0, 0, 0};
+
+/* account updates p's share of e->buffered; sheds when the total grew past the budget. */
+static inline void account(struct peer *p)
+{
+    size_t now = (p->flags & PEER_CLOSING) ? 0 : p->in.cap + outq_pending(&p->out);
+    if (now == p->held)
+        return;
+    struct engine *e = p->eng;
+    int grew = now > p->held;
+    e->buffered = e->buffered - p->held + now;
+    p->held = now;
+    if (!grew)
+        return;
+    if (e->buffered > e->buffered_peak)
+        e->buffered_peak = e->buffered;
+    if (e->buffered > e->cfg->max_buffer_memory && e->cfg->max_buffer_memory != 0)
+        peer_shed(e);
+}
+
+void peer_account(struct peer *p)
+{
+    account(p);
+}
+
+/* worse reports whether a is a better victim than b (NULL): not reading before reading, then
+ * more bytes held. */
+static int worse(const struct peer *a, const struct peer *b)
+{
+    if (b == NULL)
+        return 1;
+    int sa = (a->flags & PEER_BLOCKED) || a->in.cap > 0;
+    int sb = (b->flags & PEER_BLOCKED) || b->in.cap > 0;
+    if (sa != sb)
+        return sa;
+    return a->held > b->held;
+}
+
+int peer_shed(struct engine *e)
+{
+    size_t limit = e->cfg->max_buffer_memory;
+    int n = 0;
+    while (limit != 0 && e->buffered > limit && e->peers != NULL) {
+        struct peer *victim = NULL, *p = e->peers;
+        do {
+            if (!(p->flags & PEER_CLOSING) && p->held > 0 && worse(p, victim))
+                victim = p;
+            p = p->next;
+        } while (p != e->peers);
+        if (victim == NULL)
+            break;
+        e->stats.shed++;
+        e->stats.shed_bytes += victim->held;
+        log_limited(&shed_limit, LOG_WARNING, __FILE__, __LINE__,
+                    "closing fd %d (%s)%s: it holds %zu buffered bytes, and all connections "
+                    "together hold %zu, over --max-buffer-memory (%zu)",
+                    victim->fd, victim->ip,
+                    (victim->flags & PEER_BLOCKED) ? ", which does not read" : "",
+                    victim->held, e->buffered, limit);
+        peer_close(victim);
+        account(victim); /* closing: its bytes no longer count, they are freed soon */
+        n++;
+    }
+    return n;
+}
 
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local)
 {
@@ -65,6 +130,8 @@ void peer_detach(struct peer *p)
     }
     buf_free(&p->in);
     outq_clear(&p->out);
+    e->buffered -= p->held;
+    p->held = 0;
     free(p->client_id);
     p->client_id = NULL;
 }
@@ -75,6 +142,7 @@ void peer_close(struct peer *p)
         return;
     p->flags |= PEER_CLOSING;
     p->eng->ops.close(p->eng, p);
+    account(p);
 }
 
 /* queued notes that p has output, and enforces the output limit. Returns 0 or -1. */
@@ -87,6 +155,10 @@ static int queued(struct peer *p)
         peer_close(p);
         return -1;
     }
+    p->eng->queued_packets++;
+    account(p);
+    if (p->flags & PEER_CLOSING)
+        return -1; /* shed: the budget was passed and p was the worst */
     p->eng->ops.output(p->eng, p);
     return 0;
 }
@@ -285,7 +357,14 @@ static int must_wait(struct peer *p, const char *data, size_t n)
 static int run(struct peer *p, const char *data, size_t n, size_t *left)
 {
     size_t off = 0;
+    size_t quota = outq_pending(&p->out) + PEER_OUTPUT_QUOTA;
+    uint64_t packets = p->eng->queued_packets + PEER_PACKET_QUOTA;
+    p->flags &= ~PEER_DEFERRED;
     while (off < n && !(p->flags & PEER_CLOSING) && !peer_busy(p)) {
+        if (outq_pending(&p->out) > quota || p->eng->queued_packets > packets) {
+            p->flags |= PEER_DEFERRED; /* enough replies for now: the rest next iteration */
+            break;
+        }
         if (must_wait(p, data + off, n - off))
             break;
         long used = parse_one(p, data + off, n - off);
@@ -315,9 +394,12 @@ int peer_feed(struct peer *p, const char *data, size_t n)
     size_t left;
     if (run(p, data, n, &left) != 0)
         return -1;
-    if (left > 0 && buf_append(&p->in, data + (n - left), left) != 0) {
-        peer_close(p);
-        return -1;
+    if (left > 0) {
+        if (buf_append(&p->in, data + (n - left), left) != 0) {
+            peer_close(p);
+            return -1;
+        }
+        account(p); /* a partial packet is held: it counts against the budget */
     }
     return 0;
 }
@@ -332,5 +414,6 @@ int peer_process(struct peer *p)
         return -1;
     buf_consume(&p->in, n - left);
     buf_shrink(&p->in);
+    account(p);
     return 0;
 }
