@@ -41,6 +41,7 @@ struct engine_stats {
     uint64_t protocol_errors; /* malformed input answered or closed */
     uint64_t shed;          /* connections closed because all buffers passed --max-buffer-memory */
     uint64_t shed_bytes;    /* buffered bytes those connections held when closed */
+    uint64_t status_coalesced; /* unsent WORK_STATUS packets replaced by a newer one */
 };
 
 /* struct engine is the whole pure server state. */

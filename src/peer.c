@@ -175,16 +175,12 @@ int peer_write(struct peer *p, const void *data, size_t n)
     return queued(p);
 }
 
-/* put_packet queues a response: header, the arguments separated by NULs (and one after the last
- * when a blob range follows), then bytes [off, off+len) of b if b is not NULL. */
-static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
-                      struct blob *b, size_t off, size_t len)
+/* mark_write says when p's output with this packet is written: a worker's next job, and the
+ * result a client waits on, go out first in this loop iteration; other replies later in it. A
+ * client with more jobs in flight gets its replies batched, so one write carries many
+ * (conn_mark_dirty). */
+static void mark_write(struct peer *p, uint32_t cmd)
 {
-    if (p->flags & PEER_CLOSING)
-        return -1;
-    /* Which write: a worker's next job, and the result a client waits on, go out first in this
-     * loop iteration; other replies later in it. A client with more jobs in flight gets its
-     * replies batched, so one write carries many (conn_mark_dirty). */
     int to_worker = cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
                     cmd == CMD_JOB_ASSIGN_ALL;
     int lazy = !to_worker && cmd != CMD_NO_JOB && p->waiters != NULL &&
@@ -194,6 +190,16 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
         p->flags |= PEER_URGENT;
     else if (!lazy)
         p->flags |= PEER_NOW;
+}
+
+/* put_packet queues a response: header, the arguments separated by NULs (and one after the last
+ * when a blob range follows), then bytes [off, off+len) of b if b is not NULL. */
+static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                      struct blob *b, size_t off, size_t len)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    mark_write(p, cmd);
     uint64_t body = b ? len : 0;
     for (int i = 0; i < nargs; i++)
         body += args[i].len + ((b != NULL || i + 1 < nargs) ? 1 : 0);
@@ -214,6 +220,43 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
         peer_close(p);
         return -1;
     }
+    return queued(p);
+}
+
+/* STATUS_SLOT_MAX bounds a WORK_STATUS packet that is coalesced; a larger one (its numerator
+ * and denominator are whatever the worker sent) is queued like any other packet. */
+#define STATUS_SLOT_MAX 256
+
+int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, uint64_t *slot)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    size_t body = 0;
+    for (int i = 0; i < nargs; i++)
+        body += args[i].len + (i + 1 < nargs ? 1 : 0);
+    if (!(p->flags & PEER_BLOCKED) || body > STATUS_SLOT_MAX - PROTO_HEADER_SIZE) {
+        /* the client reads (its socket takes what is written): every status goes out */
+        *slot = 0;
+        return put_packet(p, CMD_WORK_STATUS, args, nargs, NULL, 0, 0);
+    }
+    mark_write(p, CMD_WORK_STATUS);
+    char pkt[STATUS_SLOT_MAX];
+    proto_header((unsigned char *)pkt, PROTO_MAGIC_RES, CMD_WORK_STATUS, (uint32_t)body);
+    size_t n = PROTO_HEADER_SIZE;
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].len > 0)
+            memcpy(pkt + n, args[i].ptr, args[i].len);
+        n += args[i].len;
+        if (i + 1 < nargs)
+            pkt[n++] = '\0';
+    }
+    int rc = outq_put_slot(&p->out, pkt, n, slot);
+    if (rc < 0) {
+        peer_close(p);
+        return -1;
+    }
+    if (rc > 0)
+        p->eng->stats.status_coalesced++;
     return queued(p);
 }
 

@@ -115,6 +115,13 @@ int peer_send_error(struct peer *p, const char *code, const char *text);
 /* peer_write queues raw bytes (admin text replies). Returns 0 or -1. */
 int peer_write(struct peer *p, const void *data, size_t n);
 
+/* peer_send_status queues a WORK_STATUS packet (args as forwarded) for one waiter. While p does
+ * not read (PEER_BLOCKED), it is queued as a slot, and *slot names the waiter's previous one
+ * (outq_put_slot ticket): while that is still wholly unsent it is replaced, so a client that
+ * does not read holds at most one status per job it waits on.
+ * Returns 0 or -1 as peer_send. */
+int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, uint64_t *slot);
+
 /* peer_account brings p's share of eng->buffered up to date after its input buffer or output
  * queue changed. When the total grew past --max-buffer-memory, connections are shed, worst
  * first (peer_shed), and p may be among them. O(1) unless shedding. */

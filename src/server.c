@@ -466,9 +466,10 @@ int server_run(struct server *s)
     ev_run(s->loop, 0);
     const struct engine *e = &s->eng;
     log_notice("buffers: peak %zu bytes held (--max-buffer-memory %zu); %llu connections shed "
-               "holding %llu bytes",
+               "holding %llu bytes; %llu unsent WORK_STATUS replaced",
                e->buffered_peak, s->cfg->max_buffer_memory, (unsigned long long)e->stats.shed,
-               (unsigned long long)e->stats.shed_bytes);
+               (unsigned long long)e->stats.shed_bytes,
+               (unsigned long long)e->stats.status_coalesced);
     return s->exit_code;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the global buffer budget (--max-buffer-memory): the running total of what all
 // peers' input buffers and output queues hold, shedding the worst connections when it is passed,
-// and the reply quota that makes pipelined input take turns.
+// the reply quota that makes pipelined input take turns, and WORK_STATUS coalescing for clients
+// that do not read (outq_put_slot).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,12 +13,24 @@
 #include "fake_shell.h"
 
 extern "C" {
+#include "job.h"
 #include "outq.h"
 }
 
 using std::string;
 
 namespace {
+
+// contents returns everything queued in q without consuming it.
+string contents(const outq *q)
+{
+    string out;
+    iovec iov[64];
+    int n = outq_iov(q, iov, 64);
+    for (int i = 0; i < n; i++)
+        out.append((char *)iov[i].iov_base, iov[i].iov_len);
+    return out;
+}
 
 // held_sum adds up every peer's share, which must equal the engine's total.
 size_t held_sum(FakeShell &f)
@@ -37,7 +50,61 @@ string take(peer *p)
     return out;
 }
 
+string join3(const string &a, const string &b, const string &c)
+{
+    return a + string(1, '\0') + b + string(1, '\0') + c;
+}
+
 } // namespace
+
+TEST(OutqSlot, ReplacesTheLastUnsentSlotInPlace)
+{
+    outq q = {};
+    uint64_t t = 0;
+    ASSERT_EQ(outq_put(&q, "head", 4), 0);
+    EXPECT_EQ(outq_put_slot(&q, "s1", 2, &t), 0);
+    EXPECT_NE(t, 0u);
+    EXPECT_EQ(outq_put_slot(&q, "status2", 7, &t), 1) << "the unsent slot is replaced";
+    EXPECT_EQ(outq_pending(&q), 11u);
+    EXPECT_EQ(contents(&q), "headstatus2");
+    EXPECT_EQ(q.count, 2u) << "replaced in place, no new segment";
+    outq_clear(&q);
+}
+
+TEST(OutqSlot, EmptiedSlotKeepsOrderOfWhatFollows)
+{
+    outq q = {};
+    uint64_t t = 0;
+    ASSERT_EQ(outq_put_slot(&q, "S1", 2, &t), 0);
+    ASSERT_EQ(outq_put(&q, "data", 4), 0);
+    EXPECT_EQ(outq_put_slot(&q, "S2", 2, &t), 1);
+    EXPECT_EQ(contents(&q), "dataS2");
+    EXPECT_EQ(outq_pending(&q), 6u);
+    outq_consume(&q, 4);
+    EXPECT_EQ(contents(&q), "S2");
+    outq_consume(&q, 2);
+    EXPECT_EQ(q.count, 0u);
+    EXPECT_EQ(q.seg, nullptr) << "an empty queue holds no memory";
+}
+
+TEST(OutqSlot, PartlyWrittenOrSentSlotIsNotReplaced)
+{
+    outq q = {};
+    uint64_t t = 0;
+    ASSERT_EQ(outq_put_slot(&q, "AAAA", 4, &t), 0);
+    outq_consume(&q, 1); // the socket took a byte of it: it must be finished
+    EXPECT_EQ(outq_put_slot(&q, "BB", 2, &t), 0);
+    EXPECT_EQ(contents(&q), "AAABB");
+    outq_consume(&q, 5); // all sent: the ticket names nothing queued any more
+    ASSERT_EQ(outq_put(&q, "x", 1), 0);
+    EXPECT_EQ(outq_put_slot(&q, "CC", 2, &t), 0);
+    EXPECT_EQ(contents(&q), "xCC");
+    outq_clear(&q);
+    ASSERT_EQ(outq_put(&q, "y", 1), 0);
+    EXPECT_EQ(outq_put_slot(&q, "DD", 2, &t), 0) << "a ticket from before a clear names nothing";
+    EXPECT_EQ(contents(&q), "yDD");
+    outq_clear(&q);
+}
 
 class BudgetTest : public ::testing::Test {
   protected:
@@ -142,6 +209,47 @@ TEST_F(BudgetTest, BudgetZeroIsOff)
         ASSERT_EQ(FakeShell::feed(a, e10k), 0);
     EXPECT_TRUE(f.closed.empty());
     EXPECT_EQ(f.eng.buffered, outq_pending(&a->out));
+}
+
+TEST_F(BudgetTest, StatusToAClientThatDoesNotReadIsCoalesced)
+{
+    peer *w = f.connect();
+    peer *c = f.connect();
+    ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_CAN_DO, "f")), 0);
+    ASSERT_EQ(FakeShell::feed(c, FakeShell::req(CMD_SUBMIT_JOB, join3("f", "u", "payload"))), 0);
+    take(w);
+    ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_GRAB_JOB, "")), 0);
+    string assign = take(w);
+    ASSERT_GT(assign.size(), 12u);
+    string created = take(c);
+    string handle = created.substr(12);
+    // reading client: every status arrives
+    for (int i = 1; i <= 3; i++)
+        ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_WORK_STATUS,
+                                                    join3(handle, std::to_string(i), "1000"))),
+                  0);
+    string got = take(c);
+    EXPECT_EQ(got.size(), 3 * (12 + handle.size() + 2 + 1 + 4));
+    // the client stops reading: one WORK_DATA is queued, then 1000 statuses
+    c->flags |= PEER_BLOCKED;
+    ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_WORK_DATA, handle + string(1, '\0') + "d")),
+              0);
+    size_t before = outq_pending(&c->out);
+    for (int i = 1; i <= 1000; i++)
+        ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_WORK_STATUS,
+                                                    join3(handle, std::to_string(i), "1000"))),
+                  0);
+    EXPECT_EQ(outq_pending(&c->out), before + 12 + handle.size() + 2 + 4 + 4)
+        << "only the latest status is held";
+    EXPECT_LE(c->out.count, 4u);
+    EXPECT_EQ(f.eng.stats.status_coalesced, 999u);
+    ASSERT_EQ(FakeShell::feed(w, FakeShell::req(CMD_WORK_COMPLETE, handle + string(1, '\0') + "r")),
+              0);
+    string rest = take(c);
+    string expect = FakeShell::res(CMD_WORK_DATA, handle + string(1, '\0') + "d") +
+                    FakeShell::res(CMD_WORK_STATUS, join3(handle, "1000", "1000")) +
+                    FakeShell::res(CMD_WORK_COMPLETE, handle + string(1, '\0') + "r");
+    EXPECT_EQ(rest, expect) << "data, then the latest status, then the result, in order";
 }
 
 namespace {

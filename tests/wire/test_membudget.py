@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The global buffer budget (--max-buffer-memory), over real sockets.
+"""The global buffer budget (--max-buffer-memory) and WORK_STATUS coalescing, over real sockets.
 
 Connections that do not read their replies, and senders of big unfinished packets, are closed
 once all connections together hold more than the budget, worst first; a reading probe keeps
-being served and no job is lost. The server reports its peak of buffered bytes in its log when
+being served and no job is lost. A client that does not read holds only the latest
+WORK_STATUS of a job. The server reports its peak of buffered bytes in its log when
 it stops; that figure, and RSS where the build is not sanitized, show that memory stayed bounded.
 """
 import re
+import select
 import socket
 import struct
 import time
@@ -15,7 +17,7 @@ import pytest
 
 from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, ECHO_REQ, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NOOP, PRE_SLEEP,
-                          REQ, SUBMIT_JOB, WORK_COMPLETE, Conn, packet)
+                          REQ, RES, SUBMIT_JOB, WORK_COMPLETE, WORK_STATUS, Conn, packet)
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd (options)")
 
@@ -156,3 +158,87 @@ def test_shed_worker_job_is_requeued_and_completed_by_another(server_factory):
     assert client.expect(WORK_COMPLETE) == handle + b"\0done"
     _, shed, _ = buffer_report(s)
     assert shed >= 1
+
+
+def small_conns(server, n):
+    """n Conns whose receive buffers are set small before they connect (shrinking one later can
+    stall the TCP window on Linux); connected all at once, as each handshake takes a while."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.setblocking(False)
+        s.connect_ex(server.addr)
+        socks.append(s)
+    conns = []
+    for s in socks:
+        _, writable, _ = select.select([], [s], [], 10.0)
+        assert writable and s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+        s.setblocking(True)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        c = Conn.__new__(Conn)
+        c.addr, c.timeout, c.buf, c.sock = server.addr, 10.0, b"", s
+        conns.append(c)
+    return conns
+
+
+def read_to_end_with(sock, tail, timeout=20.0):
+    """Read until the bytes received end with tail; return everything read."""
+    got = bytearray()
+    deadline = time.monotonic() + timeout
+    while not got.endswith(tail):
+        left = deadline - time.monotonic()
+        assert left > 0, f"{tail!r} did not arrive; last bytes {bytes(got[-200:])!r}"
+        sock.settimeout(left)
+        chunk = sock.recv(1 << 20)
+        assert chunk, "server closed the connection"
+        got += chunk
+    return bytes(got)
+
+
+def status_packet(handle, i, n):
+    # wide numbers (the protocol forwards them as sent) make each packet 237 bytes, so the
+    # kernel's socket buffers fill after some 12,000 of them and the rest is up to the server
+    return packet(WORK_STATUS, handle, b"%0100d" % i, b"%0100d" % n).replace(REQ, RES, 1)
+
+
+def test_waiters_that_do_not_read_hold_only_the_latest_status(server_factory):
+    n_waiters, n_status = 200, 16000
+    s = server_factory("--max-buffer-memory=0")  # coalescing alone keeps this bounded
+    worker = s.connect()
+    worker.send_packet(CAN_DO, b"st")
+    waiters = small_conns(s, n_waiters)
+    for c in waiters:
+        c.send_packet(SUBMIT_JOB, b"st", b"same", b"x")
+    handles = {c.expect(JOB_CREATED) for c in waiters}
+    assert len(handles) == 1, "every waiter joined the one job"
+    handle = handles.pop()
+    worker.send_packet(GRAB_JOB)
+    cmd, body = read_skipping_noops(worker)
+    assert cmd == JOB_ASSIGN
+    base = rss_kib(s.proc.pid)
+    burst = b"".join(status_packet(handle, i, n_status).replace(RES, REQ, 1)
+                     for i in range(1, n_status + 1))
+    t0 = time.monotonic()
+    worker.send(burst)
+    worker.echo_roundtrip()  # every status was forwarded
+    t1 = time.monotonic()
+    grown = rss_kib(s.proc.pid) - base
+    worker.send_packet(WORK_COMPLETE, handle, b"result")
+    worker.echo_roundtrip()
+    last = status_packet(handle, n_status, n_status)
+    done = packet(WORK_COMPLETE, handle, b"result").replace(REQ, RES, 1)
+    for c in waiters:  # now they read (with room to): the latest status, then the result
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * MIB)
+    for c in waiters:
+        received = len(read_to_end_with(c.sock, last + done))
+        assert received < len(burst), "statuses the client did not read were replaced"
+    sanit = sanitized(s.proc.pid)
+    peak, _, replaced = buffer_report(s)
+    print(f"status: forwarded in {t1 - t0:.2f}s, peak {peak} bytes buffered, {replaced} replaced, "
+          f"RSS +{grown} KiB")
+    # without coalescing, each waiter would hold some 4,000 unsent statuses (about 1 MB)
+    assert peak < 64 * MIB, peak
+    assert replaced > 0
+    if not sanit:
+        assert grown < 64 * 1024, f"RSS grew {grown} KiB"

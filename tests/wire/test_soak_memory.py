@@ -7,6 +7,7 @@ reconnecting whenever the server sheds it:
 
 - clients that send 1 MB ECHOs and never read the replies;
 - senders of 1 MB packets that stop 64 KB short and hold them;
+- 200 clients waiting on one job that do not read, while its worker floods WORK_STATUS;
 - admin clients that ask for `status` over 2,000 functions and never read the listings. (One
   listing costs O(functions) on the loop, so more functions measure that cost, not the budget.)
 
@@ -17,6 +18,7 @@ budget plus what one read and one reply add. The figures are printed (pytest -s)
 import multiprocessing
 import os
 import re
+import select
 import socket
 import struct
 import time
@@ -24,7 +26,8 @@ import time
 import pytest
 
 from conftest import EXTERNAL
-from gearman_wire import CAN_DO, ECHO_REQ, REQ, Conn, packet
+from gearman_wire import (CAN_DO, ECHO_REQ, GRAB_JOB, JOB_ASSIGN, NOOP, REQ, SUBMIT_JOB,
+                          WORK_STATUS, Conn, packet)
 
 pytestmark = [
     pytest.mark.slow,
@@ -59,6 +62,21 @@ def small_socket(addr):
     s.settimeout(5)
     s.connect(addr)
     return s
+
+
+def small_sockets(addr, n):
+    """n sockets like small_socket, connected all at once (each handshake takes a while)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.setblocking(False)
+        s.connect_ex(addr)
+        socks.append(s)
+    for s in socks:
+        select.select([], [s], [], 10.0)
+        s.settimeout(5)
+    return socks
 
 
 def keep_sending(addr, stop, n_conns, first, repeat):
@@ -99,6 +117,28 @@ def attack_partial(addr, stop):
     size = 1000000
     head = REQ + struct.pack(">II", ECHO_REQ, size) + b"p" * (size - 65536)
     keep_sending(addr, stop, 24, head, None)
+
+
+def attack_status(addr, stop):
+    worker = Conn(addr)
+    worker.send_packet(CAN_DO, b"soakst")
+    waiters = small_sockets(addr, 200)
+    for w in waiters:
+        w.sendall(packet(SUBMIT_JOB, b"soakst", b"one", b"x"))
+    worker.send_packet(GRAB_JOB)
+    while True:
+        _, cmd, body = worker.read_packet()
+        if cmd == JOB_ASSIGN:
+            break
+        assert cmd == NOOP
+    handle = body.split(b"\0")[0]
+    i = 0
+    while not stop.is_set():
+        burst = b"".join(packet(WORK_STATUS, handle, str(i + k), b"1000000000")
+                         for k in range(1000))
+        i += 1000
+        worker.send(burst)
+        worker.echo_roundtrip()  # keep the worker itself in step with the server
 
 
 def attack_admin_status(addr, stop):
@@ -147,6 +187,7 @@ def test_probe_latency_and_memory_stay_bounded_under_memory_attacks(server_facto
     sanit = sanitized(pid)
     report = []
     for name, target in [("non-readers", attack_nonreaders), ("partial packets", attack_partial),
+                         ("status to waiters", attack_status),
                          ("admin status", attack_admin_status)]:
         proc, stop = run_attack(target, s.addr)
         try:
