@@ -429,6 +429,12 @@ static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
     int n = pkt->info->argc;
     for (int i = 0; i < n; i++)
         args[i] = (struct proto_arg){pkt->arg[i], pkt->len[i]};
+    if (cmd == CMD_WORK_STATUS) {
+        /* a client that has not read the last status gets this one instead (peer_send_status) */
+        for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+            peer_send_status(w->client, args, n, &w->status_slot);
+        return;
+    }
     if (!pkt->info->has_data) {
         for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
             peer_send(w->client, cmd, args, n);

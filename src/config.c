@@ -9,10 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "log.h"
 
+size_t config_default_buffer_memory(void)
+{
+    const size_t floor = (size_t)256 << 20;
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return floor;
+    unsigned long long quarter = (unsigned long long)pages * (unsigned long long)page / 4;
+    if (quarter > SIZE_MAX)
+        quarter = SIZE_MAX;
+    return quarter > floor ? (size_t)quarter : floor;
+}
+
+/* buffer_memory_min is the smallest --max-buffer-memory that still lets one connection receive
+ * a packet of the largest size (its input buffer can be twice the packet while it grows). */
+static size_t buffer_memory_min(const struct config *c)
+{
+    return 2 * (size_t)c->max_packet + (64u << 10);
+}
 
 void config_defaults(struct config *c)
 {
@@ -33,6 +53,7 @@ void config_defaults(struct config *c)
     c->max_packet = 64u << 20;
     c->max_line = 8192;
     c->max_output = 256u << 20;
+    c->max_buffer_memory = config_default_buffer_memory();
     c->max_connections = 100000;
     c->max_function = 512;
     c->max_client_id = 127;
@@ -59,6 +80,7 @@ enum {
     OPT_MAX_PACKET,
     OPT_MAX_LINE,
     OPT_MAX_OUTPUT,
+    OPT_MAX_BUFFER_MEMORY,
     OPT_MAX_CONN,
     OPT_MAX_FUNCTION,
     OPT_MAX_CLIENT_ID,
@@ -117,6 +139,7 @@ static const struct option long_opts[] = {
     {"max-packet-size", required_argument, NULL, OPT_MAX_PACKET},
     {"max-line-length", required_argument, NULL, OPT_MAX_LINE},
     {"max-output-buffer", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"max-buffer-memory", required_argument, NULL, OPT_MAX_BUFFER_MEMORY},
     {"max-connections", required_argument, NULL, OPT_MAX_CONN},
     {"max-function-name", required_argument, NULL, OPT_MAX_FUNCTION},
     {"max-client-id", required_argument, NULL, OPT_MAX_CLIENT_ID},
@@ -206,6 +229,10 @@ void config_usage(FILE *out)
         "      --max-line-length=N    longest admin line, newline included (default 8192)\n"
         "      --max-output-buffer=N  unsent reply bytes before a connection is closed\n"
         "                             (default 268435456)\n"
+        "      --max-buffer-memory=N  bytes all connections' unfinished input and unsent\n"
+        "                             replies may hold together; past it the connections that\n"
+        "                             do not read, largest first, are closed (default: 1/4 of\n"
+        "                             RAM, at least 256M; 0 = no global bound)\n"
         "      --max-connections=N    connections served at once (default 100000)\n"
         "      --max-function-name=N  longest function name (default 512)\n"
         "      --max-client-id=N      SET_CLIENT_ID is cut to N bytes (default 127)\n"
@@ -460,6 +487,11 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --max-output-buffer '%s'", optarg);
             c->max_output = (size_t)sz;
             break;
+        case OPT_MAX_BUFFER_MEMORY:
+            if (parse_size(optarg, 0, 1ull << 50, &sz) != 0)
+                return errf(err, errlen, "invalid --max-buffer-memory '%s'", optarg);
+            c->max_buffer_memory = (size_t)sz;
+            break;
         case OPT_MAX_CONN:
             if (parse_size(optarg, 1, 10000000, &sz) != 0)
                 return errf(err, errlen, "invalid --max-connections '%s'", optarg);
@@ -590,6 +622,13 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
         if (c->max_output < (size_t)c->max_packet + 4096)
             return errf(err, errlen,
                         "--max-output-buffer must be at least --max-packet-size + 4096");
+        if (c->max_buffer_memory != 0 && c->max_buffer_memory < buffer_memory_min(c)) {
+            if (c->max_buffer_memory != config_default_buffer_memory())
+                return errf(err, errlen,
+                            "--max-buffer-memory must be 0 or at least 2 x --max-packet-size "
+                            "+ 64k");
+            c->max_buffer_memory = buffer_memory_min(c); /* the default follows the packet size */
+        }
     }
     return rc;
 }

@@ -65,6 +65,9 @@ struct config {
     uint32_t max_packet;             /* --max-packet-size: largest binary body accepted */
     size_t max_line;                 /* --max-line-length: longest admin line, newline included */
     size_t max_output;               /* --max-output-buffer: unsent bytes before a close */
+    size_t max_buffer_memory;        /* --max-buffer-memory: bytes all connections' input buffers
+                                        and output queues may hold before the worst are closed;
+                                        0 = no global bound */
     size_t max_connections;          /* --max-connections: accepted connections at once */
     size_t max_function;             /* --max-function-name: longest function name */
     size_t max_client_id;            /* --max-client-id: longest SET_CLIENT_ID kept */
@@ -87,6 +90,10 @@ struct config {
 
 /* config_defaults fills c with the defaults (no allocation). */
 void config_defaults(struct config *c);
+
+/* config_default_buffer_memory returns the --max-buffer-memory default: a quarter of the
+ * physical memory, at least 256 MiB. */
+size_t config_default_buffer_memory(void);
 
 /* config_parse parses argv (argv[0] is the program name) into c, after the arguments of the
  * config file named by --config-file (default none). Later values win.

@@ -111,12 +111,31 @@ struct conn *conn_pop_lazy(struct server *s)
     return c;
 }
 
+/* defer_unlink takes c off the server's deferred list. */
+static void defer_unlink(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (c->defer_prev)
+        c->defer_prev->defer_next = c->defer_next;
+    else
+        s->deferred = c->defer_next;
+    if (c->defer_next)
+        c->defer_next->defer_prev = c->defer_prev;
+    else
+        s->deferred_tail = c->defer_prev;
+    c->defer_next = c->defer_prev = NULL;
+    c->deferred = 0;
+}
+
 void conn_close(struct conn *c)
 {
     if (c->closing)
         return;
+    if (c->deferred)
+        defer_unlink(c);
     c->closing = 1;
     c->peer.flags |= PEER_CLOSING;
+    peer_account(&c->peer); /* its buffers no longer count: they are freed before the loop sleeps */
     if (c->lazy)
         lazy_unlink(c);
     ev_io_stop(c->srv->loop, &c->rio);
@@ -138,6 +157,8 @@ int conn_flush(struct conn *c)
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 if (!ev_is_active(&c->wio))
                     ev_io_start(c->srv->loop, &c->wio);
+                c->peer.flags |= PEER_BLOCKED;
+                peer_account(&c->peer);
                 return 0;
             }
             log_debug("write to fd %d failed: %s", c->peer.fd, strerror(errno));
@@ -147,6 +168,8 @@ int conn_flush(struct conn *c)
         }
         outq_consume(q, (size_t)w);
     }
+    c->peer.flags &= ~PEER_BLOCKED;
+    peer_account(&c->peer);
     if (ev_is_active(&c->wio))
         ev_io_stop(c->srv->loop, &c->wio);
     if (c->eof)
@@ -181,10 +204,28 @@ static void on_eof(struct conn *c)
         conn_close(c);
 }
 
-/* note_partial records when c started holding an unfinished packet or line. */
+/* note_partial records when c started holding an unfinished packet or line, and puts c on the
+ * deferred list when its input stopped at the output quota (reading waits until it is done). */
 static void note_partial(struct conn *c)
 {
     const struct peer *p = &c->peer;
+    if ((p->flags & PEER_DEFERRED) && !c->closing) {
+        if (!c->deferred) {
+            struct server *s = c->srv;
+            c->deferred = 1;
+            c->defer_round = s->defer_round;
+            c->defer_next = NULL;
+            c->defer_prev = s->deferred_tail;
+            if (s->deferred_tail)
+                s->deferred_tail->defer_next = c;
+            else
+                s->deferred = c;
+            s->deferred_tail = c;
+        }
+        ev_io_stop(c->srv->loop, &c->rio);
+        c->partial_since = 0;
+        return;
+    }
     if (!peer_busy(p) && (buf_len(&p->in) > 0 || p->discard > 0 || (p->flags & PEER_SKIP_LINE))) {
         if (c->partial_since == 0)
             c->partial_since = ev_now(c->srv->loop);
@@ -229,6 +270,9 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
             conn_close(c);
             return;
         }
+        peer_account(p); /* the buffer may have grown: count it before filling it */
+        if (c->closing)
+            return;
         n = read(p->fd, buf_tail(&p->in), SERVER_READ_SIZE);
         if (n > 0) {
             buf_commit(&p->in, (size_t)n);
@@ -260,8 +304,21 @@ void conn_resume(struct conn *c)
         return;
     peer_process(&c->peer);
     note_partial(c);
-    if (!c->closing && !c->eof && !peer_busy(&c->peer))
+    if (!c->closing && !c->eof && !peer_busy(&c->peer) && !(c->peer.flags & PEER_DEFERRED))
         ev_io_start(c->srv->loop, &c->rio);
+}
+
+void conn_run_deferred(struct server *s)
+{
+    /* each conn that was waiting gets one turn; one that defers again joins the end of the list
+     * with the new round and waits for the next iteration */
+    unsigned round = ++s->defer_round;
+    struct conn *c;
+    while ((c = s->deferred) != NULL && c->defer_round != round) {
+        defer_unlink(c);
+        c->peer.flags &= ~PEER_DEFERRED;
+        conn_resume(c);
+    }
 }
 
 static void write_cb(struct ev_loop *loop, ev_io *w, int revents)

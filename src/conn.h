@@ -22,10 +22,14 @@ struct conn {
     struct conn *lazy_next;  /* server's list of conns whose replies wait to be batched */
     struct conn *lazy_prev;  /* (doubly linked: a flush or a close takes c off it) */
     struct conn *close_next; /* server's list of conns to free */
+    struct conn *defer_next; /* server's list of conns whose input waits (PEER_DEFERRED) */
+    struct conn *defer_prev; /* (doubly linked: a close takes c off it) */
     unsigned dirty : 1;      /* on the dirty list */
     unsigned lazy : 1;       /* on the lazy list */
     unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
     unsigned closing : 1;    /* on the closing list */
+    unsigned deferred : 1;   /* on the deferred list */
+    unsigned defer_round;    /* the server's defer_round when c joined the deferred list */
     double partial_since;    /* when an unfinished packet or line started waiting, 0 if none */
 };
 
@@ -45,6 +49,10 @@ void conn_free(struct conn *c);
 /* conn_idle_sweep closes every connection whose unfinished packet has waited longer than
  * --idle-timeout (called about once a second when the option is set). */
 void conn_idle_sweep(struct server *s, double now);
+
+/* conn_run_deferred gives every conn whose input was deferred (PEER_DEFERRED) one more turn:
+ * each handles input until its replies pass the quota again. Called once per loop iteration. */
+void conn_run_deferred(struct server *s);
 
 /* conn_resume handles input buffered while c's peer was busy and starts reading again. */
 void conn_resume(struct conn *c);

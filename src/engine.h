@@ -39,6 +39,9 @@ struct engine_stats {
     uint64_t packets;       /* binary packets handled */
     uint64_t lines;         /* admin lines handled */
     uint64_t protocol_errors; /* malformed input answered or closed */
+    uint64_t shed;          /* connections closed because all buffers passed --max-buffer-memory */
+    uint64_t shed_bytes;    /* buffered bytes those connections held when closed */
+    uint64_t status_coalesced; /* unsent WORK_STATUS packets replaced by a newer one */
 };
 
 /* struct engine is the whole pure server state. */
@@ -50,6 +53,11 @@ struct engine {
     size_t npeers;                /* peers in the list */
     struct engine_stats stats;    /* counters */
     int shutting_down;            /* graceful shutdown: no new assignments, wait for running */
+    size_t buffered;              /* bytes held by all open peers' input buffers and output
+                                     queues (the sum of peer.held), for --max-buffer-memory */
+    size_t buffered_peak;         /* the highest buffered has been */
+    uint64_t queued_packets;      /* replies queued to any peer: bounds the work one peer's
+                                     input may cause in one turn (PEER_PACKET_QUOTA) */
 
     struct hmap funcs;            /* struct func by name */
     struct func *func_list;       /* every function in creation order */

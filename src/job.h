@@ -45,6 +45,7 @@ struct waiter {
     struct waiter *jprev; /* previous waiter of the same job */
     struct waiter *pnext; /* next waiter of the same client */
     struct waiter *pprev; /* previous waiter of the same client */
+    uint64_t status_slot; /* the client's unsent WORK_STATUS of this job (outq_put_slot), or 0 */
 };
 
 /* struct job is one unit of work. It is allocated together with its data: the struct, then a

@@ -44,7 +44,7 @@ int outq_put(struct outq *q, const void *p, size_t n)
         struct oseg *t = seg_at(q, q->count - 1);
         struct blob *b = t->b;
         /* append in place when the tail blob is ours alone and its free space follows the segment */
-        if (b->refs == 1 && t->off + t->len == b->len && b->cap - b->len >= n) {
+        if (b != NULL && b->refs == 1 && t->off + t->len == b->len && b->cap - b->len >= n) {
             memcpy(b->data + b->len, p, n);
             b->len += (uint32_t)n;
             t->len += (uint32_t)n;
@@ -76,11 +76,52 @@ int outq_put_ref(struct outq *q, struct blob *b, size_t off, size_t len)
     return 0;
 }
 
+/* SLOT_MIN is the smallest blob a slot gets, so a slightly longer replacement fits in place. */
+#define SLOT_MIN 64
+
+int outq_put_slot(struct outq *q, const void *p, size_t n, uint64_t *ticket)
+{
+    struct oseg *old = NULL;
+    if (*ticket > q->popped && *ticket - q->popped <= q->count) {
+        old = seg_at(q, (uint32_t)(*ticket - q->popped - 1));
+        if (old->off != 0 || old->b == NULL)
+            old = NULL; /* partly written (or already emptied): it stays */
+    }
+    if (old != NULL && old == seg_at(q, q->count - 1) && old->b->refs == 1 && old->b->cap >= n) {
+        /* the last segment, and the new bytes fit: overwrite it */
+        memcpy(old->b->data, p, n);
+        q->bytes = q->bytes - old->len + n;
+        old->len = (uint32_t)n;
+        return 1;
+    }
+    if (old != NULL) {
+        /* not the last: empty it where it is, so what follows keeps its order */
+        q->bytes -= old->len;
+        blob_unref(old->b);
+        old->b = NULL;
+        old->len = 0;
+    }
+    *ticket = 0;
+    struct blob *b = blob_new(n > SLOT_MIN ? n : SLOT_MIN);
+    if (b == NULL)
+        return -1;
+    memcpy(b->data, p, n);
+    b->len = b->cap; /* looks full, so outq_put never appends behind a slot */
+    if (push_seg(q, b, 0, (uint32_t)n) != 0) {
+        blob_unref(b);
+        return -1;
+    }
+    *ticket = q->popped + q->count;
+    return old != NULL;
+}
+
 int outq_iov(const struct outq *q, struct iovec *iov, int max)
 {
     int n = 0;
     for (uint32_t i = 0; i < q->count && n < max; i++) {
         const struct oseg *s = seg_at(q, i);
+        if (s->len == 0)
+            continue; /* an emptied slot */
         iov[n].iov_base = s->b->data + s->off;
         iov[n].iov_len = s->len;
         n++;
@@ -102,6 +143,14 @@ void outq_consume(struct outq *q, size_t n)
         blob_unref(s->b);
         q->head = (q->head + 1) % q->cap;
         q->count--;
+        q->popped++;
+    }
+    while (q->count > 0 && seg_at(q, 0)->len == 0) {
+        /* emptied slots at the front have nothing left to write */
+        blob_unref(seg_at(q, 0)->b);
+        q->head = (q->head + 1) % q->cap;
+        q->count--;
+        q->popped++;
     }
     if (q->count == 0) {
         /* an idle connection keeps no heap memory for its queue */
@@ -115,6 +164,7 @@ void outq_consume(struct outq *q, size_t n)
 
 void outq_clear(struct outq *q)
 {
+    q->popped += q->count; /* so an old slot ticket never names a new segment */
     for (uint32_t i = 0; i < q->count; i++)
         blob_unref(seg_at(q, i)->b);
     if (q->seg != q->inl)

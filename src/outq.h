@@ -32,6 +32,8 @@ struct outq {
     uint32_t count;                        /* segments in use */
     uint32_t cap;                          /* capacity of seg */
     size_t bytes;                          /* unwritten bytes in all segments */
+    uint64_t popped;                       /* segments ever written and dropped: with it a
+                                              slot ticket (outq_put_slot) finds its segment */
 };
 
 /* outq_put copies n bytes to the end of the queue. Returns 0, or -1 when out of memory. */
@@ -40,6 +42,14 @@ int outq_put(struct outq *q, const void *p, size_t n);
 /* outq_put_ref queues bytes [off, off+len) of b, taking a reference instead of copying when the
  * range is large. Returns 0, or -1 when out of memory. */
 int outq_put_ref(struct outq *q, struct blob *b, size_t off, size_t len);
+
+/* outq_put_slot queues n bytes as a segment of their own that may later be replaced. *ticket
+ * names the caller's previous slot (0 for none) and receives the new one. When that previous
+ * slot is still queued and none of it was written, it is dropped first: overwritten in place
+ * when it is the last segment and the new bytes fit, else emptied (its place stays, zero bytes
+ * long, until the queue reaches it), so what follows it keeps its order. Returns 1 when an unsent slot was dropped, 0 when not, -1 when out of memory
+ * (the queue then holds neither the old nor the new bytes of the slot). */
+int outq_put_slot(struct outq *q, const void *p, size_t n, uint64_t *ticket);
 
 /* outq_iov fills up to max iovecs with the queued bytes, oldest first. Returns the count. */
 int outq_iov(const struct outq *q, struct iovec *iov, int max);

@@ -15,6 +15,71 @@
 #include "store.h"
 
 static struct log_limit bad_input_limit = {1.0, 0, 0};
+static struct log_limit shed_limit = {1.0, 0, 0};
+
+/* account updates p's share of e->buffered; sheds when the total grew past the budget. */
+static inline void account(struct peer *p)
+{
+    size_t now = (p->flags & PEER_CLOSING) ? 0 : p->in.cap + outq_pending(&p->out);
+    if (now == p->held)
+        return;
+    struct engine *e = p->eng;
+    int grew = now > p->held;
+    e->buffered = e->buffered - p->held + now;
+    p->held = now;
+    if (!grew)
+        return;
+    if (e->buffered > e->buffered_peak)
+        e->buffered_peak = e->buffered;
+    if (e->buffered > e->cfg->max_buffer_memory && e->cfg->max_buffer_memory != 0)
+        peer_shed(e);
+}
+
+void peer_account(struct peer *p)
+{
+    account(p);
+}
+
+/* worse reports whether a is a better victim than b (NULL): not reading before reading, then
+ * more bytes held. */
+static int worse(const struct peer *a, const struct peer *b)
+{
+    if (b == NULL)
+        return 1;
+    int sa = (a->flags & PEER_BLOCKED) || a->in.cap > 0;
+    int sb = (b->flags & PEER_BLOCKED) || b->in.cap > 0;
+    if (sa != sb)
+        return sa;
+    return a->held > b->held;
+}
+
+int peer_shed(struct engine *e)
+{
+    size_t limit = e->cfg->max_buffer_memory;
+    int n = 0;
+    while (limit != 0 && e->buffered > limit && e->peers != NULL) {
+        struct peer *victim = NULL, *p = e->peers;
+        do {
+            if (!(p->flags & PEER_CLOSING) && p->held > 0 && worse(p, victim))
+                victim = p;
+            p = p->next;
+        } while (p != e->peers);
+        if (victim == NULL)
+            break;
+        e->stats.shed++;
+        e->stats.shed_bytes += victim->held;
+        log_limited(&shed_limit, LOG_WARNING, __FILE__, __LINE__,
+                    "closing fd %d (%s)%s: it holds %zu buffered bytes, and all connections "
+                    "together hold %zu, over --max-buffer-memory (%zu)",
+                    victim->fd, victim->ip,
+                    (victim->flags & PEER_BLOCKED) ? ", which does not read" : "",
+                    victim->held, e->buffered, limit);
+        peer_close(victim);
+        account(victim); /* closing: its bytes no longer count, they are freed soon */
+        n++;
+    }
+    return n;
+}
 
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local)
 {
@@ -65,6 +130,8 @@ void peer_detach(struct peer *p)
     }
     buf_free(&p->in);
     outq_clear(&p->out);
+    e->buffered -= p->held;
+    p->held = 0;
     free(p->client_id);
     p->client_id = NULL;
 }
@@ -75,6 +142,7 @@ void peer_close(struct peer *p)
         return;
     p->flags |= PEER_CLOSING;
     p->eng->ops.close(p->eng, p);
+    account(p);
 }
 
 /* queued notes that p has output, and enforces the output limit. Returns 0 or -1. */
@@ -87,6 +155,10 @@ static int queued(struct peer *p)
         peer_close(p);
         return -1;
     }
+    p->eng->queued_packets++;
+    account(p);
+    if (p->flags & PEER_CLOSING)
+        return -1; /* shed: the budget was passed and p was the worst */
     p->eng->ops.output(p->eng, p);
     return 0;
 }
@@ -103,16 +175,12 @@ int peer_write(struct peer *p, const void *data, size_t n)
     return queued(p);
 }
 
-/* put_packet queues a response: header, the arguments separated by NULs (and one after the last
- * when a blob range follows), then bytes [off, off+len) of b if b is not NULL. */
-static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
-                      struct blob *b, size_t off, size_t len)
+/* mark_write says when p's output with this packet is written: a worker's next job, and the
+ * result a client waits on, go out first in this loop iteration; other replies later in it. A
+ * client with more jobs in flight gets its replies batched, so one write carries many
+ * (conn_mark_dirty). */
+static void mark_write(struct peer *p, uint32_t cmd)
 {
-    if (p->flags & PEER_CLOSING)
-        return -1;
-    /* Which write: a worker's next job, and the result a client waits on, go out first in this
-     * loop iteration; other replies later in it. A client with more jobs in flight gets its
-     * replies batched, so one write carries many (conn_mark_dirty). */
     int to_worker = cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
                     cmd == CMD_JOB_ASSIGN_ALL;
     int lazy = !to_worker && cmd != CMD_NO_JOB && p->waiters != NULL &&
@@ -122,6 +190,16 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
         p->flags |= PEER_URGENT;
     else if (!lazy)
         p->flags |= PEER_NOW;
+}
+
+/* put_packet queues a response: header, the arguments separated by NULs (and one after the last
+ * when a blob range follows), then bytes [off, off+len) of b if b is not NULL. */
+static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                      struct blob *b, size_t off, size_t len)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    mark_write(p, cmd);
     uint64_t body = b ? len : 0;
     for (int i = 0; i < nargs; i++)
         body += args[i].len + ((b != NULL || i + 1 < nargs) ? 1 : 0);
@@ -142,6 +220,43 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
         peer_close(p);
         return -1;
     }
+    return queued(p);
+}
+
+/* STATUS_SLOT_MAX bounds a WORK_STATUS packet that is coalesced; a larger one (its numerator
+ * and denominator are whatever the worker sent) is queued like any other packet. */
+#define STATUS_SLOT_MAX 256
+
+int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, uint64_t *slot)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    size_t body = 0;
+    for (int i = 0; i < nargs; i++)
+        body += args[i].len + (i + 1 < nargs ? 1 : 0);
+    if (!(p->flags & PEER_BLOCKED) || body > STATUS_SLOT_MAX - PROTO_HEADER_SIZE) {
+        /* the client reads (its socket takes what is written): every status goes out */
+        *slot = 0;
+        return put_packet(p, CMD_WORK_STATUS, args, nargs, NULL, 0, 0);
+    }
+    mark_write(p, CMD_WORK_STATUS);
+    char pkt[STATUS_SLOT_MAX];
+    proto_header((unsigned char *)pkt, PROTO_MAGIC_RES, CMD_WORK_STATUS, (uint32_t)body);
+    size_t n = PROTO_HEADER_SIZE;
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].len > 0)
+            memcpy(pkt + n, args[i].ptr, args[i].len);
+        n += args[i].len;
+        if (i + 1 < nargs)
+            pkt[n++] = '\0';
+    }
+    int rc = outq_put_slot(&p->out, pkt, n, slot);
+    if (rc < 0) {
+        peer_close(p);
+        return -1;
+    }
+    if (rc > 0)
+        p->eng->stats.status_coalesced++;
     return queued(p);
 }
 
@@ -285,7 +400,14 @@ static int must_wait(struct peer *p, const char *data, size_t n)
 static int run(struct peer *p, const char *data, size_t n, size_t *left)
 {
     size_t off = 0;
+    size_t quota = outq_pending(&p->out) + PEER_OUTPUT_QUOTA;
+    uint64_t packets = p->eng->queued_packets + PEER_PACKET_QUOTA;
+    p->flags &= ~PEER_DEFERRED;
     while (off < n && !(p->flags & PEER_CLOSING) && !peer_busy(p)) {
+        if (outq_pending(&p->out) > quota || p->eng->queued_packets > packets) {
+            p->flags |= PEER_DEFERRED; /* enough replies for now: the rest next iteration */
+            break;
+        }
         if (must_wait(p, data + off, n - off))
             break;
         long used = parse_one(p, data + off, n - off);
@@ -315,9 +437,12 @@ int peer_feed(struct peer *p, const char *data, size_t n)
     size_t left;
     if (run(p, data, n, &left) != 0)
         return -1;
-    if (left > 0 && buf_append(&p->in, data + (n - left), left) != 0) {
-        peer_close(p);
-        return -1;
+    if (left > 0) {
+        if (buf_append(&p->in, data + (n - left), left) != 0) {
+            peer_close(p);
+            return -1;
+        }
+        account(p); /* a partial packet is held: it counts against the budget */
     }
     return 0;
 }
@@ -332,5 +457,6 @@ int peer_process(struct peer *p)
         return -1;
     buf_consume(&p->in, n - left);
     buf_shrink(&p->in);
+    account(p);
     return 0;
 }

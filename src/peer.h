@@ -30,7 +30,23 @@ enum {
                                   written first at the end of this loop iteration */
     PEER_NOW = 1u << 6,        /* other queued output to write in this loop iteration; with
                                   neither flag, output waits for the input to run dry */
+    PEER_BLOCKED = 1u << 7,    /* the socket took no more output: the other side is not
+                                  reading (set and cleared by the shell) */
+    PEER_DEFERRED = 1u << 8,   /* input processing stopped at PEER_OUTPUT_QUOTA or
+                                  PEER_PACKET_QUOTA; the rest of p->in waits for the next loop
+                                  iteration */
 };
+
+/* PEER_OUTPUT_QUOTA is how many bytes of replies one peer_feed or peer_process may queue before
+ * it stops and leaves the remaining input for the next loop iteration (PEER_DEFERRED), so a
+ * connection that pipelines cheap requests with large replies (admin status, ECHO) cannot keep
+ * the loop from others, and does not queue up to the output limits in one go. */
+#define PEER_OUTPUT_QUOTA (64u << 10)
+
+/* PEER_PACKET_QUOTA likewise bounds the replies queued to all peers together by one turn of a
+ * peer's input: a worker whose job has thousands of waiting clients forwards its WORK_* packets
+ * a few thousand copies at a time, and the loop serves the others in between. */
+#define PEER_PACKET_QUOTA 8192u
 
 /* struct peer is one connection's protocol state. */
 struct peer {
@@ -48,6 +64,8 @@ struct peer {
     struct admin_listing *listing; /* a 'show' listing being written in slices, or NULL */
     struct peer *listing_next; /* engine->listings */
     uint32_t pending_acks; /* replies held until the store has written their batch */
+    size_t held;          /* bytes of in's allocation plus out's unsent bytes, as counted in
+                             eng->buffered (0 once closing) */
     char ip[48];          /* peer address as text, for 'workers' */
 };
 
@@ -62,7 +80,9 @@ void peer_attach(struct peer *p);
 void peer_detach(struct peer *p);
 
 /* peer_feed handles n input bytes: complete packets and lines are dispatched, a partial one is
- * kept in p->in. Returns 0, or -1 when the connection must be closed (framing lost, no memory). */
+ * kept in p->in, and so is the rest when the replies passed a quota (PEER_DEFERRED: the shell
+ * calls peer_process again in the next loop iteration). Returns 0, or -1 when the connection
+ * must be closed (framing lost, no memory). */
 int peer_feed(struct peer *p, const char *data, size_t n);
 
 /* peer_busy reports whether p must not take more input now: a 'show' listing is still being
@@ -94,6 +114,23 @@ int peer_send_error(struct peer *p, const char *code, const char *text);
 
 /* peer_write queues raw bytes (admin text replies). Returns 0 or -1. */
 int peer_write(struct peer *p, const void *data, size_t n);
+
+/* peer_send_status queues a WORK_STATUS packet (args as forwarded) for one waiter. While p does
+ * not read (PEER_BLOCKED), it is queued as a slot, and *slot names the waiter's previous one
+ * (outq_put_slot ticket): while that is still wholly unsent it is replaced, so a client that
+ * does not read holds at most one status per job it waits on.
+ * Returns 0 or -1 as peer_send. */
+int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, uint64_t *slot);
+
+/* peer_account brings p's share of eng->buffered up to date after its input buffer or output
+ * queue changed. When the total grew past --max-buffer-memory, connections are shed, worst
+ * first (peer_shed), and p may be among them. O(1) unless shedding. */
+void peer_account(struct peer *p);
+
+/* peer_shed closes connections until eng->buffered is within --max-buffer-memory: first those
+ * that do not read (PEER_BLOCKED) or hold a partial packet, largest first; then the largest of
+ * the rest. Each is closed like any disconnect. Returns how many were closed. O(peers). */
+int peer_shed(struct engine *e);
 
 /* peer_close asks the shell to tear p down after the current callback. */
 void peer_close(struct peer *p);

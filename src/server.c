@@ -296,6 +296,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)revents;
     struct server *s = w->data;
+    conn_run_deferred(s);
     admin_continue(&s->eng);
     store_flush(&s->eng);
     flush_dirty(s);
@@ -311,8 +312,8 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         flush_dirty(s);
     }
     arm_job_timer(s);
-    if (admin_ready(&s->eng))
-        ev_idle_start(s->loop, &s->listing_idle);
+    if (admin_ready(&s->eng) || s->deferred != NULL)
+        ev_idle_start(s->loop, &s->listing_idle); /* more to do: poll, do not sleep */
     else
         ev_idle_stop(s->loop, &s->listing_idle);
     if (s->lazy != NULL && s->stop_after_flush)
@@ -492,6 +493,12 @@ int server_start(struct server *s, char *err, size_t errlen)
 int server_run(struct server *s)
 {
     ev_run(s->loop, 0);
+    const struct engine *e = &s->eng;
+    log_notice("buffers: peak %zu bytes held (--max-buffer-memory %zu); %llu connections shed "
+               "holding %llu bytes; %llu unsent WORK_STATUS replaced",
+               e->buffered_peak, s->cfg->max_buffer_memory, (unsigned long long)e->stats.shed,
+               (unsigned long long)e->stats.shed_bytes,
+               (unsigned long long)e->stats.status_coalesced);
     return s->exit_code;
 }
 

@@ -48,6 +48,9 @@ struct server {
     struct spin spin;                 /* adaptive busy polling (--busy-poll) */
     ev_idle spin_idle;                /* active while the loop polls instead of sleeping */
     struct conn *closing;             /* conns to free (singly linked) */
+    struct conn *deferred;            /* conns with input left for the next iteration (conn.h) */
+    struct conn *deferred_tail;       /* the last of them */
+    unsigned defer_round;             /* counts conn_run_deferred calls */
     size_t nconns;                    /* open connections */
     char *rbuf;                       /* shared read buffer, SERVER_READ_SIZE bytes */
     int exit_code;                    /* what main returns */

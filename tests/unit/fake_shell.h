@@ -100,7 +100,15 @@ struct FakeShell {
         return s;
     }
 
-    static int feed(peer *p, const std::string &bytes) { return peer_feed(p, bytes.data(), bytes.size()); }
+    // feed hands p the bytes, then, as the shell's next loop iterations would, the input it
+    // deferred at a reply quota (PEER_DEFERRED), so a test may feed any amount at once.
+    static int feed(peer *p, const std::string &bytes)
+    {
+        int rc = peer_feed(p, bytes.data(), bytes.size());
+        while (rc == 0 && (p->flags & PEER_DEFERRED) && !(p->flags & PEER_CLOSING))
+            rc = peer_process(p);
+        return rc;
+    }
 };
 
 #endif
