@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-/* notify_ready sends READY=1 (with STATUS=text and MAINPID). Call it once, after every listener
+/* notify_ready sends READY=1 (and a STATUS= line). Call it once, after every listener
  * is bound and the store replay is done. Returns 1 if the message was sent, 0 if there is no
  * $NOTIFY_SOCKET (or no libsystemd), -1 on a send error (errno set). */
 int notify_ready(void);
