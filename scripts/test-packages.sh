@@ -8,8 +8,10 @@
 # Run as root on Debian 12, from anywhere: sh scripts/test-packages.sh
 # Needs `scripts/deps.sh package`. Takes about two minutes on two cores.
 # Environment:
-#   SPUR_CHECK_READY=1  also require READY=1 on NOTIFY_SOCKET (needs spurd to call notify_ready();
-#                       until then the script waits for the listener instead)
+#   SPUR_CHECK_READY=1  also require READY=1 on NOTIFY_SOCKET, WATCHDOG=1 (WATCHDOG_USEC is set to
+#                       2 s) and STOPPING=1 on SIGTERM. This needs spurd to call notify_ready(),
+#                       notify_watchdog() and notify_stopping(); until then leave it unset and
+#                       the script waits for the listener instead.
 #   KEEP=1              keep the temporary directory (packages, logs) and print where it is
 set -eu
 
@@ -105,22 +107,29 @@ run="$tmp/run"
 install -d -o spur -g spur -m 0750 "$run"
 notify="$run/notify.sock"
 # A reader for NOTIFY_SOCKET: prints every datagram, one per line ("\n" inside shown as "|").
-python3 - "$notify" > "$tmp/notify.out" 2>&1 <<'EOF' &
+python3 - "$notify" >> "$tmp/notify.out" 2>&1 <<'EOF' &
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 os.chmod(sys.argv[1], 0o666)
+print("bound", flush=True)
 while True:
     m = s.recv(4096)
     print(m.decode(errors="replace").replace("\n", "|"), flush=True)
 EOF
 npid=$!
+i=0
+until grep -q '^bound$' "$tmp/notify.out"; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || fail "the NOTIFY_SOCKET reader did not start"
+    sleep 0.1
+done
 
 start_spurd() {
     : > "$tmp/spurd.err"
     rm -f "$run/port"
     setpriv --reuid=spur --regid=spur --init-groups \
-        env -i PATH=/usr/sbin:/usr/bin NOTIFY_SOCKET="$notify" \
+        env -i PATH=/usr/sbin:/usr/bin NOTIFY_SOCKET="$notify" WATCHDOG_USEC=2000000 \
         $exec_start --port=0 --port-file="$run/port" 2> "$tmp/spurd.err" &
     pid=$!
     i=0
@@ -138,6 +147,12 @@ start_spurd() {
             [ $i -lt 300 ] || fail "no READY=1 on NOTIFY_SOCKET within 30 s"
             sleep 0.1
         done
+        i=0
+        until grep -q 'WATCHDOG=1' "$tmp/notify.out"; do
+            i=$((i + 1))
+            [ $i -lt 300 ] || fail "no WATCHDOG=1 within 30 s with WATCHDOG_USEC=2000000"
+            sleep 0.1
+        done
     fi
     say "spurd runs as $(ps -o user= -p "$pid") on port $port"
     [ "$(ps -o user= -p "$pid")" = spur ] || fail "spurd does not run as spur"
@@ -148,6 +163,15 @@ stop_spurd() {
     wait "$pid" || st=$?
     pid=""
     [ "$st" = 0 ] || fail "spurd exited with $st on SIGTERM"
+    if [ "${SPUR_CHECK_READY:-0}" = 1 ]; then
+        i=0
+        until grep -q 'STOPPING=1' "$tmp/notify.out"; do
+            i=$((i + 1))
+            [ $i -lt 100 ] || fail "no STOPPING=1 on NOTIFY_SOCKET after SIGTERM"
+            sleep 0.1
+        done
+    fi
+    : > "$tmp/notify.out"
 }
 
 start_spurd
