@@ -7,7 +7,7 @@
 set -e
 BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson-dev libsqlite3-dev libsystemd-dev"
 TEST="googletest libgtest-dev python3 python3-pytest gearman-job-server gearman-tools netcat-openbsd clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev iproute2"
-PACKAGE="debhelper dpkg-dev fakeroot lintian systemd gearman-tools"
+PACKAGE="debhelper dpkg-dev fakeroot lintian systemd gearman-tools python3"
 want="$BUILD"
 [ "${1:-build}" = "test" ] && want="$BUILD $TEST"
 [ "${1:-build}" = "package" ] && want="$BUILD $PACKAGE"

@@ -21,4 +21,17 @@ for key in Type=notify User=spur StateDirectory=spur LogsDirectory=spur Watchdog
            ProtectSystem=strict NoNewPrivileges=yes; do
     grep -q "^$key" "$unit" || { echo "FAIL: $unit has no $key"; exit 1; }
 done
-echo "ok: dist/spurd.conf accepted, dist/spurd.service as documented"
+# debian/control's Build-Depends are scripts/deps.sh's BUILD list (debian/ is not in the tarball)
+control="$SPUR_SRCDIR/debian/control"
+if [ -f "$control" ]; then
+    want=$(sed -n 's/^BUILD="\(.*\)"$/\1/p' "$SPUR_SRCDIR/scripts/deps.sh" | tr ' ' '\n' |
+           grep -v '^build-essential$' | sort | tr '\n' ' ')
+    got=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$control" | sed '$d' | sed 's/^Build-Depends://' |
+          tr ',' '\n' | sed 's/^[[:space:]]*//; s/[[:space:]].*//' | grep -v '^$' |
+          grep -v '^debhelper-compat$' | sort | tr '\n' ' ')
+    if [ "$want" != "$got" ]; then
+        echo "FAIL: debian/control Build-Depends ($got) differ from scripts/deps.sh BUILD ($want)"
+        exit 1
+    fi
+fi
+echo "ok: dist/spurd.conf accepted, dist/spurd.service as documented, Build-Depends = deps.sh BUILD"
