@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Checks the shared libgearman-compat: its soname is libgearman-compat.so.1 and it exports exactly
 # the functions listed in libgearman-compat/libgearman-compat.sym, each under the version node
-# LIBGEARMAN_COMPAT_1 (nothing internal: no lgc_*, proto_*, pb_*). Run by `make check` with
+# LIBGEARMAN_COMPAT_1 (nothing internal: no lgc_*, proto_*, pb_*), and that the public-API-only
+# programs (lgc_driver, the examples) link against it alone. Run by `make check` with
 # SPUR_SRCDIR and SPUR_BUILDDIR set. Exit 77 (skipped) when the build has no shared library.
 set -e
 : "${SPUR_SRCDIR:?}" "${SPUR_BUILDDIR:?}"
@@ -29,4 +30,17 @@ if ! diff -u "$tmp/want" "$tmp/got" > "$tmp/diff"; then
     cat "$tmp/diff"
     exit 1
 fi
-echo "ok: $(wc -l < "$tmp/got") symbols, soname $soname"
+
+# The scenario driver and the examples use only the public API: they must link against the shared
+# library alone (a function the headers declare but the library hides fails here).
+for prog in tests/lgc_driver examples/reverse_client examples/reverse_worker \
+            examples/background_client examples/epoch_client; do
+    if ! cc -std=gnu11 -I"$SPUR_SRCDIR/libgearman-compat" -o "$tmp/prog" \
+            "$SPUR_SRCDIR/libgearman-compat/$prog.c" -L"$(dirname "$so")" -lgearman-compat \
+            -Wl,-rpath,"$(dirname "$so")" 2> "$tmp/cc.err"; then
+        echo "FAIL: $prog.c does not link against the shared library:"
+        cat "$tmp/cc.err"
+        exit 1
+    fi
+done
+echo "ok: $(wc -l < "$tmp/got") symbols, soname $soname; the driver and the examples link"
