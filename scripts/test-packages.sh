@@ -6,7 +6,8 @@
 # against libgearman-compat-dev, stops it, and purges the packages.
 #
 # Run as root on Debian 12, from anywhere: sh scripts/test-packages.sh
-# Needs `scripts/deps.sh package`. Takes about two minutes on two cores.
+# Needs `scripts/deps.sh package`. Takes about a minute on two idle cores (most of it the build).
+# Leaves the system user spur behind (as the package does on purge).
 # Environment:
 #   SPUR_CHECK_READY=1  also require READY=1 on NOTIFY_SOCKET, WATCHDOG=1 (WATCHDOG_USEC is set to
 #                       2 s) and STOPPING=1 on SIGTERM. This needs spurd to call notify_ready(),
