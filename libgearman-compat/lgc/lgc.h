@@ -9,7 +9,11 @@
 #ifndef LGC_LGC_H
 #define LGC_LGC_H
 
+/* The library is compiled with -fvisibility=hidden; the functions the public headers declare are
+ * the ones it exports (the version script libgearman-compat.map lists the same names). */
+#pragma GCC visibility push(default)
 #include <libgearman/gearman.h>
+#pragma GCC visibility pop
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Checks the files under dist/ that the packages install against the spurd built here:
+# /etc/spur/spurd.conf (dist/spurd.conf) must be accepted by --config-file (today: one option per
+# line and no comment syntax; a '#' word is rejected), and the unit's ExecStart must be the one
+# its documentation promises. Run by `make check` (SPURD, SPUR_SRCDIR set).
+set -e
+: "${SPURD:?}" "${SPUR_SRCDIR:?}"
+conf="$SPUR_SRCDIR/dist/spurd.conf"
+unit="$SPUR_SRCDIR/dist/spurd.service"
+if ! out=$("$SPURD" --config-file="$conf" --check-args 2>&1); then
+    echo "FAIL: spurd rejects $conf: $out"
+    exit 1
+fi
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+if [ "$exec_start" != "/usr/sbin/spurd --config-file=/etc/spur/spurd.conf" ]; then
+    echo "FAIL: $unit: unexpected ExecStart=$exec_start"
+    exit 1
+fi
+for key in Type=notify User=spur StateDirectory=spur LogsDirectory=spur WatchdogSec= \
+           ProtectSystem=strict NoNewPrivileges=yes; do
+    grep -q "^$key" "$unit" || { echo "FAIL: $unit has no $key"; exit 1; }
+done
+# debian/control's Build-Depends are scripts/deps.sh's BUILD list (debian/ is not in the tarball)
+control="$SPUR_SRCDIR/debian/control"
+if [ -f "$control" ]; then
+    want=$(sed -n 's/^BUILD="\(.*\)"$/\1/p' "$SPUR_SRCDIR/scripts/deps.sh" | tr ' ' '\n' |
+           grep -v '^build-essential$' | sort | tr '\n' ' ')
+    got=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$control" | sed '$d' | sed 's/^Build-Depends://' |
+          tr ',' '\n' | sed 's/^[[:space:]]*//; s/[[:space:]].*//' | grep -v '^$' |
+          grep -v '^debhelper-compat$' | sort | tr '\n' ' ')
+    if [ "$want" != "$got" ]; then
+        echo "FAIL: debian/control Build-Depends ($got) differ from scripts/deps.sh BUILD ($want)"
+        exit 1
+    fi
+fi
+echo "ok: dist/spurd.conf accepted, dist/spurd.service as documented, Build-Depends = deps.sh BUILD"
