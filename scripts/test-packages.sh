@@ -9,10 +9,8 @@
 # Needs `scripts/deps.sh package`. Takes about a minute on two idle cores (most of it the build).
 # Leaves the system user spur behind (as the package does on purge).
 # Environment:
-#   SPUR_CHECK_READY=1  also require READY=1 on NOTIFY_SOCKET, WATCHDOG=1 (WATCHDOG_USEC is set to
-#                       2 s) and STOPPING=1 on SIGTERM. This needs spurd to call notify_ready(),
-#                       notify_watchdog() and notify_stopping(); until then leave it unset and
-#                       the script waits for the listener instead.
+#   SPUR_CHECK_READY=0  do not require READY=1 on NOTIFY_SOCKET, WATCHDOG=1 (WATCHDOG_USEC is set
+#                       to 2 s) and STOPPING=1 on SIGTERM (checked by default)
 #   KEEP=1              keep the temporary directory (packages, logs) and print where it is
 set -eu
 
@@ -141,7 +139,7 @@ start_spurd() {
         sleep 0.1
     done
     port=$(cat "$run/port")
-    if [ "${SPUR_CHECK_READY:-0}" = 1 ]; then
+    if [ "${SPUR_CHECK_READY:-1}" = 1 ]; then
         i=0
         until grep -q 'READY=1' "$tmp/notify.out"; do
             i=$((i + 1))
@@ -164,7 +162,7 @@ stop_spurd() {
     wait "$pid" || st=$?
     pid=""
     [ "$st" = 0 ] || fail "spurd exited with $st on SIGTERM"
-    if [ "${SPUR_CHECK_READY:-0}" = 1 ]; then
+    if [ "${SPUR_CHECK_READY:-1}" = 1 ]; then
         i=0
         until grep -q 'STOPPING=1' "$tmp/notify.out"; do
             i=$((i + 1))

@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "file.h"
 #include "log.h"
+#include "notify.h"
 #include "store.h"
 
 static struct log_limit accept_limit = {5.0, 0, 0};
@@ -58,6 +59,8 @@ static void shutdown_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void eng_shutdown(struct engine *e, int graceful)
 {
     struct server *s = e->shell;
+    if (!s->stop_after_flush)
+        notify_stopping();
     s->stop_after_flush = 1;
     if (!graceful)
         return;
@@ -190,12 +193,31 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ------------------------------------------------------------ loop hooks */
 
+/* tell_ready tells systemd (notify.h) once that spurd serves: listeners bound, stored jobs back. */
+static void tell_ready(struct server *s)
+{
+    if (s->ready_told || store_replaying(&s->eng))
+        return;
+    s->ready_told = 1;
+    if (notify_ready() < 0)
+        log_warn("sd_notify READY=1: %s", strerror(errno));
+}
+
+static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+    notify_watchdog();
+}
+
 static void store_async_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
     (void)loop;
     (void)revents;
     struct server *s = w->data;
     store_complete(&s->eng);
+    tell_ready(s);
 }
 
 /* store_notify runs on the committer thread: ev_async_send is the thread-safe wake-up. */
@@ -341,6 +363,7 @@ static void term_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)revents;
     log_notice("signal %d: stopping", w->signum);
+    notify_stopping();
     ev_break(loop, EVBREAK_ALL);
 }
 
@@ -492,7 +515,18 @@ int server_start(struct server *s, char *err, size_t errlen)
 
 int server_run(struct server *s)
 {
+    double wd = notify_watchdog_interval();
+    if (wd > 0) {
+        ev_timer_init(&s->watchdog_timer, watchdog_cb, wd, wd);
+        ev_timer_start(s->loop, &s->watchdog_timer);
+        ev_unref(s->loop); /* the watchdog alone does not keep the loop running */
+    }
+    tell_ready(s);
     ev_run(s->loop, 0);
+    if (ev_is_active(&s->watchdog_timer)) {
+        ev_ref(s->loop);
+        ev_timer_stop(s->loop, &s->watchdog_timer);
+    }
     const struct engine *e = &s->eng;
     log_notice("buffers: peak %zu bytes held (--max-buffer-memory %zu); %llu connections shed "
                "holding %llu bytes; %llu unsent WORK_STATUS replaced",

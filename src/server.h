@@ -57,6 +57,8 @@ struct server {
     int stop_after_flush;             /* admin shutdown: stop once replies are written */
     ev_timer shutdown_timer;          /* bounds a graceful shutdown */
     ev_timer idle_timer;              /* once a second: --idle-timeout sweep */
+    ev_timer watchdog_timer;          /* sd_notify WATCHDOG=1 at half $WATCHDOG_USEC (notify.h) */
+    int ready_told;                   /* READY=1 was sent (after the store replay) */
 };
 
 /* server_init opens the listeners and sets up the loop, starting no thread (a daemon forks
