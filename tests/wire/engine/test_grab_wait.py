@@ -90,6 +90,8 @@ def test_graceful_shutdown_answers_held_grab(server_factory):
     a.send(b"shutdown graceful\n")
     assert a.read_line() == b"OK\r\n"
     assert w.read_packet(timeout=0.5)[1:] == (NO_JOB, b"")
+    if srv.proc is not None:  # let it finish exiting (ASan's exit takes a few ms) before teardown
+        srv.proc.wait(timeout=10)
 
 
 def test_worker_leaving_during_the_wait_loses_nothing(server_factory):
