@@ -14,6 +14,9 @@
 #include "proto_admin.h"
 #include "store.h"
 
+/* the reply to a name that `status` or `workers` could not list faithfully */
+#define BAD_NAME "ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
+
 #define ADMIN_MAX_TOKENS 6 /* the most any command takes ("maxqueue F H N L" is 5) */
 
 /* reply queues a C string. */
@@ -74,77 +77,111 @@ static void cmd_workers(struct peer *p)
     reply(p, ".\n");
 }
 
-static void cmd_status(struct peer *p)
-{
-    for (struct func *f = p->eng->func_list; f != NULL; f = f->next) {
-        peer_write(p, f->name, f->name_len);
-        replyf(p, "\t%u\t%u\t%u\n", func_total(f), f->running, f->nworkers);
-    }
-    reply(p, ".\n");
-}
+/* A listing ('status', 'prioritystatus', 'show jobs', 'show unique jobs') is written a slice per
+ * loop iteration so a long one never stalls other connections. It keeps no copy of the jobs or
+ * functions: a marker node in the engine's job list (in handle-number order) or function list
+ * (in creation order) holds its place and moves on as lines are written, so jobs and functions
+ * freed meanwhile are simply not met. Jobs submitted and functions created after the request are
+ * left out, as a snapshot would. */
+enum listing_kind { LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE };
 
-static void cmd_prioritystatus(struct peer *p)
-{
-    for (struct func *f = p->eng->func_list; f != NULL; f = f->next) {
-        peer_write(p, f->name, f->name_len);
-        replyf(p, "\t%u\t%u\t%u\t%u\n", f->queued[PRIO_HIGH], f->queued[PRIO_NORMAL],
-               f->queued[PRIO_LOW], f->nworkers);
-    }
-    reply(p, ".\n");
-}
-
-/* struct admin_listing is a 'show jobs' or 'show unique jobs' in progress: the handle numbers
- * of the jobs that existed when it was asked, written a slice per loop iteration so a long listing
- * never stalls other connections. Jobs that finish meanwhile are skipped. */
 struct admin_listing {
-    uint64_t *ids; /* snapshot of handle numbers */
-    size_t n;      /* entries in ids */
-    size_t pos;    /* next entry to write */
-    int unique;    /* 1: show unique jobs, 0: show jobs */
+    enum listing_kind kind; /* what is listed */
+    uint64_t limit;         /* jobs with a lower handle number / functions with a lower seq */
+    struct job jmark;       /* the place in engine->jobs (jobs listings) */
+    struct func *fmark;     /* the place in engine->func_list (function listings) */
 };
 
 static void listing_free(struct peer *p)
 {
-    if (p->listing == NULL)
+    struct admin_listing *l = p->listing;
+    if (l == NULL)
         return;
-    free(p->listing->ids);
-    free(p->listing);
+    if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE)
+        job_list_remove(p->eng, &l->jmark);
+    else
+        func_list_remove(p->eng, l->fmark);
+    free(l->fmark);
+    free(l);
     p->listing = NULL;
 }
 
-/* write_slice writes up to ADMIN_SLICE lines of p's listing; returns 1 when it is finished. */
-static int write_slice(struct peer *p)
+/* write_func writes f's row of a status or prioritystatus listing. */
+static void write_func(struct peer *p, enum listing_kind kind, const struct func *f)
+{
+    peer_write(p, f->name, f->name_len);
+    if (kind == LIST_STATUS)
+        replyf(p, "\t%u\t%u\t%u\n", func_total(f), f->running, f->nworkers);
+    else
+        replyf(p, "\t%u\t%u\t%u\t%u\n", f->queued[PRIO_HIGH], f->queued[PRIO_NORMAL],
+               f->queued[PRIO_LOW], f->nworkers);
+}
+
+/* write_job writes j's row of a show jobs or show unique jobs listing. */
+static void write_job(struct peer *p, enum listing_kind kind, const struct job *j)
+{
+    if (kind == LIST_UNIQUE) {
+        peer_write(p, job_unique(j), j->unique_len);
+        peer_write(p, "\n", 1);
+    } else {
+        char h[JOB_HANDLE_BUF];
+        peer_write(p, h, job_handle(p->eng, j, h));
+        replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+    }
+}
+
+/* write_slice moves p's listing on by at most max rows (or markers), counting them in *used;
+ * returns 1 when the listing is finished (its last line written). */
+static int write_slice(struct peer *p, int max, int *used)
 {
     struct engine *e = p->eng;
     struct admin_listing *l = p->listing;
-    size_t end = l->pos + ADMIN_SLICE < l->n ? l->pos + ADMIN_SLICE : l->n;
-    for (; l->pos < end; l->pos++) {
-        struct job *j = job_find_id(e, l->ids[l->pos]);
-        if (j == NULL)
-            continue;
-        if (l->unique) {
-            peer_write(p, job_unique(j), j->unique_len);
-            peer_write(p, "\n", 1);
-        } else {
-            char h[JOB_HANDLE_BUF];
-            peer_write(p, h, job_handle(e, j, h));
-            replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+    int n = 0, done = 0;
+    if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
+        struct job *at = &l->jmark, *next;
+        while (n < max) {
+            next = at->anext;
+            if (next == NULL || (next->state != JOB_MARKER && next->id >= l->limit)) {
+                done = 1;
+                break;
+            }
+            if (next->state != JOB_MARKER)
+                write_job(p, l->kind, next);
+            at = next;
+            n++;
+        }
+        if (at != &l->jmark) {
+            job_list_remove(e, &l->jmark);
+            job_list_after(e, &l->jmark, at);
+        }
+    } else {
+        struct func *m = l->fmark, *at = m, *next;
+        while (n < max) {
+            next = at->next;
+            if (next == NULL || (!next->marker && next->seq >= l->limit)) {
+                done = 1;
+                break;
+            }
+            if (!next->marker)
+                write_func(p, l->kind, next);
+            at = next;
+            n++;
+        }
+        if (at != m) {
+            func_list_remove(e, m);
+            func_list_insert(e, m, at->next);
         }
     }
-    if (l->pos < l->n)
+    *used += n;
+    if (!done)
         return 0;
     reply(p, ".\n");
     return 1;
 }
 
-static int cmp_id(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* start_listing snapshots every live job's number and writes the first slice. */
-static void start_listing(struct peer *p, int unique)
+/* start_listing places the listing's marker before the first job or function and writes the
+ * first slice. */
+static void start_listing(struct peer *p, enum listing_kind kind)
 {
     struct engine *e = p->eng;
     if (p->listing != NULL) {
@@ -152,22 +189,30 @@ static void start_listing(struct peer *p, int unique)
         return;
     }
     struct admin_listing *l = calloc(1, sizeof *l);
-    uint64_t *ids = malloc(sizeof *ids * (e->njobs ? e->njobs : 1));
-    if (l == NULL || ids == NULL) {
+    struct func *fm = NULL;
+    int jobs = kind == LIST_JOBS || kind == LIST_UNIQUE;
+    if (l != NULL && !jobs && (fm = calloc(1, sizeof *fm)) == NULL) {
         free(l);
-        free(ids);
+        l = NULL;
+    }
+    if (l == NULL) {
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
         return;
     }
-    for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
-        for (struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next)
-            ids[l->n++] = ((struct job *)((char *)n - offsetof(struct job, by_id)))->id;
-    /* handle-number order (= submission order), the same on every server given the same work */
-    qsort(ids, l->n, sizeof *ids, cmp_id);
-    l->ids = ids;
-    l->unique = unique;
+    l->kind = kind;
+    if (fm != NULL) {
+        fm->marker = 1;
+        l->fmark = fm;
+        l->limit = e->func_seq;
+        func_list_insert(e, fm, e->func_list);
+    } else {
+        l->jmark.state = JOB_MARKER;
+        l->limit = e->next_id;
+        job_list_after(e, &l->jmark, NULL);
+    }
     p->listing = l;
-    if (write_slice(p)) {
+    int used = 0;
+    if (write_slice(p, ADMIN_SLICE_ONE, &used)) {
         listing_free(p);
         return;
     }
@@ -175,30 +220,50 @@ static void start_listing(struct peer *p, int unique)
     e->listings = p;
 }
 
+static void cmd_status(struct peer *p) { start_listing(p, LIST_STATUS); }
+
+static void cmd_prioritystatus(struct peer *p) { start_listing(p, LIST_PRIORITY); }
+
+/* listing_waits reports whether p's listing must wait for its socket to take what is queued. */
+static int listing_waits(const struct peer *p)
+{
+    return (p->flags & PEER_CLOSING) || outq_pending(&p->out) > ADMIN_SLICE_BACKLOG;
+}
+
 void admin_continue(struct engine *e)
 {
-    struct peer **pp = &e->listings;
-    while (*pp != NULL) {
-        struct peer *p = *pp;
-        if ((p->flags & PEER_CLOSING) || outq_pending(&p->out) > ADMIN_SLICE_BACKLOG) {
-            pp = &p->listing_next; /* wait until the socket has taken what is queued */
+    /* round-robin: each listing in turn gets a slice of ADMIN_SLICE_ONE rows until this
+     * iteration's ADMIN_SLICE rows are used; those served go to the back of the queue */
+    int used = 0;
+    struct peer *todo = e->listings, *front = NULL, **fp = &front, *back = NULL, **bp = &back;
+    e->listings = NULL; /* listings started by resumed requests gather here meanwhile */
+    while (todo != NULL) {
+        struct peer *p = todo;
+        todo = p->listing_next;
+        p->listing_next = NULL;
+        if (used >= ADMIN_SLICE || listing_waits(p)) {
+            *fp = p;
+            fp = &p->listing_next;
             continue;
         }
-        if (write_slice(p)) {
-            *pp = p->listing_next;
+        if (write_slice(p, ADMIN_SLICE_ONE, &used)) {
             listing_free(p);
             /* requests that arrived during the listing are answered now, in order */
             e->ops.resume(e, p);
         } else {
-            pp = &p->listing_next;
+            *bp = p;
+            bp = &p->listing_next;
         }
     }
+    *bp = e->listings;
+    *fp = back;
+    e->listings = front;
 }
 
 int admin_ready(const struct engine *e)
 {
     for (const struct peer *p = e->listings; p != NULL; p = p->listing_next)
-        if (!(p->flags & PEER_CLOSING) && outq_pending(&p->out) <= ADMIN_SLICE_BACKLOG)
+        if (!listing_waits(p))
             return 1;
     return 0;
 }
@@ -218,9 +283,9 @@ void admin_peer_gone(struct peer *p)
 static void cmd_show(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n == 2 && pa_token_is(&t[1], "jobs"))
-        start_listing(p, 0);
+        start_listing(p, LIST_JOBS);
     else if (n == 3 && pa_token_is(&t[1], "unique") && pa_token_is(&t[2], "jobs"))
-        start_listing(p, 1);
+        start_listing(p, LIST_UNIQUE);
     else if (n == 1)
         unknown_command(p, &t[0]);
     else
@@ -269,7 +334,15 @@ static void cmd_create_function(struct peer *p, const struct pa_token *t, size_t
         reply(p, "ERR ARGUMENT_TOO_LARGE Function+name+too+long\r\n");
         return;
     }
+    if (!func_name_ok(t[2].ptr, t[2].len)) {
+        reply(p, BAD_NAME);
+        return;
+    }
     if (func_get(p->eng, t[2].ptr, t[2].len, 1) == NULL) {
+        if (func_full(p->eng)) {
+            reply(p, "ERR TOO_MANY_FUNCTIONS Function+limit+reached+(--max-functions)\r\n");
+            return;
+        }
         replyf(p, "ERR CREATE_FUNCTION %.*s\r\n", (int)t[2].len, t[2].ptr);
         return;
     }
@@ -282,12 +355,16 @@ static void cmd_drop_function(struct peer *p, const struct pa_token *t, size_t n
         invalid_arguments(p, "drop");
         return;
     }
+    if (!func_name_ok(t[2].ptr, t[2].len)) {
+        reply(p, BAD_NAME);
+        return;
+    }
     struct func *f = func_get(p->eng, t[2].ptr, t[2].len, 0);
     if (f == NULL) {
         reply(p, "ERR function not found\r\n");
         return;
     }
-    if (f->nworkers > 0 || func_total(f) > 0) {
+    if (f->nworkers > 0 || func_total(f) > 0 || f->woken > 0) {
         reply(p, "ERR there are still connected workers or executing clients\r\n");
         return;
     }
@@ -315,6 +392,10 @@ static void cmd_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
         invalid_arguments(p, "maxqueue");
         return;
     }
+    if (!func_name_ok(t[1].ptr, t[1].len)) {
+        reply(p, BAD_NAME);
+        return;
+    }
     struct func *f = func_get(p->eng, t[1].ptr, t[1].len, 0);
     if (f != NULL) {
         uint32_t v[PRIO_COUNT] = {0, 0, 0};
@@ -326,6 +407,7 @@ static void cmd_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
             v[2] = n >= 5 ? parse_limit(&t[4]) : 0;
         }
         memcpy(f->max_queue, v, sizeof v);
+        func_release(p->eng, f); /* no limit left: forgotten if nothing else holds it */
     }
     reply(p, "OK\r\n");
 }

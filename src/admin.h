@@ -14,10 +14,12 @@ extern "C" {
 /* admin_line runs one admin line (without its line ending) from p and queues the reply. */
 void admin_line(struct peer *p, const char *line, size_t len);
 
-#define ADMIN_SLICE 2000          /* lines of a 'show' listing written per loop iteration */
+#define ADMIN_SLICE 2000          /* rows of all listings written per loop iteration */
+#define ADMIN_SLICE_ONE 256       /* rows of one listing written in its turn */
 #define ADMIN_SLICE_BACKLOG 65536 /* unsent bytes above which a listing waits for the socket */
 
-/* admin_continue writes the next slice of every pending 'show' listing. */
+/* admin_continue writes the next slices of the pending listings, round-robin, at most
+ * ADMIN_SLICE rows in all. */
 void admin_continue(struct engine *e);
 
 /* admin_ready reports whether a pending listing can write its next slice now (its connection's

@@ -21,6 +21,15 @@ static void not_expected(struct peer *p)
     peer_send_error(p, PROTO_ERR_INVALID_COMMAND, "Command not expected");
 }
 
+/* func_refused answers a CAN_DO or submit whose function could not be created. */
+static void func_refused(struct peer *p)
+{
+    if (func_full(p->eng))
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Too many functions (--max-functions)");
+    else
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+}
+
 /* parse_u32 parses leading decimal digits like atoi, saturating; anything else gives 0. */
 static uint32_t parse_u32(const char *s, size_t len)
 {
@@ -175,6 +184,10 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Reducer name too long");
         return;
     }
+    if (!func_name_ok(fn, fnl)) {
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a control byte or space");
+        return;
+    }
     double due;
     if (due_time(e, pkt, &k, &due) != 0) {
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT,
@@ -183,7 +196,7 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
     }
     struct func *f = func_get(e, fn, fnl, 1);
     if (f == NULL) {
-        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        func_refused(p);
         return;
     }
 
@@ -222,6 +235,7 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
     }
     j = job_new(e, f, k.prio, k.background, uq, uql, red, redl, pkt->data, pkt->data_len);
     if (j == NULL) {
+        func_release(e, f);
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
         return;
     }
@@ -280,6 +294,10 @@ static void set_client_id(struct peer *p, const struct pb_packet *pkt)
     size_t len = pkt->len[0];
     if (len > p->eng->cfg->max_client_id)
         len = p->eng->cfg->max_client_id;
+    if (!func_name_ok(pkt->arg[0], len)) {
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Client id has a control byte or space");
+        return;
+    }
     char *id = malloc(len + 1);
     if (id == NULL)
         return;
@@ -298,6 +316,10 @@ static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Function name too long");
         return;
     }
+    if (!func_name_ok(pkt->arg[0], pkt->len[0])) {
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a control byte or space");
+        return;
+    }
     uint32_t timeout = 0;
     if (with_timeout) {
         int64_t ms;
@@ -308,9 +330,19 @@ static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout
         timeout = (uint32_t)ms;
     }
     struct worker *w = worker_get(p);
-    struct func *f = func_get(e, pkt->arg[0], pkt->len[0], 1);
-    if (w == NULL || f == NULL || worker_add(e, w, f, timeout) == NULL)
+    if (w == NULL) {
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        return;
+    }
+    struct func *f = func_get(e, pkt->arg[0], pkt->len[0], 1);
+    if (f == NULL) {
+        func_refused(p);
+        return;
+    }
+    if (worker_add(e, w, f, timeout) == NULL) {
+        func_release(e, f);
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+    }
 }
 
 static void cant_do(struct peer *p, const struct pb_packet *pkt)
@@ -347,6 +379,7 @@ static void pre_sleep(struct peer *p)
     }
     worker_awake(p->eng, w);
     w->sleeping = 1;
+    worker_idle(p->eng, w, FUNC_SLEEPING);
 }
 
 /* assign hands j (taken through ability a) to p's worker in the form its GRAB (cmd) asked for. */

@@ -56,6 +56,7 @@ void config_defaults(struct config *c)
     c->max_buffer_memory = config_default_buffer_memory();
     c->max_connections = 100000;
     c->max_function = 512;
+    c->max_functions = 1000000;
     c->max_client_id = 127;
     c->idle_timeout = 0;
     c->admin_shutdown = SHUTDOWN_LOCAL;
@@ -83,6 +84,7 @@ enum {
     OPT_MAX_BUFFER_MEMORY,
     OPT_MAX_CONN,
     OPT_MAX_FUNCTION,
+    OPT_MAX_FUNCTIONS,
     OPT_MAX_CLIENT_ID,
     OPT_IDLE_TIMEOUT,
     OPT_GRAB_WAIT,
@@ -142,6 +144,7 @@ static const struct option long_opts[] = {
     {"max-buffer-memory", required_argument, NULL, OPT_MAX_BUFFER_MEMORY},
     {"max-connections", required_argument, NULL, OPT_MAX_CONN},
     {"max-function-name", required_argument, NULL, OPT_MAX_FUNCTION},
+    {"max-functions", required_argument, NULL, OPT_MAX_FUNCTIONS},
     {"max-client-id", required_argument, NULL, OPT_MAX_CLIENT_ID},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"grab-wait", required_argument, NULL, OPT_GRAB_WAIT},
@@ -235,6 +238,7 @@ void config_usage(FILE *out)
         "                             RAM, at least 256M; 0 = no global bound)\n"
         "      --max-connections=N    connections served at once (default 100000)\n"
         "      --max-function-name=N  longest function name (default 512)\n"
+        "      --max-functions=N      functions known at once; more are refused (default 1000000)\n"
         "      --max-client-id=N      SET_CLIENT_ID is cut to N bytes (default 127)\n"
         "      --idle-timeout=S       close a connection that leaves a packet unfinished for S\n"
         "                             seconds (default 0: never)\n"
@@ -501,6 +505,11 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             if (parse_size(optarg, 1, 65535, &sz) != 0)
                 return errf(err, errlen, "invalid --max-function-name '%s'", optarg);
             c->max_function = (size_t)sz;
+            break;
+        case OPT_MAX_FUNCTIONS:
+            if (parse_size(optarg, 1, 100000000, &sz) != 0)
+                return errf(err, errlen, "invalid --max-functions '%s'", optarg);
+            c->max_functions = (size_t)sz;
             break;
         case OPT_MAX_CLIENT_ID:
             if (parse_size(optarg, 1, 65535, &sz) != 0)

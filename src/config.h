@@ -70,6 +70,7 @@ struct config {
                                         0 = no global bound */
     size_t max_connections;          /* --max-connections: accepted connections at once */
     size_t max_function;             /* --max-function-name: longest function name */
+    size_t max_functions;            /* --max-functions: functions known at once */
     size_t max_client_id;            /* --max-client-id: longest SET_CLIENT_ID kept */
     double idle_timeout;             /* --idle-timeout seconds for a half-received packet, 0 off */
 

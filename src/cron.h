@@ -23,8 +23,14 @@ struct cron_spec {
  * Returns 0, or -1 if invalid. */
 int cron_parse_field(const char *s, size_t len, int lo, int hi, int *out);
 
+/* cron_possible reports whether the day of month can ever fall in the month (0 for February 30
+ * or 31, April 31, ...). */
+int cron_possible(const struct cron_spec *spec);
+
 /* cron_next returns the first time strictly after `after`, at a whole minute, whose local time
- * matches every field that is not -1; or -1 if none does within five years. */
+ * matches every field that is not -1; or -1 if none does within five years (at once when
+ * !cron_possible). Computed by date arithmetic: a few hundred steps at most, not a walk over
+ * every day. */
 int64_t cron_next(const struct cron_spec *spec, int64_t after);
 
 #ifdef __cplusplus

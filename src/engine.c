@@ -30,6 +30,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     }
     e->prefix_len = strlen(e->prefix);
     hmap_init(&e->funcs, func_hash, e);
+    hmap_init(&e->abilities, ability_hash, e);
     hmap_init(&e->jobs_by_id, job_id_hash, e);
     hmap_init(&e->jobs_by_unique, job_unique_hash, e);
     /* handle numbers start from the clock (2^24 per second of the epoch), so a restarted server
@@ -43,6 +44,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 
 void engine_destroy(struct engine *e)
 {
+    e->destroying = 1;
+    hmap_settle(&e->jobs_by_id);
     for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++) {
         struct hnode *n = e->jobs_by_id.buckets[i];
         while (n != NULL) {
@@ -57,6 +60,7 @@ void engine_destroy(struct engine *e)
     hmap_free(&e->jobs_by_unique);
     heap_free(&e->timers);
     func_free_all(e);
+    hmap_free(&e->abilities);
 }
 
 double engine_now(struct engine *e) { return e->ops.now(e); }
@@ -156,11 +160,12 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     size_t nfunc = 0;
     for (struct func *f = e->func_list; f != NULL; f = f->next) {
         memset(f->check, 0, sizeof f->check);
-        nfunc++;
+        nfunc += !f->marker;
     }
     if (nfunc != e->funcs.count)
         return fail(err, errlen, "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
     /* one pass over the jobs gathers each function's future and running counts */
+    hmap_settle(&e->jobs_by_id);
     for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
         for (const struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next) {
             const struct job *j = (const struct job *)((const char *)n -

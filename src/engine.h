@@ -17,6 +17,7 @@ extern "C" {
 struct peer;
 struct engine;
 struct func;
+struct job;
 struct store;
 
 /* struct engine_ops is what the engine asks of the shell that owns the sockets. */
@@ -60,10 +61,14 @@ struct engine {
                                      input may cause in one turn (PEER_PACKET_QUOTA) */
 
     struct hmap funcs;            /* struct func by name */
+    struct hmap abilities;        /* struct ability by (worker, function) */
     struct func *func_list;       /* every function in creation order */
     struct peer *listings;        /* peers with a 'show' listing still to write */
     struct func *func_tail;       /* the newest function */
     struct hmap jobs_by_id;       /* struct job by handle number */
+    struct job *jobs;             /* every job in handle-number order (job->anext) */
+    struct job *jobs_tail;        /* the last of them */
+    uint64_t func_seq;            /* creation number of the next new function */
     struct hmap jobs_by_unique;   /* struct job by unique (all functions; "-" by payload) */
     struct heap timers;           /* epoch due times and CAN_DO_TIMEOUT deadlines */
     uint64_t next_id;             /* handle number of the next new job */
@@ -74,6 +79,7 @@ struct engine {
     size_t prefix_len;            /* bytes in prefix */
     struct store *store_mgr;      /* the durable store, NULL for memory only (store.h) */
     int replaying;                /* stored jobs are still being loaded: no job is handed out */
+    int destroying;               /* engine_destroy runs: functions are freed all at once */
     struct worker *held;          /* workers whose GRAB waits for a job, oldest first */
     struct worker *held_tail;     /* the newest of them */
 };

@@ -18,6 +18,49 @@ uint64_t func_hash(const struct hnode *n, const void *engine)
     return hmap_hash_bytes(f->name, f->name_len, ((const struct engine *)engine)->seed);
 }
 
+int func_full(const struct engine *e)
+{
+    return e->cfg->max_functions > 0 && e->funcs.count >= e->cfg->max_functions;
+}
+
+int func_name_ok(const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c <= 0x20 || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+void func_list_insert(struct engine *e, struct func *n, struct func *before)
+{
+    struct func *prev = before ? before->prev : e->func_tail;
+    n->prev = prev;
+    n->next = before;
+    if (prev)
+        prev->next = n;
+    else
+        e->func_list = n;
+    if (before)
+        before->prev = n;
+    else
+        e->func_tail = n;
+}
+
+void func_list_remove(struct engine *e, struct func *n)
+{
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        e->func_list = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        e->func_tail = n->prev;
+    n->next = n->prev = NULL;
+}
+
 struct func *func_get(struct engine *e, const char *name, size_t len, int create)
 {
     uint64_t h = hmap_hash_bytes(name, len, e->seed);
@@ -26,7 +69,7 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
         if (f->name_len == len && memcmp(f->name, name, len) == 0)
             return f;
     }
-    if (!create)
+    if (!create || func_full(e))
         return NULL;
     struct func *f = calloc(1, sizeof *f + len + 1);
     if (f == NULL)
@@ -37,32 +80,34 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
         free(f);
         return NULL;
     }
-    if (e->func_tail)
-        e->func_tail->next = f;
-    else
-        e->func_list = f;
-    e->func_tail = f;
+    f->seq = e->func_seq++;
+    func_list_insert(e, f, NULL);
     return f;
 }
 
 void func_drop(struct engine *e, struct func *f)
 {
-    assert(f->workers == NULL && func_total(f) == 0);
-    struct func *prev = NULL;
-    for (struct func *x = e->func_list; x != f; x = x->next)
-        prev = x;
-    if (prev)
-        prev->next = f->next;
-    else
-        e->func_list = f->next;
-    if (e->func_tail == f)
-        e->func_tail = prev;
+    assert(f->workers == NULL && func_total(f) == 0 && f->woken == 0);
+    func_list_remove(e, f);
     hmap_remove(&e->funcs, &f->node, func_hash(&f->node, e));
     free(f);
 }
 
+int func_unused(const struct func *f)
+{
+    return f->nworkers == 0 && func_total(f) == 0 && f->woken == 0 && f->max_queue[0] == 0 &&
+           f->max_queue[1] == 0 && f->max_queue[2] == 0;
+}
+
+void func_release(struct engine *e, struct func *f)
+{
+    if (func_unused(f))
+        func_drop(e, f);
+}
+
 void func_free_all(struct engine *e)
 {
+    hmap_settle(&e->funcs);
     for (size_t i = 0; i < e->funcs.nbuckets; i++) {
         struct hnode *n = e->funcs.buckets[i];
         while (n != NULL) {
@@ -134,39 +179,103 @@ static void became_empty(struct func *f, int p)
     } while (a != f->workers);
 }
 
+/* ------------------------------------------------------------ idle lists
+ * Each ability is in exactly one of two lists per kind k (FUNC_HELD, FUNC_SLEEPING): its
+ * function's idle list, where a wake-up looks for a worker, or its worker's parked list. An entry
+ * in a function's list is valid while its worker is held (or asleep and not yet woken); a stale
+ * one is parked when a wake-up meets it, and linked again when its worker next idles. So a
+ * wake-up, a GRAB and a PRE_SLEEP cost O(1) amortized, however many workers or functions. */
+
+static void idle_unlink(struct ability *a, int k)
+{
+    struct ability **head = a->in_func[k] ? &a->func->idle[k] : &a->worker->parked[k];
+    if (a->iprev[k])
+        a->iprev[k]->inext[k] = a->inext[k];
+    else
+        *head = a->inext[k];
+    if (a->inext[k])
+        a->inext[k]->iprev[k] = a->iprev[k];
+    else if (a->in_func[k])
+        a->func->idle_tail[k] = a->iprev[k];
+    a->inext[k] = a->iprev[k] = NULL;
+}
+
+/* idle_park puts a (in no list) at the head of its worker's parked list k. */
+static void idle_park(struct ability *a, int k)
+{
+    struct worker *w = a->worker;
+    a->in_func[k] = 0;
+    a->iprev[k] = NULL;
+    a->inext[k] = w->parked[k];
+    if (w->parked[k])
+        w->parked[k]->iprev[k] = a;
+    w->parked[k] = a;
+}
+
+/* idle_append puts a (in no list) at the tail of its function's idle list k. */
+static void idle_append(struct ability *a, int k)
+{
+    struct func *f = a->func;
+    a->in_func[k] = 1;
+    a->inext[k] = NULL;
+    a->iprev[k] = f->idle_tail[k];
+    if (f->idle_tail[k])
+        f->idle_tail[k]->inext[k] = a;
+    else
+        f->idle[k] = a;
+    f->idle_tail[k] = a;
+}
+
+/* idle_valid reports whether w is what idle list k looks for. */
+static int idle_valid(const struct worker *w, int k)
+{
+    if (w->peer->flags & PEER_CLOSING)
+        return 0;
+    return k == FUNC_HELD ? w->held != 0 : (w->sleeping && !w->noop_sent);
+}
+
+void worker_idle(struct engine *e, struct worker *w, int k)
+{
+    (void)e;
+    while (w->parked[k] != NULL) {
+        struct ability *a = w->parked[k];
+        idle_unlink(a, k);
+        idle_append(a, k);
+    }
+}
+
+/* idle_first returns the oldest valid entry of f's idle list k, parking the stale ones before
+ * it; NULL if none. */
+static struct ability *idle_first(struct func *f, int k)
+{
+    struct ability *a;
+    while ((a = f->idle[k]) != NULL && !idle_valid(a->worker, k)) {
+        idle_unlink(a, k);
+        idle_park(a, k);
+    }
+    return a;
+}
+
 /* wake_one finds f a worker for a ready job: a worker whose GRAB is held gets the job at once;
- * else the next sleeper (rotating) is sent a NOOP. Returns 1, or 0 if f has no such worker. */
+ * else the sleeper that has waited longest is sent a NOOP. Returns 1, or 0 if f has no such
+ * worker. O(1) amortized. */
 static int wake_one(struct engine *e, struct func *f)
 {
-    struct ability *start = f->workers;
-    if (start == NULL)
+    struct ability *a;
+    if (func_ready(f) > 0 && (a = idle_first(f, FUNC_HELD)) != NULL) {
+        idle_unlink(a, FUNC_HELD);
+        idle_park(a, FUNC_HELD);
+        cmd_grab_held(e, a->worker);
+        return 1;
+    }
+    if ((a = idle_first(f, FUNC_SLEEPING)) == NULL)
         return 0;
-    struct ability *a = start, *sleeper = NULL;
-    int ready = func_ready(f) > 0;
-    do {
-        struct ability *cur = a;
-        struct worker *w = cur->worker;
-        a = a->fnext;
-        if (w->peer->flags & PEER_CLOSING)
-            continue;
-        if (w->held && ready) {
-            f->workers = a; /* the next wake-up starts after this worker */
-            cmd_grab_held(e, w);
-            return 1;
-        }
-        if (sleeper == NULL && w->sleeping && !w->noop_sent) {
-            sleeper = cur;
-            if (e->held == NULL)
-                break; /* no held GRAB to prefer */
-        }
-    } while (a != start);
-    if (sleeper == NULL)
-        return 0;
-    struct worker *w = sleeper->worker;
+    idle_unlink(a, FUNC_SLEEPING);
+    idle_park(a, FUNC_SLEEPING);
+    struct worker *w = a->worker;
     w->noop_sent = 1;
     w->woken_for = f;
     f->woken++;
-    f->workers = sleeper->fnext; /* the next wake-up starts after this worker */
     peer_send(w->peer, CMD_NOOP, NULL, 0);
     return 1;
 }
@@ -199,6 +308,7 @@ void worker_hold(struct engine *e, struct worker *w, uint32_t cmd, double now)
     else
         e->held = w;
     e->held_tail = w;
+    worker_idle(e, w, FUNC_HELD);
 }
 
 void worker_unhold(struct engine *e, struct worker *w)
@@ -229,6 +339,7 @@ void worker_awake(struct engine *e, struct worker *w)
         f->woken--;
         if (e->cfg->worker_wakeup < 0)
             func_wake(e, f); /* its job may still need a worker */
+        func_release(e, f);
     }
 }
 
@@ -314,17 +425,32 @@ struct worker *worker_get(struct peer *p)
     return p->worker;
 }
 
+/* ability_key hashes the pair (worker, function). */
+static uint64_t ability_key(const struct worker *w, const struct func *f)
+{
+    return hmap_mix64((uint64_t)(uintptr_t)w ^ hmap_mix64((uint64_t)(uintptr_t)f));
+}
+
+uint64_t ability_hash(const struct hnode *n, const void *engine)
+{
+    (void)engine;
+    const struct ability *a = (const struct ability *)n;
+    return ability_key(a->worker, a->func);
+}
+
 struct ability *worker_find(const struct worker *w, const struct func *f)
 {
-    for (struct ability *a = w->abilities; a != NULL; a = a->wnext)
-        if (a->func == f)
+    const struct engine *e = w->peer->eng;
+    for (struct hnode *n = hmap_chain(&e->abilities, ability_key(w, f)); n != NULL; n = n->next) {
+        struct ability *a = (struct ability *)n;
+        if (a->worker == w && a->func == f)
             return a;
+    }
     return NULL;
 }
 
 struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, uint32_t timeout_ms)
 {
-    (void)e;
     struct ability *a = worker_find(w, f);
     if (a != NULL) {
         a->timeout_ms = timeout_ms;
@@ -336,6 +462,11 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
     a->func = f;
     a->worker = w;
     a->timeout_ms = timeout_ms;
+    if (hmap_insert(&e->abilities, &a->node, ability_key(w, f)) != 0) {
+        free(a);
+        return NULL;
+    }
+    a->wprev = w->abilities_tail;
     if (w->abilities_tail)
         w->abilities_tail->wnext = a;
     else
@@ -352,6 +483,12 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
         f->workers->fprev = a;
     }
     f->nworkers++;
+    for (int k = 0; k < 2; k++) {
+        if (idle_valid(w, k))
+            idle_append(a, k);
+        else
+            idle_park(a, k);
+    }
     for (int p = 0; p < PRIO_COUNT; p++)
         if (f->ready[p] > 0) {
             ready_link(a, p);
@@ -362,11 +499,12 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
 
 void worker_remove(struct engine *e, struct ability *a)
 {
-    (void)e;
     struct worker *w = a->worker;
     struct func *f = a->func;
     for (int p = 0; p < PRIO_COUNT; p++)
         ready_unlink(a, p);
+    for (int k = 0; k < 2; k++)
+        idle_unlink(a, k);
     if (a->fnext == a) {
         f->workers = NULL;
     } else {
@@ -376,17 +514,18 @@ void worker_remove(struct engine *e, struct ability *a)
             f->workers = a->fnext;
     }
     f->nworkers--;
-    struct ability **pp = &w->abilities;
-    struct ability *prev = NULL;
-    while (*pp != a) {
-        prev = *pp;
-        pp = &(*pp)->wnext;
-    }
-    *pp = a->wnext;
-    if (w->abilities_tail == a)
-        w->abilities_tail = prev;
+    hmap_remove(&e->abilities, &a->node, ability_key(w, f));
+    if (a->wprev)
+        a->wprev->wnext = a->wnext;
+    else
+        w->abilities = a->wnext;
+    if (a->wnext)
+        a->wnext->wprev = a->wprev;
+    else
+        w->abilities_tail = a->wprev;
     w->nabilities--;
     free(a);
+    func_release(e, f);
 }
 
 void worker_reset(struct engine *e, struct worker *w)

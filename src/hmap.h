@@ -20,13 +20,18 @@ struct hnode {
 /* hmap_hash_fn recomputes the hash of a stored node (ctx is the table's context). */
 typedef uint64_t (*hmap_hash_fn)(const struct hnode *n, const void *ctx);
 
-/* struct hmap is the table. */
+/* struct hmap is the table. It grows incrementally: when it doubles, the old bucket array is
+ * kept and its chains are moved a few at a time by later operations (and a chain at once when a
+ * lookup or removal needs it), so no single operation rehashes the whole table. */
 struct hmap {
     struct hnode **buckets; /* nbuckets chain heads */
     size_t nbuckets;        /* a power of two, or 0 before the first insert */
     size_t count;           /* nodes stored */
     hmap_hash_fn hash;      /* rehashes a node when the table grows */
     const void *ctx;        /* passed to hash */
+    struct hnode **old;     /* the bucket array before the last growth, while being emptied */
+    size_t oldn;            /* buckets in old */
+    size_t moved;           /* old buckets [0, moved) are empty */
 };
 
 /* hmap_init prepares an empty table whose nodes are rehashed with fn(node, ctx). */
@@ -40,11 +45,13 @@ int hmap_insert(struct hmap *m, struct hnode *n, uint64_t h);
 void hmap_remove(struct hmap *m, struct hnode *n, uint64_t h);
 
 /* hmap_chain returns the first node of the bucket for hash h (NULL if none); walk with ->next
- * and compare keys (a chain may hold nodes of other hashes). */
-static inline struct hnode *hmap_chain(const struct hmap *m, uint64_t h)
-{
-    return m->nbuckets ? m->buckets[h & (m->nbuckets - 1)] : NULL;
-}
+ * and compare keys (a chain may hold nodes of other hashes). While the table grows, it first moves
+ * the old chain for h into the new array (the table is logically unchanged, hence const). */
+struct hnode *hmap_chain(const struct hmap *m, uint64_t h);
+
+/* hmap_settle finishes a growth in progress, so every node is in buckets[0..nbuckets): call it
+ * before walking the buckets directly. O(table) once; for teardown and checks. */
+void hmap_settle(const struct hmap *m);
 
 /* hmap_free frees the bucket array (not the nodes). */
 void hmap_free(struct hmap *m);

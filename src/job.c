@@ -177,11 +177,43 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
         hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
         goto fail;
     }
+    /* handle-number order: a new job goes last; only a restored one may need a short walk */
+    struct job *after = e->jobs_tail;
+    while (after != NULL && (after->state == JOB_MARKER || after->id > j->id))
+        after = after->aprev;
+    job_list_after(e, j, after);
     e->njobs++;
     return j;
 fail:
     free(j);
     return NULL;
+}
+
+void job_list_after(struct engine *e, struct job *m, struct job *after)
+{
+    m->aprev = after;
+    m->anext = after ? after->anext : e->jobs;
+    if (m->anext)
+        m->anext->aprev = m;
+    else
+        e->jobs_tail = m;
+    if (after)
+        after->anext = m;
+    else
+        e->jobs = m;
+}
+
+void job_list_remove(struct engine *e, struct job *m)
+{
+    if (m->aprev)
+        m->aprev->anext = m->anext;
+    else
+        e->jobs = m->anext;
+    if (m->anext)
+        m->anext->aprev = m->aprev;
+    else
+        e->jobs_tail = m->aprev;
+    m->anext = m->aprev = NULL;
 }
 
 int job_add_waiter(struct job *j, struct peer *client)
@@ -306,7 +338,9 @@ void job_fail(struct engine *e, struct job *j)
 
 void job_free(struct engine *e, struct job *j)
 {
+    struct func *f = j->func;
     job_detach(e, j);
+    job_list_remove(e, j);
     hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
     if (has_unique_entry(j))
         hmap_remove(&e->jobs_by_unique, &j->by_unique, job_unique_hash(&j->by_unique, e));
@@ -316,4 +350,6 @@ void job_free(struct engine *e, struct job *j)
         job_remove_waiter(j->waiters);
     e->njobs--;
     blob_unref(job_blob(j)); /* frees the job too, unless a write still holds the payload */
+    if (!e->destroying)
+        func_release(e, f); /* the function goes with its last job if nothing else holds it */
 }

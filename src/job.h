@@ -29,6 +29,7 @@ enum job_state {
     JOB_RUNNING,   /* assigned to a worker */
     JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
     JOB_PENDING,   /* background job waiting for its store batch to be durable */
+    JOB_MARKER,    /* not a job: a 'show jobs' listing's place in engine->jobs */
 };
 
 /* Job flags. */
@@ -56,6 +57,8 @@ struct job {
     struct hnode by_unique;   /* engine->jobs_by_unique, when the job has a unique */
     struct job *next;         /* ready queue or the worker's running list */
     struct job *prev;         /* ready queue or the worker's running list */
+    struct job *anext;        /* engine->jobs: every job in handle-number order */
+    struct job *aprev;        /* (and the cursors of 'show jobs' listings) */
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
     struct waiter *waiters;   /* foreground clients attached */
@@ -140,6 +143,11 @@ struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int ba
 struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int background,
                        const char *u, size_t ulen, const char *reducer, size_t rlen,
                        const char *data, size_t dlen, uint64_t id);
+
+/* job_list_after links marker m into engine->jobs just after `after` (at the head if NULL);
+ * job_list_remove unlinks it. */
+void job_list_after(struct engine *e, struct job *m, struct job *after);
+void job_list_remove(struct engine *e, struct job *m);
 
 /* job_add_waiter attaches client to j (a foreground submit). Returns 0 or -1 (no memory). */
 int job_add_waiter(struct job *j, struct peer *client);

@@ -287,3 +287,21 @@ TEST(Config, MakeAbsoluteResolvesRelativePathsOnly)
     EXPECT_STREQ(p.c.pid_file, "/x.pid") << "no doubled slash";
     config_free(&p.c);
 }
+
+TEST(Config, MaxFunctions)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.max_functions, 1000000u);
+    config_free(&p.c);
+    p = parse({"--max-functions=5"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.max_functions, 5u);
+    config_free(&p.c);
+    for (const char *bad : {"--max-functions=0", "--max-functions=x", "--max-functions=-1"}) {
+        p = parse({bad});
+        EXPECT_EQ(p.rc, -1) << bad;
+        EXPECT_NE(std::string(p.err).find("--max-functions"), std::string::npos) << p.err;
+        config_free(&p.c);
+    }
+}

@@ -28,6 +28,42 @@ struct Timed {
 };
 } // namespace
 
+// Growth is incremental: the insert that doubles the table does not rehash every node (that held
+// the loop for tens of milliseconds at a million jobs); the old chains move a few per operation,
+// and every node stays findable meanwhile.
+TEST(Hmap, GrowthMovesChainsAFewAtATime)
+{
+    hmap m;
+    hmap_init(&m, item_hash, nullptr);
+    std::vector<Item> items(1 << 16);
+    for (size_t i = 0; i < items.size(); i++) {
+        items[i].key = i * 7919 + 1;
+        ASSERT_EQ(hmap_insert(&m, &items[i].node, hmap_mix64(items[i].key)), 0);
+    }
+    ASSERT_EQ(m.nbuckets, (size_t)1 << 16);
+    Item extra;
+    extra.key = 3;
+    ASSERT_EQ(hmap_insert(&m, &extra.node, hmap_mix64(extra.key)), 0); // doubles the table
+    EXPECT_EQ(m.nbuckets, (size_t)1 << 17);
+    ASSERT_NE(m.old, nullptr) << "the old chains are still to be moved";
+    size_t left = 0;
+    for (size_t i = m.moved; i < m.oldn; i++)
+        left += m.old[i] != nullptr;
+    EXPECT_GT(left, (size_t)30000) << "the growing insert moved only a few chains (about 41000 are not empty)";
+    for (size_t i = 0; i < items.size(); i += 97)
+        ASSERT_EQ(find(&m, items[i].key), &items[i]);
+    EXPECT_EQ(find(&m, 3), &extra);
+    hmap_remove(&m, &extra.node, hmap_mix64(extra.key));
+    hmap_settle(&m);
+    EXPECT_EQ(m.old, nullptr);
+    size_t n = 0;
+    for (size_t i = 0; i < m.nbuckets; i++)
+        for (hnode *x = m.buckets[i]; x != nullptr; x = x->next)
+            n++;
+    EXPECT_EQ(n, items.size());
+    hmap_free(&m);
+}
+
 TEST(Hmap, InsertFindRemoveAcrossGrowth)
 {
     hmap m;

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Cheap input must not stall the one loop, and functions must not pile up.
+
+Each attack below used to cost the loop time quadratic in its size (or walk every function or
+worker per packet). The bounds are generous (several times what the fixed server needs on a
+loaded 2-core machine under ASan, and well under what the old code took); the soak version with
+an ECHO probe is test_soak_stalls.py. Also: functions are freed once unused, --max-functions,
+and names that `status` / `workers` could not list faithfully are refused.
+"""
+import os
+import struct
+import time
+
+import pytest
+
+from conftest import EXTERNAL
+from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CANT_DO, ECHO_REQ, ERROR, GRAB_JOB,
+                          JOB_ASSIGN, JOB_CREATED, NO_JOB, PRE_SLEEP, RES, SET_CLIENT_ID,
+                          SUBMIT_JOB, SUBMIT_JOB_BG, SUBMIT_JOB_EPOCH, SUBMIT_JOB_HIGH,
+                          SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW, SUBMIT_JOB_LOW_BG, SUBMIT_JOB_SCHED,
+                          SUBMIT_REDUCE_JOB, SUBMIT_REDUCE_JOB_BACKGROUND, WORK_COMPLETE, packet)
+
+pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd")
+
+
+def echo_reply(tag):
+    return RES + struct.pack(">II", 16 + 1, len(tag)) + tag
+
+
+def timed(conn, data, tag=b"done", timeout=60):
+    """Send data then an ECHO; return the seconds until the ECHO came back (everything before it
+    is discarded)."""
+    t0 = time.monotonic()
+    conn.send(data + packet(ECHO_REQ, tag))
+    conn.read_until(echo_reply(tag), timeout=timeout)
+    return time.monotonic() - t0
+
+
+def status(c):
+    c.send(b"status\n")
+    out = {}
+    while True:
+        line = c.read_line()
+        if line == b".\n":
+            return out
+        name, total, running, workers = line.rstrip(b"\n").split(b"\t")
+        out[name] = (int(total), int(running), int(workers))
+
+
+# ------------------------------------------------------------------ O(1) per packet
+
+def test_can_do_many_functions_from_one_worker_is_linear(server):
+    # 50k CAN_DO then 50k CANT_DO on one connection: each used to walk the worker's whole
+    # ability list (about 16 s here), now a hash lookup (well under a second)
+    n = 50000
+    w = server.connect()
+    secs = timed(w, b"".join(packet(CAN_DO, b"f%d" % i) for i in range(n)))
+    secs += timed(w, b"".join(packet(CANT_DO, b"f%d" % i) for i in range(n)))
+    assert secs < 5.0, f"{n} CAN_DO + CANT_DO took {secs:.1f} s"
+    c = server.connect()
+    assert status(c) == {}, "every function went with its last ability"
+
+
+def test_drop_function_is_cheap_with_many_functions(server):
+    # drop used to walk every function to find the one before it in the list
+    c = server.connect()
+    timed(c, b"".join(b"create function k%d\n" % i for i in range(200000)), timeout=120)
+    pairs = b"".join(b"create function tmp%d\ndrop function tmp%d\n" % (i, i)
+                     for i in range(3000))
+    secs = timed(c, pairs)
+    assert secs < 3.0, f"3000 create+drop pairs took {secs:.1f} s"
+    c.send(b"drop function k0\ndrop function tmp0\n")
+    assert c.read_line() == b"OK\r\n"
+    assert c.read_line() == b"ERR function not found\r\n"
+
+
+# ------------------------------------------------------------------ unused functions are freed
+
+def test_function_goes_with_its_last_worker_and_job(server):
+    c = server.connect()
+    w = server.connect()
+    w.send_packet(CAN_DO, b"gone")
+    w.echo_roundtrip()
+    assert status(c) == {b"gone": (0, 0, 1)}
+    w.send_packet(CANT_DO, b"gone")
+    w.echo_roundtrip()
+    assert status(c) == {}
+    # a job keeps it while queued and running; the result frees both
+    c.send_packet(SUBMIT_JOB_BG, b"gone", b"", b"p")
+    c.expect(JOB_CREATED)
+    w.send_packet(CAN_DO, b"gone")
+    w.send_packet(GRAB_JOB)
+    h = w.expect(JOB_ASSIGN).split(b"\0")[0]
+    w.send_packet(CANT_DO, b"gone")  # the job goes back to the queue and keeps the function
+    w.echo_roundtrip()
+    assert status(c) == {b"gone": (1, 0, 0)}
+    w.send_packet(CAN_DO, b"gone")
+    w.send_packet(GRAB_JOB)
+    h = w.expect(JOB_ASSIGN).split(b"\0")[0]
+    w.send_packet(WORK_COMPLETE, h, b"r")
+    w.close()
+    for _ in range(200):  # the worker's disconnect is seen eventually; bounded poll
+        if status(c) == {}:
+            break
+    assert status(c) == {}
+
+
+def test_created_or_limited_function_is_kept_until_dropped(server):
+    c = server.connect()
+    c.send(b"create function made\nmaxqueue limited 5\n")
+    assert c.read_line() == b"OK\r\n"
+    assert c.read_line() == b"OK\r\n"
+    c.send_packet(SUBMIT_JOB_BG, b"limited", b"", b"p")  # creates it
+    h = c.expect(JOB_CREATED)
+    c.send(b"maxqueue limited 5\ncancel job " + h + b"\n")
+    assert c.read_line() == b"OK\r\n"
+    assert c.read_line() == b"OK\r\n"
+    assert status(c) == {b"made": (0, 0, 0), b"limited": (0, 0, 0)}
+    c.send(b"maxqueue limited\n")  # the limit goes, and so does the function
+    assert c.read_line() == b"OK\r\n"
+    assert status(c) == {b"made": (0, 0, 0)}
+
+
+def test_many_functions_are_freed(server):
+    pid = server.proc.pid
+    c = server.connect()
+    timed(c, b"".join(packet(SUBMIT_JOB_BG, b"fn%d" % i, b"", b"") for i in range(100000)))
+    w = server.connect()
+    timed(w, packet(CAN_DO, b"x"))
+    w.send(b"".join(packet(CAN_DO, b"fn%d" % i) + packet(GRAB_JOB) for i in range(100000)))
+    handles = []
+    for i in range(100000):
+        handles.append(w.expect(JOB_ASSIGN, timeout=30).split(b"\0")[0])
+    timed(w, b"".join(packet(WORK_COMPLETE, h, b"") for h in handles)
+          + packet(CANT_DO, b"x"))
+    w.close()
+    for _ in range(200):
+        if status(c) == {}:
+            break
+    assert status(c) == {}, "no function is left once its jobs and workers are gone"
+    with open(f"/proc/{pid}/status") as f:
+        assert any(line.startswith("VmRSS") for line in f)
+
+
+# ------------------------------------------------------------------ --max-functions
+
+def test_max_functions_refuses_more(server_factory):
+    s = server_factory("--max-functions=2")
+    c = s.connect()
+    w = s.connect()
+    w.send_packet(CAN_DO, b"a")
+    c.send_packet(SUBMIT_JOB_BG, b"b", b"", b"x")
+    c.expect(JOB_CREATED)
+    w.send_packet(CAN_DO, b"c")
+    assert w.expect(ERROR) == b"QUEUE_ERROR\0Too many functions (--max-functions)"
+    c.send_packet(SUBMIT_JOB, b"c", b"", b"x")
+    assert c.expect(ERROR) == b"QUEUE_ERROR\0Too many functions (--max-functions)"
+    assert c.admin(b"create function c\n") == \
+        b"ERR TOO_MANY_FUNCTIONS Function+limit+reached+(--max-functions)\r\n"
+    # existing functions still work, and a freed one makes room
+    c.send_packet(SUBMIT_JOB_BG, b"a", b"", b"y")
+    c.expect(JOB_CREATED)
+    w.send_packet(CANT_DO, b"a")
+    w.send_packet(CAN_DO, b"b")
+    w.echo_roundtrip()
+    w.send_packet(GRAB_JOB)
+    h = w.expect(JOB_ASSIGN).split(b"\0")[0]
+    w.send_packet(WORK_COMPLETE, h, b"")  # b's only job: b is freed (w still has it: kept)
+    w.send_packet(CANT_DO, b"b")
+    w.echo_roundtrip()
+    assert c.admin(b"create function c\n") == b"OK\r\n"
+
+
+# ------------------------------------------------------------------ unlistable names
+
+BAD = [b"a\tb", b"a\nb", b"a b", b"a\rb", b"\x01", b"a\x7f"]
+SUBMITS = [SUBMIT_JOB, SUBMIT_JOB_BG, SUBMIT_JOB_HIGH, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW,
+           SUBMIT_JOB_LOW_BG]
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_unlistable_function_names_are_refused(server, name):
+    c = server.connect()
+    err = b"INVALID_ARGUMENT\0Function name has a control byte or space"
+    for cmd in SUBMITS:
+        c.send_packet(cmd, name, b"", b"x")
+        assert c.expect(ERROR) == err, cmd
+    c.send_packet(SUBMIT_JOB_EPOCH, name, b"", b"0", b"x")
+    assert c.expect(ERROR) == err
+    c.send_packet(SUBMIT_JOB_SCHED, name, b"", b"", b"", b"", b"", b"", b"x")
+    assert c.expect(ERROR) == err
+    c.send_packet(SUBMIT_REDUCE_JOB, name, b"", b"r", b"", b"x")
+    assert c.expect(ERROR) == err
+    c.send_packet(SUBMIT_REDUCE_JOB_BACKGROUND, name, b"", b"r", b"", b"x")
+    assert c.expect(ERROR) == err
+    c.send_packet(CAN_DO, name)
+    assert c.expect(ERROR) == err
+    c.send_packet(CAN_DO_TIMEOUT, name, b"10")
+    assert c.expect(ERROR) == err
+    assert status(c) == {}, "no row was forged"
+    c.send(b"workers\n")
+    assert c.read_until(b".\n").count(b"\n") == 2, "one worker row, then the end"
+    if b" " not in name and b"\n" not in name and b"\r" not in name and b"\t" not in name:
+        bad = b"ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
+        for line in (b"create function ", b"drop function ", b"maxqueue "):
+            assert c.admin(line + name + b"\n") == bad
+
+
+@pytest.mark.parametrize("cid", BAD)
+def test_unlistable_client_ids_are_refused(server, cid):
+    c = server.connect()
+    c.send_packet(SET_CLIENT_ID, cid)
+    assert c.expect(ERROR) == b"INVALID_ARGUMENT\0Client id has a control byte or space"
+    c.send_packet(SET_CLIENT_ID, b"good-id")
+    c.echo_roundtrip()
+    c.send(b"workers\n")
+    rows = c.read_until(b".\n").split(b"\n")
+    assert len(rows) == 3 and rows[0].split(b" ")[2] == b"good-id", rows
