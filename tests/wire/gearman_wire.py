@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Raw-bytes helpers for talking to a Gearman server in wire tests.
 
 Everything here is written from the protocol text, independently of spurd's own codec, so a bug
@@ -164,3 +165,32 @@ class Conn:
         """A full round trip: proves the server processed everything sent before it."""
         self.send_packet(ECHO_REQ, payload)
         assert self.expect(ECHO_RES) == payload
+
+
+# ------------------------------------------------------------------ helpers for admin and memory checks
+
+def admin_status(c):
+    """Run admin 'status' on connection c; return {function: (total, running, workers)}."""
+    c.send(b"status\n")
+    out = {}
+    while True:
+        line = c.read_line()
+        if line == b".\n":
+            return out
+        name, total, running, workers = line.rstrip(b"\n").split(b"\t")
+        out[name] = (int(total), int(running), int(workers))
+
+
+def rss_kib(pid, field="VmRSS"):
+    """The process's resident memory (or another /proc/PID/status field) in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def sanitized(pid):
+    """True if the process runs with AddressSanitizer (its runtime is mapped)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return any("libasan" in line or "clang_rt.asan" in line for line in f)

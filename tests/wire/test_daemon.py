@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import EXTERNAL
-from gearman_wire import (CAN_DO, ECHO_REQ, ECHO_RES, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NO_JOB,
+from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NO_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, Conn)
 
 pytestmark = pytest.mark.spur_only

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Hostile input against a real spurd: every attack gets a clear answer (an ERROR packet or an ERR
 line), or the connection is closed where framing is lost; and in every case a client connected
 before the attack is still served and a background job queued before it is not lost.
@@ -19,6 +20,7 @@ from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, ECHO_REQ, ECHO_RES, ERROR, GRAB_JOB,
                           JOB_ASSIGN, JOB_CREATED, NO_JOB, REQ, RES, SUBMIT_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, Conn, packet)
+from gearman_wire import admin_status as status, rss_kib
 
 pytestmark = pytest.mark.skipif(
     EXTERNAL is not None, reason="pins spurd's answers to hostile input (gearmand crashes or "
@@ -40,26 +42,6 @@ def expect_error(c, code):
     assert got == code, f"ERROR {body!r}, wanted code {code!r}"
     assert text, "ERROR without a text"
     return text
-
-
-def status(c):
-    """Run admin 'status' on c and return {function: (total, running, workers)}."""
-    c.send(b"status\n")
-    out = {}
-    while True:
-        line = c.read_line()
-        if line == b".\n":
-            return out
-        name, total, running, workers = line.rstrip(b"\n").split(b"\t")
-        out[name] = (int(total), int(running), int(workers))
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def poll(cond, timeout=5.0, what="condition"):

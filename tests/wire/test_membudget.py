@@ -18,23 +18,11 @@ import pytest
 from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, ECHO_REQ, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NOOP, PRE_SLEEP,
                           REQ, RES, SUBMIT_JOB, WORK_COMPLETE, WORK_STATUS, Conn, packet)
+from gearman_wire import rss_kib, sanitized
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd (options)")
 
 MIB = 1 << 20
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
-
-
-def sanitized(pid):
-    with open(f"/proc/{pid}/maps") as f:
-        return any("libasan" in line or "clang_rt.asan" in line for line in f)
 
 
 def buffer_report(server):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Soak: about 300 connections at once against one spurd for a bounded time (60 s, or
 SPUR_SOAK_SECONDS), mixing valid work with hostile and careless clients:
 
@@ -27,6 +28,7 @@ from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, ECHO_REQ, ERROR, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NO_JOB,
                           NOOP, PRE_SLEEP, REQ, SUBMIT_JOB, SUBMIT_JOB_BG, WORK_COMPLETE, Conn,
                           packet)
+from gearman_wire import rss_kib, sanitized
 
 pytestmark = [
     pytest.mark.slow,
@@ -52,20 +54,6 @@ BG_BACKLOG = 5000  # producers pause while this many background jobs wait (about
 # residue (about 2 MiB in a 60 s run), and less than what a leak of one 4 KiB output chunk per
 # connection (some 10,000 connections are opened in 60 s) or of the queued jobs would leave.
 RSS_SLACK_KIB = 16 * 1024
-
-
-def rss_kib(pid, field="VmRSS"):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
-
-
-def sanitized(pid):
-    """True if the server runs with AddressSanitizer (its runtime is mapped)."""
-    with open(f"/proc/{pid}/maps") as f:
-        return any("libasan" in line or "clang_rt.asan" in line for line in f)
 
 
 def rst(sock):

@@ -28,6 +28,7 @@ import pytest
 from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, ECHO_REQ, GRAB_JOB, JOB_ASSIGN, NOOP, REQ, SUBMIT_JOB,
                           WORK_STATUS, Conn, packet)
+from gearman_wire import rss_kib, sanitized
 
 pytestmark = [
     pytest.mark.slow,
@@ -41,19 +42,6 @@ P99_LIMIT = 0.050
 # RSS allowed above the fresh server's: the budget, one over-budget step (a read and a 1 MB
 # reply), the 2,000 functions, freed chunks glibc keeps, and the 200 waiters' connections.
 RSS_SLACK = 48 * MIB
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
-
-
-def sanitized(pid):
-    with open(f"/proc/{pid}/maps") as f:
-        return any("libasan" in line or "clang_rt.asan" in line for line in f)
 
 
 def small_socket(addr):

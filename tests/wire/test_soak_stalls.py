@@ -13,7 +13,6 @@ Sizes shrink under ASan (detected from the server's memory map), where everythin
 the bound there is 150 ms.
 """
 import multiprocessing
-import os
 import select
 import socket
 import struct

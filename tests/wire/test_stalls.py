@@ -7,7 +7,6 @@ loaded 2-core machine under ASan, and well under what the old code took); the so
 an ECHO probe is test_soak_stalls.py. Also: functions are freed once unused, --max-functions,
 and names that `status` / `workers` could not list faithfully are refused.
 """
-import os
 import struct
 import time
 
@@ -15,10 +14,11 @@ import pytest
 
 from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CANT_DO, ECHO_REQ, ERROR, GRAB_JOB,
-                          JOB_ASSIGN, JOB_CREATED, NO_JOB, PRE_SLEEP, RES, SET_CLIENT_ID,
+                          JOB_ASSIGN, JOB_CREATED, RES, SET_CLIENT_ID,
                           SUBMIT_JOB, SUBMIT_JOB_BG, SUBMIT_JOB_EPOCH, SUBMIT_JOB_HIGH,
                           SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW, SUBMIT_JOB_LOW_BG, SUBMIT_JOB_SCHED,
                           SUBMIT_REDUCE_JOB, SUBMIT_REDUCE_JOB_BACKGROUND, WORK_COMPLETE, packet)
+from gearman_wire import admin_status as status
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd")
 
@@ -34,17 +34,6 @@ def timed(conn, data, tag=b"done", timeout=60):
     conn.send(data + packet(ECHO_REQ, tag))
     conn.read_until(echo_reply(tag), timeout=timeout)
     return time.monotonic() - t0
-
-
-def status(c):
-    c.send(b"status\n")
-    out = {}
-    while True:
-        line = c.read_line()
-        if line == b".\n":
-            return out
-        name, total, running, workers = line.rstrip(b"\n").split(b"\t")
-        out[name] = (int(total), int(running), int(workers))
 
 
 # ------------------------------------------------------------------ O(1) per packet
