@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* adm_net: TCP client I/O with deadlines; see adm_net.h. */
 #include "adm_net.h"
 

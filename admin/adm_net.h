@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* adm_net: blocking-style TCP client I/O with deadlines, for spuradmin.
  *
  * Sockets are non-blocking underneath; every wait goes through poll() with the time left before

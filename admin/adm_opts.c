@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* adm_opts: spuradmin's command-line parser; see adm_opts.h for the rules it copies. */
 #include "adm_opts.h"
 

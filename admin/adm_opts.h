@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* adm_opts: spuradmin's command line, parsed the way gearadmin parses its own.
  *
  * Pure: no I/O except adm_opts_help, which writes to the FILE it is given.

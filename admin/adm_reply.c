@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* adm_reply: reply framing and gearadmin's printing rules; see adm_reply.h. */
 #include "adm_reply.h"
 

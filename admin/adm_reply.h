@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* adm_reply: where an admin reply ends, and how gearadmin prints it.
  *
  * Pure: no I/O, no allocation. The caller reads bytes into one buffer and feeds the scanner

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spur: submit jobs to a Gearman job server, or run a command as a worker.
  * The common cases of gearman(1) from gearman-tools, built on libgearman-compat.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spuradmin: a gearadmin-compatible admin client for Spur and gearmand.
  *
  * It parses the command line (adm_opts), connects once (adm_net), then sends one admin text

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/run.sh: run every spur-bench scenario against spurd and three gearmand configurations and
 # print a table of medians with spurd/gearmand ratios. Builds nothing: point it at binaries.
 #

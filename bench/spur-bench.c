@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spur-bench: a load generator for Gearman job servers (spurd, gearmand).
  *
  * It speaks the raw binary protocol over non-blocking sockets, verifies every reply byte for byte

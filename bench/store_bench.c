@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_bench: a micro-benchmark of the SQLite store (src/store_sqlite.c). Not a test.
  *
  * Usage: store_bench [DIR] [REPLAY_JOBS]

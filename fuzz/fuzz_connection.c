@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_connection: the whole server without sockets. A small C shell, like
  * tests/unit/fake_shell.h, owns up to NSLOTS peers and a fake clock, and plays the fuzz input as a
  * list of operations on them: raw bytes fed to a peer, well-formed packets built from the input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_proto_admin: pa_find_line, pa_split and pa_token_is on arbitrary bytes, consumed line after
  * line as peer.c does, checked against their documented contracts and a simple reference split.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_proto_bin: feeds arbitrary bytes to pb_parse the way peer.c consumes a connection's input
  * (packet after packet, discarding oversize bodies) and checks the documented return contract
  * of every call: what is consumed, where the arguments lie, how many there are.

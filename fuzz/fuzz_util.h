@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_util: small helpers shared by the libFuzzer targets: a reader that takes bytes from the
  * fuzz input (returning zeros once it is used up), and a check that aborts with a message. */
 #ifndef SPUR_FUZZ_UTIL_H

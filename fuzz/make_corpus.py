@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the seed corpus for the libFuzzer targets into fuzz/corpus/<target>/.
 
     python3 fuzz/make_corpus.py            # (re)writes the generated seeds

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the libFuzzer targets with clang straight from src/*.c (no configure, no libev) and runs
 # each for a bounded time on its seed corpus.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian packages Spur needs to build and test, if any is missing. Run as root.
 # Usage: scripts/deps.sh [build|test|package]
 #   build: to build; test: to build and run make check; package: to build the Debian packages

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what is missing, builds Spur, and runs spurd in the foreground on 127.0.0.1:4730.
 set -e
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what is missing, then builds and runs the whole test suite twice: a normal build and an
 # AddressSanitizer + UndefinedBehaviorSanitizer build. Slow tests run too (SPUR_SLOW=1).
 # Exits non-zero if any test fails. The output ends with the test runners' own summaries.

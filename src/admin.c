@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* admin: the admin text commands with gearmand's exact replies (see docs/ADMIN.md). */
 #include "admin.h"
 

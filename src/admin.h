@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* admin: the admin text commands (workers, status, version, ...) with gearmand's replies. */
 #ifndef SPUR_ADMIN_H
 #define SPUR_ADMIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* blob: a reference-counted byte string. */
 #include "blob.h"
 

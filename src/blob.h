@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* blob: a reference-counted byte string, so a job payload is stored once and shared by every
  * write that sends it. Pure; single-threaded (no atomics). */
 #ifndef SPUR_BLOB_H

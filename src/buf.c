@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* buf: a growable byte buffer with a read position. */
 #include "buf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* buf: a growable byte buffer with a read position, for connection input. Pure. */
 #ifndef SPUR_BUF_H
 #define SPUR_BUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd: the handlers for binary request packets: client submits and status, worker abilities,
  * grabs and results, and the common ECHO / OPTION / SET_CLIENT_ID. */
 #include "cmd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd: the handlers for binary request packets (client, worker and common commands). */
 #ifndef SPUR_CMD_H
 #define SPUR_CMD_H

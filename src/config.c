@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config: spurd's settings, their defaults, and the command-line / config-file parser. */
 #include "spur_config.h"
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config: spurd's settings, their defaults, and the command-line / config-file parser. Pure. */
 #ifndef SPUR_CONFIG_H
 #define SPUR_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn: one accepted socket: reading into its peer, flushing its output queue, teardown. */
 #include "conn.h"
 

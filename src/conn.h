@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn: one accepted socket: reading into its peer, flushing its output queue, teardown. */
 #ifndef SPUR_CONN_H
 #define SPUR_CONN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cron: the next time that matches SUBMIT_JOB_SCHED's fields, in local time. */
 #include "cron.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cron: the next time that matches SUBMIT_JOB_SCHED's minute/hour/day/month/weekday fields. Pure. */
 #ifndef SPUR_CRON_H
 #define SPUR_CRON_H

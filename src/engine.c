@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* engine: the server's pure state and the seam to the I/O shell. */
 #include "engine.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* engine: the server's pure state (connections as peers, functions, jobs) and the seam to the
  * I/O shell. Nothing here includes <ev.h> or touches a socket, so tests drive it directly. */
 #ifndef SPUR_ENGINE_H

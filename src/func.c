@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* func: functions, abilities, ready queues, and the choice of the next job for a worker. */
 #include "func.h"
 

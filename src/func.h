@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* func: functions (job types), the workers that can do them, per-priority ready queues, and the
  * scheduling decisions: which job a worker gets and which sleeping workers are woken. Pure. */
 #ifndef SPUR_FUNC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* heap: a binary min-heap of deadlines. */
 #include "heap.h"
 

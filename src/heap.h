@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* heap: a binary min-heap of deadlines. An object with a deadline keeps only a 32-bit position
  * field, which the heap updates as entries move, so removal is O(log n). Pure. */
 #ifndef SPUR_HEAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hmap: an intrusive chained hash table. */
 #include "hmap.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hmap: an intrusive chained hash table. Objects embed a struct hnode (one pointer); the caller
  * hashes keys and compares them while walking a chain, so one table type serves every key. The
  * table rehashes nodes through a callback when it grows, so nodes need not store their hash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* job: jobs, their indexes, handles, and the clients waiting on them. */
 #include "job.h"
 

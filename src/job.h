@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* job: jobs, their indexes (by handle number and by function+unique), handles, and the clients
  * waiting on them. Pure: replies go through peer_send, never a socket. */
 #ifndef SPUR_JOB_H

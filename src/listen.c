@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* listen: opening the listening sockets. */
 #include "listen.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* listen: opening the listening sockets (TCP over IPv4/IPv6, unix domain). No libev. */
 #ifndef SPUR_LISTEN_H
 #define SPUR_LISTEN_H

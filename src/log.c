@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* log: leveled logging to stderr or a file, with rate limiting for floods. */
 #include "log.h"
 #include "log_syslog.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main: spurd's entry point: options, logging, daemonizing, privileges, then the server loop. */
 #include <errno.h>
 #include <fcntl.h>

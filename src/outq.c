@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* outq: a connection's output queue of blob segments. */
 #include "outq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* outq: a connection's output queue: segments of reference-counted blobs, written with writev.
  * Replies only append here; the server flushes once per loop iteration. Pure (no I/O). */
 #ifndef SPUR_OUTQ_H

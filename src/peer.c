@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* peer: one connection as the engine sees it: framing, sniffing, dispatch and reply queueing. */
 #include "peer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* peer: one connection as the engine sees it: input bytes in, replies out. Pure: the shell
  * (conn) owns the socket and calls peer_feed with what it read. */
 #ifndef SPUR_PEER_H

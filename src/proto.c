@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto: the Gearman binary protocol's constants, command table and header codec. */
 #include "proto.h"
 

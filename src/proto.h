@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto: the Gearman binary protocol's constants, command table and header codec.
  * Pure: no I/O. Shared by spurd, libgearman-compat and the benchmark. */
 #ifndef SPUR_PROTO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto_admin: the pure parser for admin text lines. */
 #include "proto_admin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto_admin: the pure parser for admin text lines. No I/O, no allocation. */
 #ifndef SPUR_PROTO_ADMIN_H
 #define SPUR_PROTO_ADMIN_H

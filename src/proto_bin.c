@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto_bin: the pure framing parser for binary Gearman packets. */
 #include "proto_bin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto_bin: the pure framing parser for binary Gearman packets. No I/O, no allocation. */
 #ifndef SPUR_PROTO_BIN_H
 #define SPUR_PROTO_BIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* server: the libev shell around the engine: listeners, connections, flushing, signals. */
 #include "server.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* server: the libev shell around the engine: listeners, connections, flushing, signals. */
 #ifndef SPUR_SERVER_H
 #define SPUR_SERVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spin: adaptive busy polling (see spin.h). */
 #include "spin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spin: adaptive busy polling. When the loop runs out of work it may keep polling without
  * blocking for a short window before it sleeps in epoll_wait: input that arrives within the
  * window is read without a sleep and a wake-up, which on a busy server costs less CPU than

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store: the engine's side of durability: group commit on a committer thread, held replies,
  * and streamed replay. */
 #include "store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store: the engine's side of durability. Background jobs are added to a batch as they are
  * submitted; once per loop iteration the batch goes to a committer thread, which writes it as one
  * fsync'd transaction (group commit) while the loop goes on. When the batch is durable the loop

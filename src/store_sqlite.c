@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_sqlite: the durable store of background jobs in one SQLite file. See store_sqlite.h for the
  * API and the thread-safety rules, and docs/PERSISTENCE.md for the file layout and the guarantees.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_sqlite: the durable store of background jobs, in one SQLite file (WAL mode, fsync'd group
  * commits). Pure with respect to the event loop: it never includes <ev.h> and owns no watcher.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the pytest wire suite against the spurd built in this tree (or $SPUR_TEST_SERVER).
 # Slow tests run only when SPUR_SLOW=1.
 set -e

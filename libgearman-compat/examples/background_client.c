@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* background_client: submits one "reverse" job in the background, prints its handle, then polls
  * its status until the server no longer knows it (or the poll budget runs out).
  * Written only against libgearman's public API (builds with libgearman-compat and libgearman).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* epoch_client: submits one "reverse" job to run at now + N seconds (SUBMIT_JOB_EPOCH through
  * gearman_execute and gearman_task_attr_init_epoch), prints its handle, then polls its status
  * until the server no longer knows it (or the poll budget runs out).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reverse_client: submits one "reverse" job and prints the result.
  * Written only against libgearman's public API (builds with libgearman-compat and libgearman).
  * Usage: reverse_client [-h host] [-p port] [-t timeout_ms] [-f function] [-u unique] text */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reverse_worker: a worker for the function "reverse": the result is the workload reversed.
  * Written only against libgearman's public API, so it builds with libgearman-compat and with
  * libgearman. Usage: reverse_worker [-h host] [-p port] [-c count] [-t timeout_ms] [-f function]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client: the client object, its tasks, run_tasks and the blocking helpers built on it
  * (do*, do_background*, job_status, echo, execute). */
 #include "lgc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn: one server connection. Non-blocking sockets; waits are bounded by the timeout. */
 #include "lgc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* core: buffers, the reply FIFO, server lists, error codes and the small value types of the API.
  * Pure: no sockets. */
 #include "lgc.h"

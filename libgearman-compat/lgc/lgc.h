@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lgc: libgearman-compat's internal state and helpers. Not installed.
  * Module map:
  *   core.c   buffers, the reply FIFO, server-list parsing, error codes, small value types (pure)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* task: the task state machine. A reply packet that belongs to a task goes in; the task's fields
  * change and the event for the user's callback comes out. Pure: no sockets, no callbacks. */
 #include "lgc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* worker: the worker object, its functions, grabbing jobs, and the job API. */
 #include "lgc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: the client API (submit jobs, run tasks, ask for status). */
 #ifndef LIBGEARMAN_COMPAT_CLIENT_H
 #define LIBGEARMAN_COMPAT_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: limits, option flags, shared types and callback signatures (libgearman 1.1's
  * names and values). Compiles as C and as C++. */
 #ifndef LIBGEARMAN_COMPAT_CONSTANTS_H

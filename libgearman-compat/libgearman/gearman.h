@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: a pure-C Gearman client and worker library with libgearman 1.1's API.
  * Programs written against <libgearman/gearman.h> build unchanged with
  * `-I <prefix>/include/libgearman-compat` (see `pkg-config --cflags libgearman-compat`).

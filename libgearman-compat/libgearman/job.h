@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: a job a worker is running. */
 #ifndef LIBGEARMAN_COMPAT_JOB_H
 #define LIBGEARMAN_COMPAT_JOB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: gearman_return_t, with libgearman 1.1's names and numeric values.
  * Compiles as C and as C++. */
 #ifndef LIBGEARMAN_COMPAT_RETURN_H

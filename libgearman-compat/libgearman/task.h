@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: tasks (jobs submitted through the task API), gearman_execute, results. */
 #ifndef LIBGEARMAN_COMPAT_TASK_H
 #define LIBGEARMAN_COMPAT_TASK_H

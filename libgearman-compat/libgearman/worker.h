@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgearman-compat: the worker API (register functions, grab and run jobs). */
 #ifndef LIBGEARMAN_COMPAT_WORKER_H
 #define LIBGEARMAN_COMPAT_WORKER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lgc_driver: runs one libgearman API scenario per subcommand, for the wire tests.
  * Uses only libgearman's public API, so the same source also builds against libgearman.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for libgearman-compat's pure parts: buffers, the reply FIFO, server lists, error
 // codes and the task state machine. No sockets: packets are built with the project's codec
 // (proto_encode) and parsed with pb_parse, as the library does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A fake I/O shell for driving the engine and peers without sockets: it records which peers
 // were flushed or closed and lets tests read what a peer would have been sent.
 #ifndef SPUR_TEST_FAKE_SHELL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for admin commands that need engine state: sliced listings, shutdown policy.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the input buffer, reference-counted blobs and the output queue.
 #include <gtest/gtest.h>
 

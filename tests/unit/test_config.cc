@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for option parsing: gearmand's names, defaults, errors, config files.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the intrusive hash table and the deadline heap.
 #include <gtest/gtest.h>
 

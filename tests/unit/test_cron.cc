@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for SUBMIT_JOB_SCHED's schedule computation.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the job engine, driven through peers with the fake shell (no sockets).
 #include <gtest/gtest.h>
 

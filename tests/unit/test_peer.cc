@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for a peer's input handling: sniffing, framing errors, limits, replies.
 #include <gtest/gtest.h>
 

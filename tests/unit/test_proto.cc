@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the command table and the header/packet encoder.
 #include <gtest/gtest.h>
 

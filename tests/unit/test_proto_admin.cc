@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the admin line finder and tokenizer.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the binary framing parser: every edge of pb_parse.
 #include <gtest/gtest.h>
 

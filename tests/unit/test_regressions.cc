@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Regression tests for problems the fuzz targets found (fuzz/, docs/FUZZING.md). Each test names
 // the corpus file that reproduces the problem in the fuzz target.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for adaptive busy polling (spin.c): the window follows the gaps between the moment
 // the loop runs dry and the next input.
 #include <gtest/gtest.h>

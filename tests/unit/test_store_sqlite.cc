@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unit tests for the SQLite store: round trips, batches, the high-water mark, the gearmand import,
 // write errors, compaction, threads, and durability across SIGKILL.
 #include <gtest/gtest.h>

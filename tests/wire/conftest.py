@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """pytest fixtures: a fresh spurd per test on a free port, or an external server.
 
 SPURD=/path/to/spurd         the binary to start (set by `make check`)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Admin text protocol: every command and error line, checked byte for byte.
 
 Tests taking the `both` fixture run once against spurd and once against Debian's gearmand, with

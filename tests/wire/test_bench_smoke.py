@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Smoke tests for bench/spur-bench: tiny runs must finish with every job accounted for.
 
 Functional only: nothing here asserts on speed. The bench binary comes from SPUR_BENCH, or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """--busy-poll: the loop may poll a little before sleeping while input keeps arriving soon, but an
 idle server goes back to sleep (spin.h)."""
 import os

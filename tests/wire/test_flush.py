@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """When replies are written: a client waiting on several jobs gets its replies batched while more
 input is ready or jobs are running, never longer than --reply-batch (conn.h)."""
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Framing, sniffing, echo and the first admin commands."""
 import os
 import socket

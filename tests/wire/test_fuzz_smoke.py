@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs fuzz/run.sh: builds the four libFuzzer targets from src/ with clang and runs each for a
 short time (FUZZ_SECONDS=15) on its seed corpus. A crash, leak, hang or broken engine invariant
 fails the test; the fuzzer's log is printed.

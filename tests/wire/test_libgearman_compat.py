@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libgearman-compat against a real job server, through small C programs.
 
 Every scenario runs the `lgc_driver` (libgearman-compat/tests/lgc_driver.c), the examples or the

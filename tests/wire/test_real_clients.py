@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Real Gearman clients and workers, as users run them: Debian's gearman and gearadmin tools,
 Perl's Gearman::Client/Worker (libgearman-client-perl) and PHP's pecl gearman (php-gearman).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """spuradmin, the gearadmin-compatible admin client.
 
 Differential tests: for the same server state, Debian's gearadmin and spuradmin run with the

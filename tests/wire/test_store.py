@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The durable store: background jobs survive kill -9 and restarts, with their handles, priority,
 order and due time; finished jobs leave no row; a full disk is answered with QUEUE_ERROR."""
 import os

@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: BSD-3-Clause
 // A php-gearman (pecl) client: foreground, background, high priority, status, and a task set.
 [$_, $host, $port] = $argv;
 $c = new GearmanClient();

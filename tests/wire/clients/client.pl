@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: BSD-3-Clause
 # A Gearman::Client that submits foreground and background jobs and prints the results.
 use strict;
 use warnings;

@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: BSD-3-Clause
 // A php-gearman (pecl) worker that uppercases its input; exits after N jobs.
 [$_, $host, $port, $count] = $argv;
 $w = new GearmanWorker();

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: BSD-3-Clause
 # A Gearman::Worker (libgearman-client-perl) that reverses its input; exits after N jobs.
 use strict;
 use warnings;

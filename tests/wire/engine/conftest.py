@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures and markers for the job-engine wire tests (tests/wire/engine/).
 
 The parent tests/wire/conftest.py fixtures (server, server_factory, conn, gearmand,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Helpers shared by the job-engine wire tests: submitting, working, reading admin `status`.
 
 Everything is raw bytes on top of gearman_wire. Every test uses its own function names

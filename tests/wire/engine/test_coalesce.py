@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Unique-ID coalescing per (function, unique): joining jobs, `-`, limits, joiners leaving."""
 import pytest
 

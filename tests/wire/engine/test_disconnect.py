@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Client disconnects: queued foreground jobs nobody waits for are dropped, running ones finish."""
 import pytest
 

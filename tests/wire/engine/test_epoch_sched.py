@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """SUBMIT_JOB_EPOCH (run at or after a time, wake sleepers when due) and SUBMIT_JOB_SCHED."""
 import time
 

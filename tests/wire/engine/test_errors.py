@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Packets a server never expects from a peer, ALL_YOURS, and the `maxqueue` limit."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """WORK_* forwarding to attached clients, ownership checks, exceptions, OPTION_REQ."""
 import pytest
 

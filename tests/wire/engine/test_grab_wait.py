@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """--grab-wait: a GRAB that finds no job is held for a while, and a job that arrives meanwhile is
 assigned at once (no NO_JOB / PRE_SLEEP / NOOP / GRAB round trip). gearmand answers NO_JOB at
 once, so these are spur_only (DIFFERENCES.md, A.14)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Priorities (high, normal, low), FIFO within a priority, and round-robin across functions."""
 import pytest
 

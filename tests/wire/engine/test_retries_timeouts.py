@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Worker loss (disconnect, CANT_DO, RESET_ABILITIES), --job-retries, and CAN_DO_TIMEOUT."""
 import time
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """GET_STATUS / STATUS_RES, GET_STATUS_UNIQUE / STATUS_RES_UNIQUE, and the admin `status` list."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Client submissions: every SUBMIT_* variant, JOB_CREATED and handles, the full job round trip."""
 import re
 import struct

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Waking sleeping workers: PRE_SLEEP, NOOP at most once until the next grab, --worker-wakeup."""
 import time
 

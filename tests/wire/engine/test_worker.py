@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Worker side: abilities, grabbing, the ASSIGN variants, SET_CLIENT_ID, several jobs at once."""
 from engine_wire import (admin_lines, expect_assign, expect_no_job, fname, grab, status_of,
                          submit, uniq, wait_status, worker)
