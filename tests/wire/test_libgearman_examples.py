@@ -97,9 +97,12 @@ def examples():
         pytest.skip("libboost-program-options-dev is not installed")
     if not BUILDDIR:
         pytest.skip("SPUR_BUILDDIR is not set (run through `make check`)")
-    compat_lib = os.path.join(BUILDDIR, "libgearman-compat", "libgearman-compat.a")
-    if not os.path.exists(compat_lib):
-        pytest.skip(f"{compat_lib} is not built")
+    # libtool keeps the static archive in .libs/; a build of the library is part of `make`, so a
+    # missing one is an error, never a reason to skip
+    candidates = [os.path.join(BUILDDIR, "libgearman-compat", d, "libgearman-compat.a")
+                  for d in (".libs", "")]
+    compat_lib = next((c for c in candidates if os.path.exists(c)), None)
+    assert compat_lib is not None, f"libgearman-compat's static archive is not built: {candidates}"
     tmp = tempfile.mkdtemp(prefix="lgc-doc-examples-")
     srcs = _sources(tmp)
     assert sorted(srcs) == sorted(EXAMPLES), sorted(srcs)
