@@ -57,51 +57,62 @@ void admin_line_too_long(struct peer *p)
 
 /* ------------------------------------------------------------ listings */
 
-static void cmd_workers(struct peer *p)
-{
-    struct engine *e = p->eng;
-    struct peer *q = e->peers;
-    if (q != NULL) {
-        do {
-            if (!(q->flags & PEER_CLOSING)) {
-                replyf(p, "%d %s %s :", q->fd, q->ip, q->client_id ? q->client_id : "-");
-                if (q->worker != NULL)
-                    for (struct ability *a = q->worker->abilities; a != NULL; a = a->wnext) {
-                        peer_write(p, " ", 1);
-                        peer_write(p, a->func->name, a->func->name_len);
-                    }
-                peer_write(p, "\n", 1);
-            }
-            q = q->next;
-        } while (q != e->peers);
-    }
-    reply(p, ".\n");
-}
-
-/* A listing ('status', 'prioritystatus', 'show jobs', 'show unique jobs') is written a slice per
- * loop iteration so a long one never stalls other connections. It keeps no copy of the jobs or
- * functions: a marker node in the engine's job list (in handle-number order) or function list
- * (in creation order) holds its place and moves on as lines are written, so jobs and functions
- * freed meanwhile are simply not met. Jobs submitted and functions created after the request are
- * left out, as a snapshot would. */
-enum listing_kind { LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE };
+/* A listing ('workers', 'status', 'prioritystatus', 'show jobs', 'show unique jobs') is written
+ * a slice per loop iteration so a long one never stalls other connections. It keeps no copy of
+ * the jobs, functions or peers: a marker node in the engine's job list (in handle-number order)
+ * or function list (in creation order) holds its place and moves on as lines are written, so
+ * jobs and functions freed meanwhile are simply not met. A 'workers' listing holds its place as
+ * a pointer to the next peer to list (counted in that peer's cursors); a peer that goes moves
+ * the pointers at it on to the peer after it (admin_peer_gone), so a freed peer is never met.
+ * Jobs submitted, functions created and peers connected after the request are left out, as a
+ * snapshot would. */
+enum listing_kind { LIST_WORKERS, LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE };
 
 struct admin_listing {
     enum listing_kind kind; /* what is listed */
-    uint64_t limit;         /* jobs with a lower handle number / functions with a lower seq */
+    uint64_t limit;         /* jobs with a lower handle number / functions with a lower seq /
+                               peers with a lower seq */
     struct job jmark;       /* the place in engine->jobs (jobs listings) */
     struct func *fmark;     /* the place in engine->func_list (function listings) */
+    struct peer *pnext;     /* the next peer of a workers listing, NULL at its end */
+    struct admin_listing *wprev, *wnext; /* engine->worker_listings (workers listings) */
 };
+
+/* set_pnext moves a workers listing's place to q (NULL: the end). */
+static void set_pnext(struct admin_listing *l, struct peer *q)
+{
+    if (l->pnext != NULL)
+        l->pnext->cursors--;
+    l->pnext = q;
+    if (q != NULL)
+        q->cursors++;
+}
+
+/* peer_after returns the peer after q in the engine's list, or NULL when q is the last. */
+static struct peer *peer_after(const struct engine *e, const struct peer *q)
+{
+    return q->next == e->peers ? NULL : q->next;
+}
 
 static void listing_free(struct peer *p)
 {
+    struct engine *e = p->eng;
     struct admin_listing *l = p->listing;
     if (l == NULL)
         return;
-    if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE)
-        job_list_remove(p->eng, &l->jmark);
-    else
-        func_list_remove(p->eng, l->fmark);
+    if (l->kind == LIST_WORKERS) {
+        set_pnext(l, NULL);
+        if (l->wprev != NULL)
+            l->wprev->wnext = l->wnext;
+        else
+            e->worker_listings = l->wnext;
+        if (l->wnext != NULL)
+            l->wnext->wprev = l->wprev;
+    } else if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
+        job_list_remove(e, &l->jmark);
+    } else {
+        func_list_remove(e, l->fmark);
+    }
     free(l->fmark);
     free(l);
     p->listing = NULL;
@@ -131,6 +142,18 @@ static void write_job(struct peer *p, enum listing_kind kind, const struct job *
     }
 }
 
+/* write_worker writes q's row of a workers listing: all its functions on one line. */
+static void write_worker(struct peer *p, const struct peer *q)
+{
+    replyf(p, "%d %s %s :", q->fd, q->ip, q->client_id ? q->client_id : "-");
+    if (q->worker != NULL)
+        for (struct ability *a = q->worker->abilities; a != NULL; a = a->wnext) {
+            peer_write(p, " ", 1);
+            peer_write(p, a->func->name, a->func->name_len);
+        }
+    peer_write(p, "\n", 1);
+}
+
 /* write_slice moves p's listing on by at most max rows (or markers), counting them in *used;
  * returns 1 when the listing is finished (its last line written). */
 static int write_slice(struct peer *p, int max, int *used)
@@ -138,7 +161,20 @@ static int write_slice(struct peer *p, int max, int *used)
     struct engine *e = p->eng;
     struct admin_listing *l = p->listing;
     int n = 0, done = 0;
-    if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
+    if (l->kind == LIST_WORKERS) {
+        struct peer *q = l->pnext;
+        while (n < max) {
+            if (q == NULL || q->seq >= l->limit) {
+                done = 1;
+                break;
+            }
+            if (!(q->flags & PEER_CLOSING))
+                write_worker(p, q);
+            q = peer_after(e, q);
+            n++;
+        }
+        set_pnext(l, q);
+    } else if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
         struct job *at = &l->jmark, *next;
         while (n < max) {
             next = at->anext;
@@ -191,8 +227,8 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     }
     struct admin_listing *l = calloc(1, sizeof *l);
     struct func *fm = NULL;
-    int jobs = kind == LIST_JOBS || kind == LIST_UNIQUE;
-    if (l != NULL && !jobs && (fm = calloc(1, sizeof *fm)) == NULL) {
+    int no_fmark = kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_WORKERS;
+    if (l != NULL && !no_fmark && (fm = calloc(1, sizeof *fm)) == NULL) {
         free(l);
         l = NULL;
     }
@@ -201,7 +237,14 @@ static void start_listing(struct peer *p, enum listing_kind kind)
         return;
     }
     l->kind = kind;
-    if (fm != NULL) {
+    if (kind == LIST_WORKERS) {
+        l->limit = e->peer_seq;
+        l->wnext = e->worker_listings;
+        if (l->wnext != NULL)
+            l->wnext->wprev = l;
+        e->worker_listings = l;
+        set_pnext(l, e->peers);
+    } else if (fm != NULL) {
         fm->marker = 1;
         l->fmark = fm;
         l->limit = e->func_seq;
@@ -220,6 +263,8 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     p->listing_next = e->listings;
     e->listings = p;
 }
+
+static void cmd_workers(struct peer *p) { start_listing(p, LIST_WORKERS); }
 
 static void cmd_status(struct peer *p) { start_listing(p, LIST_STATUS); }
 
@@ -271,6 +316,10 @@ int admin_ready(const struct engine *e)
 
 void admin_peer_gone(struct peer *p)
 {
+    if (p->cursors > 0 && p->next != NULL)
+        for (struct admin_listing *l = p->eng->worker_listings; l != NULL; l = l->wnext)
+            if (l->pnext == p)
+                set_pnext(l, peer_after(p->eng, p));
     if (p->listing == NULL)
         return;
     for (struct peer **pp = &p->eng->listings; *pp != NULL; pp = &(*pp)->listing_next)

@@ -27,7 +27,8 @@ void admin_continue(struct engine *e);
  * unsent output is below ADMIN_SLICE_BACKLOG); the shell keeps the loop polling while it can. */
 int admin_ready(const struct engine *e);
 
-/* admin_peer_gone drops p's pending listing. */
+/* admin_peer_gone drops p's pending listing, and moves every 'workers' listing whose next row
+ * is p on to the peer after it; called before p leaves the engine's list of peers. */
 void admin_peer_gone(struct peer *p);
 
 /* admin_line_too_long queues the reply to a line longer than --max-line-length. */

@@ -15,6 +15,7 @@
 extern "C" {
 #endif
 
+struct admin_listing;
 struct peer;
 struct engine;
 struct func;
@@ -65,6 +66,8 @@ struct engine {
     struct hmap abilities;        /* struct ability by (worker, function) */
     struct func *func_list;       /* every function in creation order */
     struct peer *listings;        /* peers with a 'show' listing still to write */
+    struct admin_listing *worker_listings; /* 'workers' listings in progress (admin.c) */
+    uint64_t peer_seq;            /* attach number of the next peer */
     struct func *func_tail;       /* the newest function */
     struct hmap jobs_by_id;       /* struct job by handle number */
     struct job *jobs;             /* every job in handle-number order (job->anext) */

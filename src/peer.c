@@ -97,6 +97,7 @@ void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int loc
 void peer_attach(struct peer *p)
 {
     struct engine *e = p->eng;
+    p->seq = e->peer_seq++;
     if (e->peers == NULL) {
         e->peers = p;
         p->next = p->prev = p;

@@ -64,6 +64,8 @@ struct peer {
     struct waiter *waiters; /* foreground jobs this client waits on */
     struct admin_listing *listing; /* a 'show' listing being written in slices, or NULL */
     struct peer *listing_next; /* engine->listings */
+    uint64_t seq;         /* attach order (engine->peer_seq), for the 'workers' listing */
+    uint32_t cursors;     /* 'workers' listings whose next row is this peer */
     uint32_t pending_acks; /* replies held until the store has written their batch */
     size_t held;          /* bytes of in's allocation plus out's unsent bytes, as counted in
                              eng->buffered (0 once closing) */

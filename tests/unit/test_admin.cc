@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "admin.h"
+#include "func.h"
 #include "spur_config.h"
 }
 
@@ -233,4 +234,149 @@ TEST_F(AdminTest, RequestsAfterAListingAreAnsweredAfterIt)
     size_t dot = out.find("\n.\n");
     ASSERT_NE(dot, string::npos);
     EXPECT_EQ(out.substr(dot + 3), "OK " PACKAGE_VERSION "\n" + FakeShell::res(CMD_ECHO_RES, "e"));
+}
+
+// `workers` is written in slices too (50,000 connected workers used to be listed in one go on the
+// loop), and its output is the same as when it was written at once.
+class AdminWorkersTest : public AdminTest {
+  protected:
+    // worker connects a peer with a client id and two abilities.
+    peer *worker(int i)
+    {
+        peer *w = f.connect(i % 2 ? "10.0.0.1" : "127.0.0.1");
+        string in = FakeShell::req(CMD_SET_CLIENT_ID, "id" + std::to_string(i)) +
+                    FakeShell::req(CMD_CAN_DO, "fa" + std::to_string(i)) +
+                    FakeShell::req(CMD_CAN_DO, "fb");
+        EXPECT_EQ(FakeShell::feed(w, in), 0);
+        return w;
+    }
+    // row is p's expected line, formatted here independently of admin.c.
+    static string row(const peer *p)
+    {
+        string s = std::to_string(p->fd) + " " + p->ip + " " +
+                   (p->client_id ? p->client_id : "-") + " :";
+        if (p->worker != nullptr)
+            for (const ability *a = p->worker->abilities; a != nullptr; a = a->wnext)
+                s += " " + string(a->func->name, a->func->name_len);
+        return s + "\n";
+    }
+    // rows lists the expected lines of the given peers.
+    static string rows(const std::vector<peer *> &ps)
+    {
+        string s;
+        for (peer *p : ps)
+            s += row(p);
+        return s;
+    }
+    // drop disconnects p and frees it, so ASan sees any later use.
+    void drop(peer *p)
+    {
+        f.disconnect(p);
+        for (auto it = f.peers.begin(); it != f.peers.end(); ++it)
+            if (it->get() == p) {
+                f.peers.erase(it);
+                break;
+            }
+    }
+    // finish runs loop iterations until no listing is left; returns how many it took.
+    int finish(const std::vector<std::pair<peer *, string *>> &outs)
+    {
+        int rounds = 0;
+        while (f.eng.listings != nullptr && rounds < 10000) {
+            admin_continue(&f.eng);
+            for (auto &o : outs)
+                *o.second += FakeShell::take(o.first);
+            rounds++;
+        }
+        return rounds;
+    }
+};
+
+TEST_F(AdminWorkersTest, LongWorkersIsWrittenInSlicesAndIdentical)
+{
+    peer *c = f.connect();
+    std::vector<peer *> all{c};
+    int n = 3 * ADMIN_SLICE + 7;
+    for (int i = 0; i < n; i++)
+        all.push_back(worker(i));
+    for (size_t i = 1; i < all.size(); i++)
+        FakeShell::take(all[i]);
+    ASSERT_EQ(FakeShell::feed(c, "workers\n"), 0);
+    string out = FakeShell::take(c);
+    EXPECT_EQ(count_lines(out), (size_t)ADMIN_SLICE_ONE) << "one slice per loop iteration";
+    EXPECT_EQ(out.find(".\n"), string::npos);
+    EXPECT_EQ(out.substr(0, 18), "11 127.0.0.1 - :\n1");
+    // a peer connected meanwhile is not listed
+    peer *late = worker(n);
+    int rounds = finish({{c, &out}});
+    EXPECT_EQ(rounds, (n + 1 - ADMIN_SLICE_ONE) / ADMIN_SLICE_ONE + 1);
+    EXPECT_EQ(out, rows(all) + ".\n");
+    // the next request is answered in full (from the newest peer on) after the listing
+    ASSERT_EQ(FakeShell::feed(c, "workers\n"), 0);
+    out = FakeShell::take(c);
+    finish({{c, &out}});
+    all.push_back(late);
+    EXPECT_EQ(out, rows(all) + ".\n");
+    char err[256];
+    EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+}
+
+// Peers that go while a `workers` listing is in progress: the one it would list next, one
+// further on, the last one, and the listing's own peer. None is touched after it is freed.
+TEST_F(AdminWorkersTest, PeersClosingMidListingAreSafe)
+{
+    peer *a = f.connect();
+    std::vector<peer *> all{a};
+    int n = 2 * ADMIN_SLICE_ONE + 10;
+    for (int i = 0; i < n; i++)
+        all.push_back(worker(i));
+    for (peer *p : all)
+        FakeShell::take(p);
+    // b lists too, and is the peer right after the slice of a's listing
+    peer *b = all[ADMIN_SLICE_ONE];
+    ASSERT_EQ(FakeShell::feed(a, "workers\n"), 0);
+    ASSERT_EQ(FakeShell::feed(b, "workers\n"), 0);
+    string outa = FakeShell::take(a), outb = FakeShell::take(b);
+    ASSERT_EQ(count_lines(outa), (size_t)ADMIN_SLICE_ONE);
+    ASSERT_NE(f.eng.listings, nullptr);
+    // a's next row is b's: b goes (with its own listing), and so do one later and the last
+    peer *later = all[ADMIN_SLICE_ONE + 5], *last = all.back();
+    drop(b);
+    drop(later);
+    drop(last);
+    std::vector<peer *> want;
+    for (peer *p : all)
+        if (p != b && p != later && p != last)
+            want.push_back(p);
+    finish({{a, &outa}});
+    EXPECT_EQ(outa, rows(want) + ".\n");
+    // a listing whose own peer goes mid-listing is dropped; another's next peer goes
+    ASSERT_EQ(FakeShell::feed(a, "workers\n"), 0);
+    peer *d = want[ADMIN_SLICE_ONE];
+    ASSERT_EQ(FakeShell::feed(d, "workers\n"), 0);
+    peer *tail = f.connect();
+    ASSERT_EQ(FakeShell::feed(tail, "workers\n"), 0);
+    string outt = FakeShell::take(tail);
+    EXPECT_EQ(count_lines(outt), (size_t)ADMIN_SLICE_ONE);
+    want.push_back(tail);
+    std::vector<peer *> rest; // what tail's listing has still to write: after d
+    for (size_t i = ADMIN_SLICE_ONE + 1; i < want.size(); i++)
+        rest.push_back(want[i]);
+    string expect = rows(std::vector<peer *>(want.begin(), want.begin() + ADMIN_SLICE_ONE)) +
+                    rows(rest) + ".\n";
+    drop(d);
+    drop(a);
+    finish({{tail, &outt}});
+    EXPECT_EQ(f.eng.listings, nullptr);
+    EXPECT_EQ(outt, expect);
+    // with no peer left to list, a listing ends at once
+    for (size_t i = 1; i < ADMIN_SLICE_ONE; i++)
+        drop(want[i]);
+    for (size_t i = 0; i + 1 < rest.size(); i++)
+        drop(rest[i]);
+    ASSERT_EQ(FakeShell::feed(tail, "workers\n"), 0);
+    EXPECT_EQ(FakeShell::take(tail), row(tail) + ".\n");
+    EXPECT_EQ(f.eng.listings, nullptr);
+    char err[256];
+    EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
 }

@@ -7,7 +7,9 @@ attack runs, and its p99 round trip must stay under 50 ms:
 - many `create function` / `drop function` pairs among 100k functions (drop walked them all);
 - a burst of unreachable SUBMIT_JOB_SCHED, 30 February (about 1 ms each of day-by-day search);
 - concurrent `show jobs` with ~200k jobs queued (each snapshot and sorted every job);
-- submits while many sleeping workers ignore their NOOP (each wake-up scanned every worker).
+- submits while many sleeping workers ignore their NOOP (each wake-up scanned every worker);
+- concurrent `workers` with ~17k connections, 12k of them with four long function names (each
+  listing was written at once on the loop).
 
 Sizes shrink under ASan (detected from the server's memory map), where everything is slower, and
 the bound there is 150 ms.
@@ -219,6 +221,55 @@ def test_probe_stays_fast_under_cheap_attacks(server_factory):
                 c.send(submits)
                 drain(c)
         run_attack(f"submits with {nsleep} sleepers ignoring NOOP", probe, wakeups)
+
+        def listing(conn, cmd=b"workers\n"):
+            """Send an admin listing request and return its rows."""
+            conn.send(cmd)
+            return listing_rows(conn)
+
+        def listing_rows(conn):
+            """Read one admin listing and return its rows, reading each chunk once."""
+            got = [conn.buf]
+            conn.buf = b""
+            conn.sock.settimeout(120)
+            tail = got[0]
+            while not (tail.endswith(b"\n.\n") or tail == b".\n"):
+                chunk = conn.sock.recv(1 << 20)
+                assert chunk, "server closed the connection"
+                got.append(chunk)
+                tail = tail[-3:] + chunk
+            rows = b"".join(got).split(b"\n")
+            assert rows[-2:] == [b".", b""], "one listing, ending with its dot"
+            return rows[:-2]
+
+        # many idle connections besides the sleepers; wait until the server has accepted them all
+        # many more connections besides the sleepers, each with four long function names (so each
+        # listing is some 6 MB); wait until the server has all their abilities
+        nidle = 12000 // scale
+        idle = connect_many(s, nidle)
+        abilities = b"".join(packet(CAN_DO, b"%d-" % k + b"i" * 60) for k in range(4))
+        for w in idle:
+            w.sendall(abilities)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            rows = listing(c)
+            if sum(r.endswith(b"i" * 60) for r in rows) >= nidle:
+                break
+            time.sleep(0.05)  # polling the server's state; no synchronisation rests on it
+        assert sum(r.endswith(b"i" * 60) for r in rows) == nidle
+
+        def workers(rnd):
+            listers = [s.connect(timeout=120) for _ in range(8)]
+            for conn in listers:
+                conn.send(b"workers\n")
+            for conn in listers:
+                rows = listing_rows(conn)
+                assert len(rows) >= nsleep + nidle
+                assert sum(r.endswith(b" : busy") for r in rows) == nsleep
+                conn.close()
+        run_attack(f"8 concurrent workers of {nsleep + nidle} connections", probe, workers)
+        for w in idle:
+            w.close()
         for w in sleepers:
             w.close()
     finally:
