@@ -117,12 +117,18 @@ while True:
     print(m.decode(errors="replace").replace("\n", "|"), flush=True)
 EOF
 npid=$!
-i=0
-until grep -q '^bound$' "$tmp/notify.out"; do
-    i=$((i + 1))
-    [ $i -lt 300 ] || fail "the NOTIFY_SOCKET reader did not start"
-    sleep 0.1
-done
+# wait_notify PATTERN TRIES MESSAGE: polls the NOTIFY_SOCKET reader's output every 0.1 s until a
+# line matches PATTERN, or fails with MESSAGE after TRIES polls.
+wait_notify() {
+    i=0
+    until grep -q "$1" "$tmp/notify.out"; do
+        i=$((i + 1))
+        [ $i -lt "$2" ] || fail "$3"
+        sleep 0.1
+    done
+}
+
+wait_notify '^bound$' 300 "the NOTIFY_SOCKET reader did not start"
 
 start_spurd() {
     : > "$tmp/spurd.err"
@@ -140,18 +146,8 @@ start_spurd() {
     done
     port=$(cat "$run/port")
     if [ "${SPUR_CHECK_READY:-1}" = 1 ]; then
-        i=0
-        until grep -q 'READY=1' "$tmp/notify.out"; do
-            i=$((i + 1))
-            [ $i -lt 300 ] || fail "no READY=1 on NOTIFY_SOCKET within 30 s"
-            sleep 0.1
-        done
-        i=0
-        until grep -q 'WATCHDOG=1' "$tmp/notify.out"; do
-            i=$((i + 1))
-            [ $i -lt 300 ] || fail "no WATCHDOG=1 within 30 s with WATCHDOG_USEC=2000000"
-            sleep 0.1
-        done
+        wait_notify 'READY=1' 300 "no READY=1 on NOTIFY_SOCKET within 30 s"
+        wait_notify 'WATCHDOG=1' 300 "no WATCHDOG=1 within 30 s with WATCHDOG_USEC=2000000"
     fi
     say "spurd runs as $(ps -o user= -p "$pid") on port $port"
     [ "$(ps -o user= -p "$pid")" = spur ] || fail "spurd does not run as spur"
@@ -163,12 +159,7 @@ stop_spurd() {
     pid=""
     [ "$st" = 0 ] || fail "spurd exited with $st on SIGTERM"
     if [ "${SPUR_CHECK_READY:-1}" = 1 ]; then
-        i=0
-        until grep -q 'STOPPING=1' "$tmp/notify.out"; do
-            i=$((i + 1))
-            [ $i -lt 100 ] || fail "no STOPPING=1 on NOTIFY_SOCKET after SIGTERM"
-            sleep 0.1
-        done
+        wait_notify 'STOPPING=1' 100 "no STOPPING=1 on NOTIFY_SOCKET after SIGTERM"
     fi
     : > "$tmp/notify.out"
 }
@@ -181,7 +172,10 @@ out=$(printf 'hello' | timeout 30 gearman -h 127.0.0.1 -p "$port" -f reverse)
 [ "$out" = olleh ] || fail "gearman -f reverse gave '$out'"
 wait "$wpid" || true
 wpid=""
-timeout 30 gearadmin -h 127.0.0.1 -p "$port" --status | grep -q '^reverse	0	0	' ||
+# a function with no worker and no job is freed, so list one made by create function
+timeout 30 gearadmin -h 127.0.0.1 -p "$port" --create-function=reverse > /dev/null ||
+    fail "gearadmin --create-function failed"
+timeout 30 gearadmin -h 127.0.0.1 -p "$port" --status | grep -q '^reverse	0	0	0$' ||
     fail "gearadmin --status does not list reverse"
 
 say "spur / spuradmin"
@@ -191,7 +185,9 @@ out=$(printf 'hello' | timeout 30 spur -h 127.0.0.1 -p "$port" -f upper)
 [ "$out" = HELLO ] || fail "spur -f upper gave '$out'"
 wait "$wpid" || true
 wpid=""
-timeout 30 spuradmin -h 127.0.0.1 -p "$port" --status | grep -q '^upper	' ||
+timeout 30 spuradmin -h 127.0.0.1 -p "$port" --create-function=upper > /dev/null ||
+    fail "spuradmin --create-function failed"
+timeout 30 spuradmin -h 127.0.0.1 -p "$port" --status | grep -q '^upper	0	0	0$' ||
     fail "spuradmin --status does not list upper"
 
 say "a program built with pkg-config libgearman-compat"
