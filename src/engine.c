@@ -2,6 +2,8 @@
 /* engine: the server's pure state and the seam to the I/O shell. */
 #include "engine.h"
 
+#include "list.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "cmd.h"
 #include "func.h"
 #include "job.h"
+#include "list.h"
 #include "peer.h"
 
 int engine_init(struct engine *e, const struct config *cfg, const struct engine_ops *ops,
@@ -46,16 +49,12 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 void engine_destroy(struct engine *e)
 {
     e->destroying = 1;
-    hmap_settle(&e->jobs_by_id);
-    for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++) {
-        struct hnode *n = e->jobs_by_id.buckets[i];
-        while (n != NULL) {
-            struct hnode *next = n->next;
-            struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
-            j->flags &= (uint8_t)~JOB_STORED; /* shutting down is not completion */
-            job_free(e, j);
-            n = next;
-        }
+    struct hmap_iter it;
+    hmap_iter_init(&it, &e->jobs_by_id);
+    for (struct hnode *n; (n = hmap_iter_next(&it)) != NULL;) {
+        struct job *j = container_of(n, struct job, by_id);
+        j->flags &= (uint8_t)~JOB_STORED; /* shutting down is not completion */
+        job_free(e, j);
     }
     hmap_free(&e->jobs_by_id);
     hmap_free(&e->jobs_by_unique);
@@ -166,24 +165,23 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     if (nfunc != e->funcs.count)
         return fail(err, errlen, "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
     /* one pass over the jobs gathers each function's future and running counts */
-    hmap_settle(&e->jobs_by_id);
-    for (size_t i = 0; i < e->jobs_by_id.nbuckets; i++)
-        for (const struct hnode *n = e->jobs_by_id.buckets[i]; n != NULL; n = n->next) {
-            const struct job *j = (const struct job *)((const char *)n -
-                                                       offsetof(struct job, by_id));
-            if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
-                j->func->check[j->prio]++;
-            else if (j->state == JOB_RUNNING)
-                j->func->check[PRIO_COUNT]++;
-            else if (j->state == JOB_LIMBO)
-                return fail(err, errlen, "job %llu left in limbo", (unsigned long long)j->id);
-            if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
-                return fail(err, errlen, "future job %llu has no timer",
-                            (unsigned long long)j->id);
-            if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
-                return fail(err, errlen, "foreground job %llu queued with no client",
-                            (unsigned long long)j->id);
-        }
+    struct hmap_iter it;
+    hmap_iter_init(&it, &e->jobs_by_id);
+    for (const struct hnode *n; (n = hmap_iter_next(&it)) != NULL;) {
+        const struct job *j = container_of(n, struct job, by_id);
+        if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
+            j->func->check[j->prio]++;
+        else if (j->state == JOB_RUNNING)
+            j->func->check[PRIO_COUNT]++;
+        else if (j->state == JOB_LIMBO)
+            return fail(err, errlen, "job %llu left in limbo", (unsigned long long)j->id);
+        if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
+            return fail(err, errlen, "future job %llu has no timer",
+                        (unsigned long long)j->id);
+        if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+            return fail(err, errlen, "foreground job %llu queued with no client",
+                        (unsigned long long)j->id);
+    }
     for (const struct func *f = e->func_list; f != NULL; f = f->next)
         if (check_func(f, err, errlen) != 0)
             return -1;

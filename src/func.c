@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "list.h"
 #include "peer.h"
 
 /* ------------------------------------------------------------ functions */
@@ -108,15 +109,10 @@ void func_release(struct engine *e, struct func *f)
 
 void func_free_all(struct engine *e)
 {
-    hmap_settle(&e->funcs);
-    for (size_t i = 0; i < e->funcs.nbuckets; i++) {
-        struct hnode *n = e->funcs.buckets[i];
-        while (n != NULL) {
-            struct hnode *next = n->next;
-            free(n);
-            n = next;
-        }
-    }
+    struct hmap_iter it;
+    hmap_iter_init(&it, &e->funcs);
+    for (struct hnode *n; (n = hmap_iter_next(&it)) != NULL;)
+        free(n);
     hmap_free(&e->funcs);
     e->func_list = e->func_tail = NULL;
 }

@@ -70,6 +70,26 @@ void hmap_settle(const struct hmap *cm)
     step(m, (size_t)-1);
 }
 
+void hmap_iter_init(struct hmap_iter *it, const struct hmap *m)
+{
+    hmap_settle(m);
+    it->m = m;
+    it->bucket = 0;
+    it->next = NULL;
+}
+
+struct hnode *hmap_iter_next(struct hmap_iter *it)
+{
+    while (it->next == NULL) {
+        if (it->bucket >= it->m->nbuckets)
+            return NULL;
+        it->next = it->m->buckets[it->bucket++];
+    }
+    struct hnode *n = it->next;
+    it->next = n->next;
+    return n;
+}
+
 /* grow doubles the bucket array; the old chains move over later (step). Returns 0 or -1. */
 static int grow(struct hmap *m)
 {

@@ -54,6 +54,22 @@ struct hnode *hmap_chain(const struct hmap *m, uint64_t h);
  * before walking the buckets directly. O(table) once; for teardown and checks. */
 void hmap_settle(const struct hmap *m);
 
+/* struct hmap_iter walks every node of a table once, in bucket order (see hmap_iter_next). */
+struct hmap_iter {
+    const struct hmap *m; /* the table */
+    size_t bucket;        /* the bucket after the current one */
+    struct hnode *next;   /* the node to return next, read before the current one is returned */
+};
+
+/* hmap_iter_init starts a walk over m. It settles a growth in progress first (hmap_settle), so
+ * starting a walk is O(table) at worst; for teardown, checks and listings that copy out. */
+void hmap_iter_init(struct hmap_iter *it, const struct hmap *m);
+
+/* hmap_iter_next returns the next node, or NULL when every node has been returned. The node
+ * returned may be removed (and freed) before the next call; inserting during a walk is not
+ * allowed (it may grow the table). */
+struct hnode *hmap_iter_next(struct hmap_iter *it);
+
 /* hmap_free frees the bucket array (not the nodes). */
 void hmap_free(struct hmap *m);
 

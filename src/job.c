@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "func.h"
+#include "list.h"
 #include "peer.h"
 #include "store.h"
 
@@ -38,7 +39,7 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out)
 struct job *job_find_id(struct engine *e, uint64_t id)
 {
     for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
-        struct job *j = (struct job *)((char *)n - offsetof(struct job, by_id));
+        struct job *j = container_of(n, struct job, by_id);
         if (j->id == id)
             return j;
     }
@@ -80,7 +81,7 @@ static uint64_t unique_hash(const struct engine *e, const char *u, size_t ulen, 
 
 static struct job *from_unique_node(const struct hnode *n)
 {
-    return (struct job *)((char *)(uintptr_t)n - offsetof(struct job, by_unique));
+    return container_of(n, struct job, by_unique);
 }
 
 /* has_unique_entry reports whether j is in the unique index (a unique other than "" and
@@ -93,7 +94,7 @@ static int has_unique_entry(const struct job *j)
 uint64_t job_id_hash(const struct hnode *n, const void *engine)
 {
     (void)engine;
-    return hmap_mix64(((const struct job *)((const char *)n - offsetof(struct job, by_id)))->id);
+    return hmap_mix64(container_of(n, const struct job, by_id)->id);
 }
 
 uint64_t job_unique_hash(const struct hnode *n, const void *engine)

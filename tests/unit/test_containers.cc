@@ -9,6 +9,7 @@
 extern "C" {
 #include "heap.h"
 #include "hmap.h"
+#include "list.h"
 }
 
 namespace {
@@ -126,4 +127,86 @@ TEST(Heap, PopsInDeadlineOrderWithRemovals)
     EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
     heap_remove(&h, &t[1].pos); // removing an absent entry is a no-op
     heap_free(&h);
+}
+
+// The iterator returns every node once, also while a growth is still moving old chains, and the
+// node just returned may be removed (as teardown does).
+TEST(Hmap, IteratorVisitsEveryNodeOnceAndAllowsRemovingIt)
+{
+    hmap m;
+    hmap_init(&m, item_hash, nullptr);
+    std::vector<Item> items(1025); // the last insert doubles the table
+    for (size_t i = 0; i < items.size(); i++) {
+        items[i].key = i;
+        ASSERT_EQ(hmap_insert(&m, &items[i].node, hmap_mix64(i)), 0);
+    }
+    ASSERT_NE(m.old, nullptr) << "the last growth should still be in progress";
+    std::vector<int> seen(items.size());
+    hmap_iter it;
+    hmap_iter_init(&it, &m);
+    size_t n = 0;
+    for (hnode *h; (h = hmap_iter_next(&it)) != nullptr; n++) {
+        Item *item = (Item *)h;
+        seen[item->key]++;
+        if (item->key % 2 == 0)
+            hmap_remove(&m, h, hmap_mix64(item->key));
+    }
+    EXPECT_EQ(n, items.size());
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), (long)items.size());
+    EXPECT_EQ(m.count, items.size() / 2);
+    hmap_iter_init(&it, &m);
+    n = 0;
+    while (hmap_iter_next(&it) != nullptr)
+        n++;
+    EXPECT_EQ(n, items.size() / 2);
+    hmap_free(&m);
+    hmap empty;
+    hmap_init(&empty, item_hash, nullptr);
+    hmap_iter_init(&it, &empty);
+    EXPECT_EQ(hmap_iter_next(&it), nullptr);
+}
+
+namespace {
+struct Linked {
+    int v;
+    list_node link;
+};
+std::vector<int> values(list_node *head)
+{
+    std::vector<int> out;
+    list_for_each(it, head) out.push_back(container_of(it, Linked, link)->v);
+    return out;
+}
+} // namespace
+
+TEST(List, PushDeleteRotateAndWalk)
+{
+    list_node head;
+    list_node_init(&head);
+    EXPECT_TRUE(list_empty(&head));
+    EXPECT_EQ(list_first(&head), nullptr);
+    EXPECT_EQ(list_last(&head), nullptr);
+    Linked a{1, {}}, b{2, {}}, c{3, {}};
+    list_node_init(&a.link);
+    EXPECT_FALSE(list_linked(&a.link));
+    list_push_back(&head, &a.link);
+    list_push_back(&head, &b.link);
+    list_push_front(&head, &c.link);
+    EXPECT_TRUE(list_linked(&a.link));
+    EXPECT_EQ(values(&head), (std::vector<int>{3, 1, 2}));
+    EXPECT_EQ(list_first(&head), &c.link);
+    EXPECT_EQ(list_last(&head), &b.link);
+    EXPECT_EQ(list_next(&head, &a.link), &b.link);
+    EXPECT_EQ(list_next(&head, &b.link), nullptr);
+    list_rotate(&head);
+    EXPECT_EQ(values(&head), (std::vector<int>{1, 2, 3}));
+    list_del(&b.link);
+    EXPECT_FALSE(list_linked(&b.link));
+    list_del(&b.link); // harmless on an unlinked node
+    EXPECT_EQ(values(&head), (std::vector<int>{1, 3}));
+    list_for_each_safe(it, tmp, &head) list_del(it);
+    EXPECT_TRUE(list_empty(&head));
+    list_push_back(&head, &b.link);
+    list_rotate(&head); // one node: unchanged
+    EXPECT_EQ(values(&head), (std::vector<int>{2}));
 }
