@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "cmd.h"
 #include "config.h"
 #include "engine.h"
 #include "func.h"
@@ -36,6 +37,7 @@
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
+#include "worker.h"
 
 #define NSLOTS 6        /* peers alive at once */
 #define MAX_OPS 3000    /* operations played per input */
@@ -146,10 +148,8 @@ static void cb_close(struct engine *e, struct peer *p)
 static void cb_shutdown(struct engine *e, int graceful)
 {
     S.stop = 1;
-    if (graceful) {
-        e->shutting_down = 1; /* as server.c: assign nothing new, wait for running jobs */
-        engine_release_grabs(e);
-    }
+    if (graceful)
+        engine_begin_shutdown(e); /* as server.c: assign nothing new, wait for running jobs */
 }
 
 static double cb_now(struct engine *e)
@@ -602,6 +602,7 @@ static void setup(struct reader *r)
     S.clock = 1700000000.0;
     int rc = engine_init(&S.eng, &S.cfg, &ops, &S);
     FUZZ_CHECK(rc == 0, "engine_init");
+    engine_set_sink(&S.eng, &cmd_sink);
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;

@@ -13,7 +13,7 @@
 #include "job.h"
 #include "log.h"
 #include "proto_admin.h"
-#include "store.h"
+#include "worker.h"
 
 /* the reply to a name that `status` or `workers` could not list faithfully */
 #define BAD_NAME "ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
@@ -360,17 +360,7 @@ static void cmd_cancel(struct peer *p, const struct pa_token *t, size_t n)
         reply(p, "ERR UNKNOWN_JOB\r\n");
         return;
     }
-    job_send_fail(e, j);
-    if (j->state == JOB_RUNNING) {
-        /* the worker finishes it; its results then go nowhere and it is never retried */
-        while (j->waiters != NULL)
-            job_remove_waiter(j->waiters);
-        if (j->flags & JOB_STORED)
-            store_done(e, j);
-        j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
-    } else {
-        job_free(e, j);
-    }
+    job_cancel(e, j);
     reply(p, "OK\r\n");
 }
 

@@ -13,6 +13,7 @@
 #include "job.h"
 #include "log.h"
 #include "store.h"
+#include "worker.h"
 
 
 /* ------------------------------------------------------------ small helpers */
@@ -29,6 +30,15 @@ static void func_refused(struct peer *p)
         peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Too many functions (--max-functions)");
     else
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+}
+
+/* worker_of returns p's worker state, creating it on the first worker packet; NULL when out of
+ * memory. */
+static struct worker *worker_of(struct peer *p)
+{
+    if (p->worker == NULL)
+        p->worker = worker_new(p->eng, p);
+    return p->worker;
 }
 
 /* parse_u32 parses leading decimal digits like atoi, saturating; anything else gives 0. */
@@ -68,42 +78,6 @@ static void send_handle(struct peer *p, uint32_t cmd, struct engine *e, const st
     char h[JOB_HANDLE_BUF];
     struct proto_arg a = {h, job_handle(e, j, h)};
     peer_send(p, cmd, &a, 1);
-}
-
-/* requeue handles a running job whose worker let go of it (disconnect, CANT_DO, RESET): back to
- * the front of its queue, or failed once --job-retries is exhausted: N >= 1 fails it on the N-th
- * loss, so it is handed out N times (as gearmand); 0 fails it on the first loss; -1 never. A
- * foreground job nobody waits for any more is dropped. */
-static void requeue(struct engine *e, struct job *j)
-{
-    job_detach(e, j);
-    j->num = j->den = 0;
-    if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND)) {
-        job_free(e, j);
-        return;
-    }
-    if (j->retries < UINT8_MAX)
-        j->retries++;
-    int limit = e->cfg->job_retries;
-    if (limit >= 0 && j->retries >= (limit > 0 ? limit : 1)) {
-        log_info("job %llu failed: its worker was lost %u times (--job-retries=%d)",
-                 (unsigned long long)j->id, j->retries, limit);
-        job_fail(e, j);
-        return;
-    }
-    func_push(e, j, 1);
-}
-
-/* requeue_worker_jobs re-queues w's running jobs of function f (every function if f is NULL). */
-static void requeue_worker_jobs(struct engine *e, struct worker *w, const struct func *f)
-{
-    struct job *j = w->running;
-    while (j != NULL) {
-        struct job *next = j->next;
-        if (f == NULL || j->func == f)
-            requeue(e, j);
-        j = next;
-    }
 }
 
 /* ------------------------------------------------------------ client commands */
@@ -205,7 +179,7 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
     if (j != NULL) {
         /* coalesced: the new payload, priority and time are ignored, as in gearmand */
         if (!k.background) {
-            if (job_add_waiter(j, p) != 0) {
+            if (job_add_waiter(j, p, &p->waiters) != 0) {
                 peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
                 return;
             }
@@ -249,7 +223,7 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         }
         return;
     }
-    if (!k.background && job_add_waiter(j, p) != 0) {
+    if (!k.background && job_add_waiter(j, p, &p->waiters) != 0) {
         job_free(e, j);
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
         return;
@@ -330,7 +304,7 @@ static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout
         }
         timeout = (uint32_t)ms;
     }
-    struct worker *w = worker_get(p);
+    struct worker *w = worker_of(p);
     if (w == NULL) {
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
         return;
@@ -349,47 +323,29 @@ static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout
 static void cant_do(struct peer *p, const struct pb_packet *pkt)
 {
     struct engine *e = p->eng;
-    struct worker *w = p->worker;
     struct func *f = func_get(e, pkt->arg[0], pkt->len[0], 0);
-    if (w == NULL || f == NULL)
-        return;
-    struct ability *a = worker_find(w, f);
-    if (a == NULL)
-        return;
-    worker_remove(e, a);
-    requeue_worker_jobs(e, w, f);
+    if (p->worker != NULL && f != NULL)
+        worker_cant_do(e, p->worker, f);
 }
 
 static void reset_abilities(struct peer *p)
 {
-    struct worker *w = p->worker;
-    if (w == NULL)
-        return;
-    worker_reset(p->eng, w);
-    requeue_worker_jobs(p->eng, w, NULL);
+    if (p->worker != NULL)
+        worker_reset_abilities(p->eng, p->worker);
 }
 
 static void pre_sleep(struct peer *p)
 {
-    struct worker *w = worker_get(p);
-    if (w == NULL)
-        return;
-    if (func_has_work(w) && !p->eng->shutting_down && !p->eng->replaying) {
+    struct worker *w = worker_of(p);
+    if (w != NULL && worker_sleep(p->eng, w))
         peer_send(p, CMD_NOOP, NULL, 0);
-        return;
-    }
-    worker_awake(p->eng, w);
-    w->sleeping = 1;
-    worker_idle(p->eng, w, FUNC_SLEEPING);
 }
 
-/* assign hands j (taken through ability a) to p's worker in the form its GRAB (cmd) asked for. */
-static void assign(struct peer *p, uint32_t cmd, struct job *j, struct ability *a)
+/* send_assign sends j, just started on p's worker, in the form its GRAB (cmd) asked for. */
+static void send_assign(struct peer *p, uint32_t cmd, const struct job *j)
 {
     struct engine *e = p->eng;
-    struct func *f = j->func;
-    job_start(e, j, p->worker, a->timeout_ms);
-
+    const struct func *f = j->func;
     char h[JOB_HANDLE_BUF];
     struct proto_arg args[4] = {{h, job_handle(e, j, h)}, {f->name, f->name_len},
                                 {job_unique(j), j->unique_len}, {job_reducer(j), j->reducer_len}};
@@ -408,40 +364,22 @@ static void assign(struct peer *p, uint32_t cmd, struct job *j, struct ability *
 
 static void grab(struct peer *p, uint32_t cmd)
 {
-    struct engine *e = p->eng;
-    struct worker *w = worker_get(p);
+    struct worker *w = worker_of(p);
     if (w == NULL) {
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
         return;
     }
-    struct ability *a;
-    struct job *j = (e->shutting_down || e->replaying) ? NULL : func_take(e, w, &a);
-    /* after the take, so a wake-up it triggers is for work that is still left */
-    worker_awake(e, w);
-    if (j != NULL)
-        assign(p, cmd, j, a);
-    else if (e->cfg->grab_wait > 0 && w->nabilities > 0 && !e->shutting_down && !e->replaying)
-        worker_hold(e, w, cmd, engine_now(e)); /* a job may come before NO_JOB must */
-    else
-        peer_send(p, CMD_NO_JOB, NULL, 0);
-}
-
-void cmd_grab_held(struct engine *e, struct worker *w)
-{
-    uint32_t cmd = w->held;
-    worker_unhold(e, w);
-    struct ability *a;
-    struct job *j = func_take(e, w, &a);
-    if (j != NULL)
-        assign(w->peer, cmd, j, a);
-    else
-        peer_send(w->peer, CMD_NO_JOB, NULL, 0);
+    struct job *j;
+    switch (worker_grab(p->eng, w, cmd, &j)) {
+    case WORKER_ASSIGNED: send_assign(p, cmd, j); break;
+    case WORKER_HELD: break;
+    case WORKER_NO_JOB: peer_send(p, CMD_NO_JOB, NULL, 0); break;
+    }
 }
 
 void cmd_grab_release(struct engine *e, struct worker *w)
 {
-    worker_unhold(e, w);
-    peer_send(w->peer, CMD_NO_JOB, NULL, 0);
+    worker_grab_release(e, w);
 }
 
 /* owned_job returns the running job named by the handle if p's worker holds it, else NULL. */
@@ -582,36 +520,58 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
         not_expected(p);
         break;
     }
-}
-
-void cmd_job_timeout(struct engine *e, struct job *j)
-{
-    if (e->cfg->can_do_timeout_requeue) {
-        log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
-                 (unsigned long long)j->id);
-        requeue(e, j);
-        return;
-    }
-    log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
-    job_fail(e, j);
+    /* wake-ups the handler asked for happen now that it has returned */
+    engine_drain_ready(p->eng);
 }
 
 void cmd_peer_gone(struct peer *p)
 {
     struct engine *e = p->eng;
     /* the client side: jobs nobody waits for any more are dropped unless running */
-    while (p->waiters != NULL) {
-        struct waiter *w = p->waiters;
-        struct job *j = w->job;
-        job_remove_waiter(w);
-        if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
-            job_free(e, j);
-    }
+    job_client_gone(e, &p->waiters);
     /* the worker side: running jobs go back to the queue */
     if (p->worker != NULL) {
-        struct worker *w = p->worker;
-        worker_reset(e, w);
-        requeue_worker_jobs(e, w, NULL);
-        worker_free(e, w);
+        worker_gone(e, p->worker);
+        p->worker = NULL;
     }
+    engine_drain_ready(e);
 }
+
+/* ------------------------------------------------------------ the sink */
+
+static void sink_wake(struct engine *e, struct peer *p)
+{
+    (void)e;
+    peer_send(p, CMD_NOOP, NULL, 0);
+}
+
+static void sink_assign(struct engine *e, struct peer *p, uint32_t grab, const struct job *j)
+{
+    (void)e;
+    send_assign(p, grab, j);
+}
+
+static void sink_no_job(struct engine *e, struct peer *p)
+{
+    (void)e;
+    peer_send(p, CMD_NO_JOB, NULL, 0);
+}
+
+static void sink_job_failed(struct engine *e, const struct job *j)
+{
+    char h[JOB_HANDLE_BUF];
+    struct proto_arg a = {h, job_handle(e, j, h)};
+    for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        peer_send(w->client, CMD_WORK_FAIL, &a, 1);
+}
+
+static int sink_closing(const struct engine *e, const struct peer *p)
+{
+    (void)e;
+    return (p->flags & PEER_CLOSING) != 0;
+}
+
+static void sink_stored_gone(struct engine *e, const struct job *j) { store_done(e, j); }
+
+const struct engine_sink cmd_sink = {sink_wake,   sink_assign,  sink_no_job,
+                                     sink_job_failed, sink_closing, sink_stored_gone};

@@ -14,17 +14,14 @@ extern "C" {
 void cmd_dispatch(struct peer *p, const struct pb_packet *pkt);
 
 struct engine;
-struct job;
+struct engine_sink;
 struct worker;
 
-/* cmd_job_timeout fails a running job whose worker passed its CAN_DO_TIMEOUT, or re-queues it as a
- * lost job under --can-do-timeout=requeue. */
-void cmd_job_timeout(struct engine *e, struct job *j);
+/* cmd_sink is the engine sink of the real server: what the core says, encoded as packets to the
+ * peers (install it with engine_set_sink after engine_init). */
+extern const struct engine_sink cmd_sink;
 
-/* cmd_grab_held answers w's held GRAB with the job that just became ready for it. */
-void cmd_grab_held(struct engine *e, struct worker *w);
-
-/* cmd_grab_release answers w's held GRAB with NO_JOB. */
+/* cmd_grab_release answers w's held GRAB with NO_JOB (the worker sent something else first). */
 void cmd_grab_release(struct engine *e, struct worker *w);
 
 /* cmd_peer_gone releases the engine state of a peer that is going away. */

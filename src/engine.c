@@ -11,11 +11,39 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd.h"
 #include "func.h"
 #include "job.h"
-#include "list.h"
-#include "peer.h"
+#include "peer.h" /* engine_check's walk over the peers only (see check_peers) */
+#include "worker.h"
+
+/* the sink until engine_set_sink: tells nobody anything */
+static void nop_peer(struct engine *e, struct peer *p)
+{
+    (void)e;
+    (void)p;
+}
+static void nop_assign(struct engine *e, struct peer *p, uint32_t grab, const struct job *j)
+{
+    (void)e;
+    (void)p;
+    (void)grab;
+    (void)j;
+}
+static void nop_job(struct engine *e, const struct job *j)
+{
+    (void)e;
+    (void)j;
+}
+static int nop_closing(const struct engine *e, const struct peer *p)
+{
+    (void)e;
+    (void)p;
+    return 0;
+}
+static const struct engine_sink nop_sink = {nop_peer, nop_assign, nop_peer, nop_job, nop_closing,
+                                            nop_job};
+
+void engine_set_sink(struct engine *e, const struct engine_sink *sink) { e->sink = *sink; }
 
 int engine_init(struct engine *e, const struct config *cfg, const struct engine_ops *ops,
                 void *shell)
@@ -24,6 +52,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->cfg = cfg;
     e->ops = *ops;
     e->shell = shell;
+    e->sink = nop_sink;
+    list_node_init(&e->ready);
     if (cfg->job_handle_prefix != NULL) {
         snprintf(e->prefix, sizeof e->prefix, "%s", cfg->job_handle_prefix);
     } else {
@@ -85,17 +115,59 @@ void engine_run_timers(struct engine *e, double now)
             job_detach(e, j);
             func_push(e, j, 0);
         } else {
-            cmd_job_timeout(e, j);
+            worker_job_timeout(e, j);
         }
     }
     while (e->held != NULL && e->held->held_until <= now)
-        cmd_grab_release(e, e->held);
+        worker_grab_release(e, e->held);
+    engine_drain_ready(e);
 }
 
 void engine_release_grabs(struct engine *e)
 {
     while (e->held != NULL)
-        cmd_grab_release(e, e->held);
+        worker_grab_release(e, e->held);
+}
+
+void engine_drain_ready(struct engine *e)
+{
+    struct list_node *n;
+    while ((n = list_first(&e->ready)) != NULL) {
+        struct func *f = container_of(n, struct func, wake);
+        /* one pass does it by default (the count of ready jobs is read again each time); under
+         * --worker-wakeup=N each func_wake call woke up to N, so as many passes */
+        uint32_t passes = e->cfg->worker_wakeup < 0 ? 1 : f->wakes;
+        list_del(n);
+        f->wakes = 0;
+        while (passes-- > 0)
+            func_wake_now(e, f); /* never frees f */
+    }
+}
+
+void engine_begin_shutdown(struct engine *e)
+{
+    e->shutting_down = 1;
+    engine_release_grabs(e);
+}
+
+void engine_stats_get(const struct engine *e, struct engine_snapshot *st)
+{
+    memset(st, 0, sizeof *st);
+    st->stats = e->stats;
+    st->jobs = e->njobs;
+    st->running = e->nrunning;
+    for (const struct func *f = e->func_list; f != NULL; f = f->next)
+        if (!f->marker)
+            for (int p = 0; p < PRIO_COUNT && p < PRIO_SNAPSHOT; p++)
+                st->queued[p] += f->queued[p];
+    st->functions = e->funcs.count;
+    st->workers = e->nworkers;
+    st->abilities = e->abilities.count;
+    for (const struct worker *w = e->held; w != NULL; w = w->held_next)
+        st->held++;
+    st->peers = e->npeers;
+    st->buffered = e->buffered;
+    st->buffered_peak = e->buffered_peak;
 }
 
 /* fail formats an invariant violation. */
@@ -155,6 +227,38 @@ static int check_func(const struct func *f, char *err, size_t errlen)
     return 0;
 }
 
+/* check_peers verifies what ties connections to the core: each worker's running list and held
+ * GRAB, each client's waiters. It is the one part of engine_check that reads struct peer (it
+ * belongs with the session's own check once there is one). */
+static int check_peers(const struct engine *e, char *err, size_t errlen)
+{
+    const struct peer *p = e->peers;
+    if (p != NULL) {
+        do {
+            if (p->worker != NULL) {
+                if (p->worker->peer != p)
+                    return fail(err, errlen, "fd %d: worker of another peer", p->fd);
+                uint32_t n = 0;
+                for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
+                    if (j->state != JOB_RUNNING || j->worker != p->worker)
+                        return fail(err, errlen, "fd %d: bad job in running list", p->fd);
+                    n++;
+                }
+                if (n != p->worker->nrunning)
+                    return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
+                if (p->worker->held && worker_has_work(p->worker))
+                    return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
+                                p->fd);
+            }
+            for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
+                if (w->client != p)
+                    return fail(err, errlen, "fd %d: waiter of another client", p->fd);
+            p = p->next;
+        } while (p != e->peers);
+    }
+    return 0;
+}
+
 int engine_check(const struct engine *e, char *err, size_t errlen)
 {
     size_t nfunc = 0;
@@ -195,35 +299,15 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
                     total_running);
     double last = 0;
     for (const struct worker *w = e->held; w != NULL; w = w->held_next) {
-        if (!w->held || w->peer->worker != w)
-            return fail(err, errlen, "fd %d: on the held list without a held GRAB", w->peer->fd);
+        if (!w->held)
+            return fail(err, errlen, "a worker on the held list without a held GRAB");
         if (w->held_until < last)
             return fail(err, errlen, "held GRABs out of deadline order");
         if ((w->held_next == NULL) != (w == e->held_tail))
             return fail(err, errlen, "held list tail mismatch");
         last = w->held_until;
     }
-    const struct peer *p = e->peers;
-    if (p != NULL) {
-        do {
-            if (p->worker != NULL) {
-                uint32_t n = 0;
-                for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
-                    if (j->state != JOB_RUNNING || j->worker != p->worker)
-                        return fail(err, errlen, "fd %d: bad job in running list", p->fd);
-                    n++;
-                }
-                if (n != p->worker->nrunning)
-                    return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
-                if (p->worker->held && func_has_work(p->worker))
-                    return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
-                                p->fd);
-            }
-            for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
-                if (w->client != p)
-                    return fail(err, errlen, "fd %d: waiter of another client", p->fd);
-            p = p->next;
-        } while (p != e->peers);
-    }
-    return 0;
+    if (!list_empty(&e->ready))
+        return fail(err, errlen, "wake-ups left undone after the handler (engine_drain_ready)");
+    return check_peers(e, err, errlen);
 }

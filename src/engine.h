@@ -10,14 +10,18 @@
 #include "config.h"
 #include "heap.h"
 #include "hmap.h"
+#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+#define PRIO_SNAPSHOT 3 /* priorities in struct engine_snapshot (PRIO_COUNT in job.h) */
+
 struct admin_listing;
 struct peer;
 struct engine;
+struct engine_snapshot;
 struct func;
 struct job;
 struct store;
@@ -36,6 +40,29 @@ struct engine_ops {
     void (*resume)(struct engine *e, struct peer *p);
 };
 
+/* struct engine_sink is how the core (engine, job, func, worker) says what must be told to whom,
+ * without knowing packet encodings or connection fields: a client or worker is an opaque struct
+ * peer pointer the core hands back and never dereferences. The protocol side implements it (cmd.c:
+ * cmd_sink for the real server); tests record the calls. Every member must be set. Calls happen
+ * after the handler that caused them returned (engine_drain_ready) for wake-ups and held GRABs,
+ * and at once for failures and store notices. */
+struct engine_sink {
+    /* wake: worker (asleep after PRE_SLEEP) has work: NOOP. */
+    void (*wake)(struct engine *e, struct peer *worker);
+    /* assign: answer worker's held GRAB of kind grab (worker_hold) with j, already running on
+     * it: JOB_ASSIGN / JOB_ASSIGN_UNIQ / JOB_ASSIGN_ALL. */
+    void (*assign)(struct engine *e, struct peer *worker, uint32_t grab, const struct job *j);
+    /* no_job: answer worker's held GRAB with NO_JOB (deadline, shutdown, other input). */
+    void (*no_job)(struct engine *e, struct peer *worker);
+    /* job_failed: every client waiting on j is told it failed (WORK_FAIL); j is still whole. */
+    void (*job_failed)(struct engine *e, const struct job *j);
+    /* closing: client is being torn down; it is no candidate for a wake-up any more. */
+    int (*closing)(const struct engine *e, const struct peer *client);
+    /* stored_gone: j, which had been added to the durable store (JOB_STORED), is finished or
+     * cancelled: the store may forget it. Set by whoever owns the store. */
+    void (*stored_gone)(struct engine *e, const struct job *j);
+};
+
 /* struct engine_stats counts what the server did, for logs and admin. */
 struct engine_stats {
     uint64_t connections;   /* peers ever added */
@@ -51,6 +78,8 @@ struct engine_stats {
 struct engine {
     const struct config *cfg;     /* settings (borrowed, outlives the engine) */
     struct engine_ops ops;        /* the shell's callbacks */
+    struct engine_sink sink;      /* what to tell clients and workers (engine_set_sink) */
+    struct list_node ready;       /* functions with a wake-up to do (func->wake), in order */
     void *shell;                  /* the shell's own pointer, for its callbacks */
     struct peer *peers;           /* all connected peers, oldest first (circular via prev) */
     size_t npeers;                /* peers in the list */
@@ -86,11 +115,47 @@ struct engine {
     int destroying;               /* engine_destroy runs: functions are freed all at once */
     struct worker *held;          /* workers whose GRAB waits for a job, oldest first */
     struct worker *held_tail;     /* the newest of them */
+    size_t nworkers;              /* live struct worker (worker_new .. worker_gone) */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */
 int engine_init(struct engine *e, const struct config *cfg, const struct engine_ops *ops,
                 void *shell);
+
+/* engine_set_sink installs what the core tells clients and workers through (engine_init
+ * installs one that tells nobody). */
+void engine_set_sink(struct engine *e, const struct engine_sink *sink);
+
+/* engine_drain_ready does the wake-ups asked for since the last drain (func_wake): held GRABs
+ * get their jobs, sleepers a NOOP. Called after each handler returns (cmd_dispatch, a peer's
+ * teardown, timers) and by the shell before the loop flushes and sleeps; it is cheap when
+ * nothing waits. */
+void engine_drain_ready(struct engine *e);
+
+/* engine_begin_shutdown starts a graceful shutdown: nothing new is assigned, every held GRAB is
+ * answered NO_JOB, running jobs may finish. The shell calls it from engine_ops.shutdown and
+ * stops its listeners itself. */
+void engine_begin_shutdown(struct engine *e);
+
+/* struct engine_snapshot is a copy of the engine's counters at one moment, independent of
+ * uptime and of any listing: the API admin and a metrics module read. */
+struct engine_snapshot {
+    struct engine_stats stats;        /* the event counters (struct engine_stats) */
+    size_t jobs;                      /* live jobs, in any state */
+    size_t running;                   /* jobs assigned to workers */
+    uint64_t queued[PRIO_SNAPSHOT];   /* jobs waiting (ready, future or pending) per priority */
+    size_t functions;                 /* functions known */
+    size_t workers;                   /* connections that sent a worker packet */
+    size_t abilities;                 /* (worker, function) pairs registered */
+    size_t held;                      /* GRABs held unanswered */
+    size_t peers;                     /* connections attached */
+    size_t buffered;                  /* bytes held by all connections' buffers */
+    size_t buffered_peak;             /* the most that has been */
+};
+
+/* engine_stats_get fills *st with the current counters. O(functions) for the per-priority
+ * queue counts; everything else O(1). */
+void engine_stats_get(const struct engine *e, struct engine_snapshot *st);
 
 /* engine_destroy frees everything e holds. Peers must have been removed first. */
 void engine_destroy(struct engine *e);

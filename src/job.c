@@ -11,8 +11,7 @@
 #include "engine.h"
 #include "func.h"
 #include "list.h"
-#include "peer.h"
-#include "store.h"
+#include "worker.h"
 
 size_t job_handle_id(const struct engine *e, uint64_t id, char *out)
 {
@@ -218,7 +217,7 @@ void job_list_remove(struct engine *e, struct job *m)
     m->anext = m->aprev = NULL;
 }
 
-int job_add_waiter(struct job *j, struct peer *client)
+int job_add_waiter(struct job *j, struct peer *client, struct waiter **list)
 {
     struct waiter *w = calloc(1, sizeof *w);
     if (w == NULL)
@@ -229,10 +228,11 @@ int job_add_waiter(struct job *j, struct peer *client)
     if (j->waiters)
         j->waiters->jprev = w;
     j->waiters = w;
-    w->pnext = client->waiters;
-    if (client->waiters)
-        client->waiters->pprev = w;
-    client->waiters = w;
+    w->plist = list;
+    w->pnext = *list;
+    if (*list)
+        (*list)->pprev = w;
+    *list = w;
     return 0;
 }
 
@@ -247,7 +247,7 @@ void job_remove_waiter(struct waiter *w)
     if (w->pprev)
         w->pprev->pnext = w->pnext;
     else
-        w->client->waiters = w->pnext;
+        *w->plist = w->pnext;
     if (w->pnext)
         w->pnext->pprev = w->pprev;
     free(w);
@@ -324,18 +324,38 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
         heap_push(&e->timers, &j->timer, engine_now(e) + timeout_ms / 1000.0);
 }
 
-void job_send_fail(struct engine *e, const struct job *j)
-{
-    char h[JOB_HANDLE_BUF];
-    struct proto_arg a = {h, job_handle(e, j, h)};
-    for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
-        peer_send(w->client, CMD_WORK_FAIL, &a, 1);
-}
-
 void job_fail(struct engine *e, struct job *j)
 {
-    job_send_fail(e, j);
+    if (j->waiters != NULL)
+        e->sink.job_failed(e, j);
     job_free(e, j);
+}
+
+void job_cancel(struct engine *e, struct job *j)
+{
+    if (j->waiters != NULL)
+        e->sink.job_failed(e, j);
+    if (j->state != JOB_RUNNING) {
+        job_free(e, j);
+        return;
+    }
+    /* the worker finishes it; its results then go nowhere and it is never retried */
+    while (j->waiters != NULL)
+        job_remove_waiter(j->waiters);
+    if (j->flags & JOB_STORED)
+        e->sink.stored_gone(e, j);
+    j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
+}
+
+void job_client_gone(struct engine *e, struct waiter **list)
+{
+    while (*list != NULL) {
+        struct waiter *w = *list;
+        struct job *j = w->job;
+        job_remove_waiter(w);
+        if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+            job_free(e, j);
+    }
 }
 
 void job_free(struct engine *e, struct job *j)
@@ -347,7 +367,7 @@ void job_free(struct engine *e, struct job *j)
     if (has_unique_entry(j))
         hmap_remove(&e->jobs_by_unique, &j->by_unique, job_unique_hash(&j->by_unique, e));
     if (j->flags & JOB_STORED)
-        store_done(e, j);
+        e->sink.stored_gone(e, j);
     while (j->waiters != NULL)
         job_remove_waiter(j->waiters);
     e->njobs--;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* job: jobs, their indexes (by handle number and by function+unique), handles, and the clients
- * waiting on them. Pure: replies go through peer_send, never a socket. */
+ * waiting on them. Pure: what clients must be told goes through the engine's sink (engine.h);
+ * a client is an opaque struct peer pointer, never dereferenced here. */
 #ifndef SPUR_JOB_H
 #define SPUR_JOB_H
 
@@ -42,7 +43,8 @@ enum {
 /* struct waiter links one foreground submit to its job (a client may have several). */
 struct waiter {
     struct job *job;      /* the job waited on */
-    struct peer *client;  /* the client connection */
+    struct peer *client;  /* the client connection (opaque: handed to the sink) */
+    struct waiter **plist; /* the head of the client's list of waiters (job_add_waiter) */
     struct waiter *jnext; /* next waiter of the same job */
     struct waiter *jprev; /* previous waiter of the same job */
     struct waiter *pnext; /* next waiter of the same client */
@@ -150,8 +152,10 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
 void job_list_after(struct engine *e, struct job *m, struct job *after);
 void job_list_remove(struct engine *e, struct job *m);
 
-/* job_add_waiter attaches client to j (a foreground submit). Returns 0 or -1 (no memory). */
-int job_add_waiter(struct job *j, struct peer *client);
+/* job_add_waiter attaches client to j (a foreground submit); the waiter is also linked at the
+ * head of *list, the client's own list of waiters (pnext), which must outlive it. Returns 0 or
+ * -1 (no memory). */
+int job_add_waiter(struct job *j, struct peer *client, struct waiter **list);
 
 /* job_remove_waiter detaches and frees w. */
 void job_remove_waiter(struct waiter *w);
@@ -170,14 +174,20 @@ int job_defer(struct engine *e, struct job *j, double at);
  * when timeout_ms > 0. */
 void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
 
-/* job_send_fail sends WORK_FAIL (exactly the handle) to every client waiting on j. */
-void job_send_fail(struct engine *e, const struct job *j);
-
-/* job_fail sends WORK_FAIL to j's clients and frees j. */
+/* job_fail tells j's clients it failed (sink.job_failed) and frees j. */
 void job_fail(struct engine *e, struct job *j);
 
+/* job_cancel is the admin `cancel job`: j's clients are told it failed; a queued job is freed;
+ * a running one is left to its worker, whose results then go nowhere: it loses its clients, is
+ * no longer durable (sink.stored_gone) and is never retried. */
+void job_cancel(struct engine *e, struct job *j);
+
+/* job_client_gone detaches a client going away from every job it waits on (*list, its list of
+ * waiters, ends empty): a foreground job nobody waits for any more is freed unless running. */
+void job_client_gone(struct engine *e, struct waiter **list);
+
 /* job_free removes j from every index, queue, heap and list, tells the store it is done if it was
- * stored, detaches its waiters (sending nothing) and frees it. */
+ * stored (sink.stored_gone), detaches its waiters (sending nothing) and frees it. */
 void job_free(struct engine *e, struct job *j);
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
 #include "proto_admin.h"
 #include "proto_bin.h"
 #include "store.h"
+#include "worker.h" /* p->worker->held */
 
 static struct log_limit bad_input_limit = {1.0, 0, 0};
 static struct log_limit shed_limit = {1.0, 0, 0};

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "cmd.h"
 #include "conn.h"
 #include "file.h"
 #include "log.h"
@@ -66,8 +67,7 @@ static void eng_shutdown(struct engine *e, int graceful)
     if (!graceful)
         return;
     /* graceful: accept nothing new, assign nothing new, let running jobs finish */
-    e->shutting_down = 1;
-    engine_release_grabs(e);
+    engine_begin_shutdown(e);
     close_listeners(s);
     ev_timer_set(&s->shutdown_timer, s->cfg->shutdown_timeout, 0.);
     ev_timer_start(s->loop, &s->shutdown_timer);
@@ -320,6 +320,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     (void)revents;
     struct server *s = w->data;
     conn_run_deferred(s);
+    engine_drain_ready(&s->eng); /* wake-ups asked for outside a handler (store replies, replay) */
     admin_continue(&s->eng);
     store_flush(&s->eng);
     flush_dirty(s);
@@ -438,6 +439,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         snprintf(err, errlen, "cannot initialise the job engine");
         return -1;
     }
+    engine_set_sink(&s->eng, &cmd_sink);
 
     ev_async_init(&s->store_async, store_async_cb);
     s->store_async.data = s;

@@ -11,6 +11,7 @@
 #include <vector>
 
 extern "C" {
+#include "cmd.h"
 #include "config.h"
 #include "engine.h"
 #include "peer.h"
@@ -36,11 +37,14 @@ struct FakeShell {
                 auto *f = static_cast<FakeShell *>(e->shell);
                 f->shutdowns++;
                 f->graceful = g;
+                if (g)
+                    engine_begin_shutdown(e);
             },
             [](engine *e) { return static_cast<FakeShell *>(e->shell)->clock; },
             [](engine *, peer *p) { peer_process(p); },
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
+        engine_set_sink(&eng, &cmd_sink);
     }
 
     ~FakeShell()

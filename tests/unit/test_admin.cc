@@ -10,6 +10,7 @@
 extern "C" {
 #include "admin.h"
 #include "func.h"
+#include "worker.h"
 #include "spur_config.h"
 }
 

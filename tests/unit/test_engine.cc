@@ -10,6 +10,7 @@
 extern "C" {
 #include "func.h"
 #include "job.h"
+#include "worker.h"
 }
 
 using std::string;

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* worker: abilities, ready rings, idle lists, held GRABs and the scheduling decisions. */
+#include "worker.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "list.h"
+#include "log.h"
+
+/* ------------------------------------------------------------ ready rings */
+
+/* worker_ready_link puts a into its worker's ready list for priority p (at the back of the rotation). */
+void worker_ready_link(struct ability *a, int p)
+{
+    struct worker *w = a->worker;
+    struct ability *cur = w->ready[p];
+    if (cur == NULL) {
+        a->rnext[p] = a->rprev[p] = a;
+        w->ready[p] = a;
+    } else {
+        /* insert just before the cursor: it is served last in the current rotation */
+        a->rnext[p] = cur;
+        a->rprev[p] = cur->rprev[p];
+        cur->rprev[p]->rnext[p] = a;
+        cur->rprev[p] = a;
+    }
+}
+
+/* worker_ready_unlink removes a from its worker's ready list for priority p. */
+void worker_ready_unlink(struct ability *a, int p)
+{
+    struct worker *w = a->worker;
+    if (a->rnext[p] == NULL)
+        return;
+    if (a->rnext[p] == a) {
+        w->ready[p] = NULL;
+    } else {
+        a->rprev[p]->rnext[p] = a->rnext[p];
+        a->rnext[p]->rprev[p] = a->rprev[p];
+        if (w->ready[p] == a)
+            w->ready[p] = a->rnext[p];
+    }
+    a->rnext[p] = a->rprev[p] = NULL;
+}
+
+/* became_ready links every worker of f into its ready list for p; became_empty unlinks them. */
+/* ------------------------------------------------------------ idle lists
+ * Each ability is in exactly one of two lists per kind k (FUNC_HELD, FUNC_SLEEPING): its
+ * function's idle list, where a wake-up looks for a worker, or its worker's parked list. An entry
+ * in a function's list is valid while its worker is held (or asleep and not yet woken); a stale
+ * one is parked when a wake-up meets it, and linked again when its worker next idles. So a
+ * wake-up, a GRAB and a PRE_SLEEP cost O(1) amortized, however many workers or functions. */
+
+static void idle_unlink(struct ability *a, int k)
+{
+    struct ability **head = a->in_func[k] ? &a->func->idle[k] : &a->worker->parked[k];
+    if (a->iprev[k])
+        a->iprev[k]->inext[k] = a->inext[k];
+    else
+        *head = a->inext[k];
+    if (a->inext[k])
+        a->inext[k]->iprev[k] = a->iprev[k];
+    else if (a->in_func[k])
+        a->func->idle_tail[k] = a->iprev[k];
+    a->inext[k] = a->iprev[k] = NULL;
+}
+
+/* idle_park puts a (in no list) at the head of its worker's parked list k. */
+static void idle_park(struct ability *a, int k)
+{
+    struct worker *w = a->worker;
+    a->in_func[k] = 0;
+    a->iprev[k] = NULL;
+    a->inext[k] = w->parked[k];
+    if (w->parked[k])
+        w->parked[k]->iprev[k] = a;
+    w->parked[k] = a;
+}
+
+/* idle_append puts a (in no list) at the tail of its function's idle list k. */
+static void idle_append(struct ability *a, int k)
+{
+    struct func *f = a->func;
+    a->in_func[k] = 1;
+    a->inext[k] = NULL;
+    a->iprev[k] = f->idle_tail[k];
+    if (f->idle_tail[k])
+        f->idle_tail[k]->inext[k] = a;
+    else
+        f->idle[k] = a;
+    f->idle_tail[k] = a;
+}
+
+/* idle_valid reports whether w is what idle list k looks for. */
+static int idle_valid(const struct engine *e, const struct worker *w, int k)
+{
+    if (e->sink.closing(e, w->peer))
+        return 0;
+    return k == FUNC_HELD ? w->held != 0 : (w->sleeping && !w->noop_sent);
+}
+
+void worker_idle(struct engine *e, struct worker *w, int k)
+{
+    (void)e;
+    while (w->parked[k] != NULL) {
+        struct ability *a = w->parked[k];
+        idle_unlink(a, k);
+        idle_append(a, k);
+    }
+}
+
+/* idle_first returns the oldest valid entry of f's idle list k, parking the stale ones before
+ * it; NULL if none. */
+static struct ability *idle_first(const struct engine *e, struct func *f, int k)
+{
+    struct ability *a;
+    while ((a = f->idle[k]) != NULL && !idle_valid(e, a->worker, k)) {
+        idle_unlink(a, k);
+        idle_park(a, k);
+    }
+    return a;
+}
+
+/* wake_one: see worker_wake_one. A held GRAB is answered through the sink (worker_grab_held);
+ * a sleeper is sent a wake-up. */
+int worker_wake_one(struct engine *e, struct func *f)
+{
+    struct ability *a;
+    if (func_ready(f) > 0 && (a = idle_first(e, f, FUNC_HELD)) != NULL) {
+        idle_unlink(a, FUNC_HELD);
+        idle_park(a, FUNC_HELD);
+        worker_grab_held(e, a->worker);
+        return 1;
+    }
+    if ((a = idle_first(e, f, FUNC_SLEEPING)) == NULL)
+        return 0;
+    idle_unlink(a, FUNC_SLEEPING);
+    idle_park(a, FUNC_SLEEPING);
+    struct worker *w = a->worker;
+    w->noop_sent = 1;
+    w->woken_for = f;
+    f->woken++;
+    e->sink.wake(e, w->peer);
+    return 1;
+}
+
+void worker_hold(struct engine *e, struct worker *w, uint32_t grab, double now)
+{
+    w->held = grab;
+    w->held_until = now + e->cfg->grab_wait;
+    w->held_next = NULL;
+    w->held_prev = e->held_tail;
+    if (e->held_tail)
+        e->held_tail->held_next = w;
+    else
+        e->held = w;
+    e->held_tail = w;
+    worker_idle(e, w, FUNC_HELD);
+}
+
+void worker_unhold(struct engine *e, struct worker *w)
+{
+    if (!w->held)
+        return;
+    if (w->held_prev)
+        w->held_prev->held_next = w->held_next;
+    else
+        e->held = w->held_next;
+    if (w->held_next)
+        w->held_next->held_prev = w->held_prev;
+    else
+        e->held_tail = w->held_prev;
+    w->held_next = w->held_prev = NULL;
+    w->held = 0;
+}
+
+void worker_awake(struct engine *e, struct worker *w)
+{
+    w->sleeping = 0;
+    if (!w->noop_sent)
+        return;
+    w->noop_sent = 0;
+    struct func *f = w->woken_for;
+    w->woken_for = NULL;
+    if (f != NULL) {
+        f->woken--;
+        if (e->cfg->worker_wakeup < 0)
+            func_wake(e, f); /* its job may still need a worker */
+        func_release(e, f);
+    }
+}
+
+struct job *worker_take(struct engine *e, struct worker *w, struct ability **via)
+{
+    for (int p = 0; p < PRIO_COUNT; p++) {
+        struct ability *a = w->ready[p];
+        if (a == NULL)
+            continue;
+        struct func *f = a->func;
+        struct job *j = f->head[p];
+        assert(j != NULL);
+        /* round-robin: the next grab at this priority starts with the next function */
+        w->ready[p] = a->rnext[p];
+        func_unlink(e, j);
+        *via = a;
+        return j;
+    }
+    return NULL;
+}
+
+int worker_has_work(const struct worker *w)
+{
+    return w->ready[0] != NULL || w->ready[1] != NULL || w->ready[2] != NULL;
+}
+
+/* ------------------------------------------------------------ workers */
+
+struct worker *worker_new(struct engine *e, struct peer *client)
+{
+    struct worker *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    w->peer = client;
+    e->nworkers++;
+    return w;
+}
+
+/* ability_key hashes the pair (worker, function). */
+static uint64_t ability_key(const struct worker *w, const struct func *f)
+{
+    return hmap_mix64((uint64_t)(uintptr_t)w ^ hmap_mix64((uint64_t)(uintptr_t)f));
+}
+
+uint64_t ability_hash(const struct hnode *n, const void *engine)
+{
+    (void)engine;
+    const struct ability *a = (const struct ability *)n;
+    return ability_key(a->worker, a->func);
+}
+
+struct ability *worker_find(const struct engine *e, const struct worker *w, const struct func *f)
+{
+    for (struct hnode *n = hmap_chain(&e->abilities, ability_key(w, f)); n != NULL; n = n->next) {
+        struct ability *a = (struct ability *)n;
+        if (a->worker == w && a->func == f)
+            return a;
+    }
+    return NULL;
+}
+
+struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, uint32_t timeout_ms)
+{
+    struct ability *a = worker_find(e, w, f);
+    if (a != NULL) {
+        a->timeout_ms = timeout_ms;
+        return a;
+    }
+    a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return NULL;
+    a->func = f;
+    a->worker = w;
+    a->timeout_ms = timeout_ms;
+    if (hmap_insert(&e->abilities, &a->node, ability_key(w, f)) != 0) {
+        free(a);
+        return NULL;
+    }
+    a->wprev = w->abilities_tail;
+    if (w->abilities_tail)
+        w->abilities_tail->wnext = a;
+    else
+        w->abilities = a;
+    w->abilities_tail = a;
+    w->nabilities++;
+    if (f->workers == NULL) {
+        a->fnext = a->fprev = a;
+        f->workers = a;
+    } else {
+        a->fnext = f->workers;
+        a->fprev = f->workers->fprev;
+        f->workers->fprev->fnext = a;
+        f->workers->fprev = a;
+    }
+    f->nworkers++;
+    for (int k = 0; k < 2; k++) {
+        if (idle_valid(e, w, k))
+            idle_append(a, k);
+        else
+            idle_park(a, k);
+    }
+    for (int p = 0; p < PRIO_COUNT; p++)
+        if (f->ready[p] > 0) {
+            worker_ready_link(a, p);
+            w->ready[p] = a; /* the last CAN_DO is served first, then backwards, as gearmand */
+        }
+    return a;
+}
+
+void worker_remove(struct engine *e, struct ability *a)
+{
+    struct worker *w = a->worker;
+    struct func *f = a->func;
+    for (int p = 0; p < PRIO_COUNT; p++)
+        worker_ready_unlink(a, p);
+    for (int k = 0; k < 2; k++)
+        idle_unlink(a, k);
+    if (a->fnext == a) {
+        f->workers = NULL;
+    } else {
+        a->fprev->fnext = a->fnext;
+        a->fnext->fprev = a->fprev;
+        if (f->workers == a)
+            f->workers = a->fnext;
+    }
+    f->nworkers--;
+    hmap_remove(&e->abilities, &a->node, ability_key(w, f));
+    if (a->wprev)
+        a->wprev->wnext = a->wnext;
+    else
+        w->abilities = a->wnext;
+    if (a->wnext)
+        a->wnext->wprev = a->wprev;
+    else
+        w->abilities_tail = a->wprev;
+    w->nabilities--;
+    free(a);
+    func_release(e, f);
+}
+
+void worker_reset(struct engine *e, struct worker *w)
+{
+    while (w->abilities != NULL)
+        worker_remove(e, w->abilities);
+}
+
+/* requeue_jobs re-queues w's running jobs of function f (every function if f is NULL). */
+static void requeue_jobs(struct engine *e, struct worker *w, const struct func *f)
+{
+    struct job *j = w->running;
+    while (j != NULL) {
+        struct job *next = j->next;
+        if (f == NULL || j->func == f)
+            worker_requeue(e, j);
+        j = next;
+    }
+}
+
+void worker_cant_do(struct engine *e, struct worker *w, struct func *f)
+{
+    struct ability *a = worker_find(e, w, f);
+    if (a == NULL)
+        return;
+    worker_remove(e, a);
+    requeue_jobs(e, w, f);
+}
+
+void worker_reset_abilities(struct engine *e, struct worker *w)
+{
+    worker_reset(e, w);
+    requeue_jobs(e, w, NULL);
+}
+
+void worker_gone(struct engine *e, struct worker *w)
+{
+    worker_reset(e, w);
+    requeue_jobs(e, w, NULL);
+    worker_unhold(e, w);
+    worker_awake(e, w);
+    e->nworkers--;
+    free(w);
+}
+
+/* ------------------------------------------------------------ scheduling decisions */
+
+void worker_requeue(struct engine *e, struct job *j)
+{
+    job_detach(e, j);
+    j->num = j->den = 0;
+    if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND)) {
+        job_free(e, j);
+        return;
+    }
+    if (j->retries < UINT8_MAX)
+        j->retries++;
+    int limit = e->cfg->job_retries;
+    if (limit >= 0 && j->retries >= (limit > 0 ? limit : 1)) {
+        log_info("job %llu failed: its worker was lost %u times (--job-retries=%d)",
+                 (unsigned long long)j->id, j->retries, limit);
+        job_fail(e, j);
+        return;
+    }
+    func_push(e, j, 1);
+}
+
+void worker_job_timeout(struct engine *e, struct job *j)
+{
+    if (e->cfg->can_do_timeout_requeue) {
+        log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
+                 (unsigned long long)j->id);
+        worker_requeue(e, j);
+        return;
+    }
+    log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
+    job_fail(e, j);
+}
+
+/* start starts j (taken through a) on w. */
+static void start(struct engine *e, struct worker *w, struct job *j, const struct ability *a)
+{
+    job_start(e, j, w, a->timeout_ms);
+}
+
+enum worker_grab worker_grab(struct engine *e, struct worker *w, uint32_t grab, struct job **job)
+{
+    struct ability *a;
+    struct job *j = (e->shutting_down || e->replaying) ? NULL : worker_take(e, w, &a);
+    /* after the take, so a wake-up it triggers is for work that is still left */
+    worker_awake(e, w);
+    *job = j;
+    if (j != NULL) {
+        start(e, w, j, a);
+        return WORKER_ASSIGNED;
+    }
+    if (e->cfg->grab_wait > 0 && w->nabilities > 0 && !e->shutting_down && !e->replaying) {
+        worker_hold(e, w, grab, engine_now(e)); /* a job may come before NO_JOB must */
+        return WORKER_HELD;
+    }
+    return WORKER_NO_JOB;
+}
+
+int worker_sleep(struct engine *e, struct worker *w)
+{
+    if (worker_has_work(w) && !e->shutting_down && !e->replaying)
+        return 1;
+    worker_awake(e, w);
+    w->sleeping = 1;
+    worker_idle(e, w, FUNC_SLEEPING);
+    return 0;
+}
+
+void worker_grab_held(struct engine *e, struct worker *w)
+{
+    uint32_t grab = w->held;
+    worker_unhold(e, w);
+    struct ability *a;
+    struct job *j = worker_take(e, w, &a);
+    if (j != NULL) {
+        start(e, w, j, a);
+        e->sink.assign(e, w->peer, grab, j);
+    } else {
+        e->sink.no_job(e, w->peer);
+    }
+}
+
+void worker_grab_release(struct engine *e, struct worker *w)
+{
+    worker_unhold(e, w);
+    e->sink.no_job(e, w->peer);
+}
+

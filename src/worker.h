@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* worker: the worker side of the core. Abilities (which worker can do which function), each
+ * worker's round-robin ready rings, the idle lists a wake-up picks from, held GRABs, and the
+ * scheduling decisions: which job a GRAB gets, what happens to a worker's jobs when it lets go
+ * of them (requeue, --job-retries), CAN_DO_TIMEOUT, and a worker or client going away. Pure:
+ * what a worker or client must be told goes through the engine's sink (engine.h); the client of
+ * a worker is an opaque struct peer pointer the core never dereferences. */
+#ifndef SPUR_WORKER_H
+#define SPUR_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "func.h"
+#include "hmap.h"
+#include "job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct engine;
+struct peer;
+
+/* struct ability is one function one worker can do. */
+struct ability {
+    struct hnode node;                  /* engine->abilities, keyed by (worker, function) */
+    struct func *func;                  /* the function */
+    struct worker *worker;              /* the worker */
+    struct ability *fnext;              /* next in func's circular worker list */
+    struct ability *fprev;              /* previous in func's circular worker list */
+    struct ability *wnext;              /* next of the worker's abilities, in CAN_DO order */
+    struct ability *wprev;              /* previous of the worker's abilities */
+    struct ability *inext[2];           /* in func->idle[k] (in_func[k]) or else in the
+                                           worker's parked[k] list */
+    struct ability *iprev[2];
+    uint8_t in_func[2];                 /* 1: linked in func->idle[k], 0: in worker->parked[k] */
+    struct ability *rnext[PRIO_COUNT];  /* worker's circular ready list per priority */
+    struct ability *rprev[PRIO_COUNT];  /* (linked iff func->ready[p] > 0) */
+    uint32_t timeout_ms;                /* CAN_DO_TIMEOUT, 0 = none */
+};
+
+/* struct worker is the worker side of a connection, created on its first worker packet. */
+struct worker {
+    struct peer *peer;                  /* the connection: opaque to the core, handed to the
+                                           sink (never dereferenced here) */
+    struct ability *abilities;          /* registered functions, CAN_DO order */
+    struct ability *abilities_tail;     /* last registered */
+    uint32_t nabilities;                /* count */
+    struct ability *ready[PRIO_COUNT];  /* round-robin cursor into each ready list */
+    struct ability *parked[2];          /* abilities not in their function's idle list k */
+    struct job *running;                /* jobs assigned to it (job->next/prev) */
+    uint32_t nrunning;                  /* count */
+    struct func *woken_for;             /* the function whose job it was woken for, or NULL */
+    struct worker *held_next;           /* engine->held: workers whose GRAB waits for a job */
+    struct worker *held_prev;           /* (oldest first, so deadlines are in order) */
+    double held_until;                  /* when a held GRAB gets NO_JOB */
+    uint32_t held;                      /* the GRAB held unanswered (the caller's code for its
+                                           kind, handed back to sink.assign), 0 if none */
+    uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
+    uint8_t noop_sent;                  /* woken with a NOOP since it slept */
+};
+
+/* enum worker_grab is what worker_grab decided. */
+enum worker_grab {
+    WORKER_ASSIGNED, /* *job is now running on the worker: send it */
+    WORKER_HELD,     /* the GRAB is held until a job comes or --grab-wait passes: send nothing */
+    WORKER_NO_JOB,   /* nothing to do: send NO_JOB */
+};
+
+/* ability_hash is the hash of an ability in engine->abilities. */
+uint64_t ability_hash(const struct hnode *n, const void *engine);
+
+/* worker_new creates the worker state of client (an opaque pointer the sink gets back). NULL
+ * when out of memory. The caller keeps it (e.g. in the connection) and ends it with
+ * worker_gone. */
+struct worker *worker_new(struct engine *e, struct peer *client);
+
+/* worker_find returns w's ability for f, or NULL. O(1). */
+struct ability *worker_find(const struct engine *e, const struct worker *w, const struct func *f);
+
+/* worker_add registers f for w (updating the timeout if already there). Returns the ability or
+ * NULL when out of memory. */
+struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, uint32_t timeout_ms);
+
+/* worker_remove unregisters a from its worker. O(1). f may be released: see func_release. */
+void worker_remove(struct engine *e, struct ability *a);
+
+/* worker_reset unregisters every function of w. */
+void worker_reset(struct engine *e, struct worker *w);
+
+/* worker_cant_do unregisters f for w (CANT_DO) and re-queues w's running jobs of f. */
+void worker_cant_do(struct engine *e, struct worker *w, struct func *f);
+
+/* worker_reset_abilities unregisters every function of w and re-queues its running jobs
+ * (RESET_ABILITIES). */
+void worker_reset_abilities(struct engine *e, struct worker *w);
+
+/* worker_gone ends w (its connection went away): abilities dropped, running jobs re-queued,
+ * a held GRAB forgotten (nothing is sent), w freed. */
+void worker_gone(struct engine *e, struct worker *w);
+
+/* worker_take returns the job worker w should run next and removes it from its queue: highest
+ * priority across all w's functions, FIFO within one function, round-robin across functions of
+ * the same priority. *via gets the ability it was taken through. NULL if none is ready. O(1). */
+struct job *worker_take(struct engine *e, struct worker *w, struct ability **via);
+
+/* worker_has_work reports whether any of w's functions has a ready job. */
+int worker_has_work(const struct worker *w);
+
+/* worker_grab decides a GRAB of kind `grab` (a nonzero code the caller chooses, handed back to
+ * sink.assign if the GRAB is held): assign the next job (started, *job set), hold the GRAB
+ * (--grab-wait), or answer NO_JOB. During shutdown or replay no job is handed out. */
+enum worker_grab worker_grab(struct engine *e, struct worker *w, uint32_t grab, struct job **job);
+
+/* worker_sleep handles PRE_SLEEP: returns 1 if w has ready work (it must be told at once, with
+ * a NOOP), else marks it asleep, a candidate for a wake-up, and returns 0. */
+int worker_sleep(struct engine *e, struct worker *w);
+
+/* worker_grab_release answers w's held GRAB with NO_JOB through the sink (the deadline passed,
+ * the worker sent something else, or the server shuts down). */
+void worker_grab_release(struct engine *e, struct worker *w);
+
+/* worker_grab_held answers w's held GRAB with the job that became ready for it (or NO_JOB if
+ * none is ready after all), through the sink. */
+void worker_grab_held(struct engine *e, struct worker *w);
+
+/* worker_awake records that w is no longer sleeping (it grabs, sleeps again or leaves): a NOOP
+ * it was sent no longer counts for its function, which may wake another sleeper. */
+void worker_awake(struct engine *e, struct worker *w);
+
+/* worker_idle makes w a wake-up candidate (FUNC_HELD or FUNC_SLEEPING) in every function it
+ * can do. Amortized O(1): only abilities dropped from an idle list since are linked again. */
+void worker_idle(struct engine *e, struct worker *w, int k);
+
+/* worker_hold keeps w's GRAB (kind grab) unanswered until now + --grab-wait: a job that
+ * becomes ready for w meanwhile is assigned at once, saving the NO_JOB, PRE_SLEEP, NOOP and
+ * second GRAB. w must have no ready work. */
+void worker_hold(struct engine *e, struct worker *w, uint32_t grab, double now);
+
+/* worker_unhold takes w off the engine's held list (it answers the GRAB itself). */
+void worker_unhold(struct engine *e, struct worker *w);
+
+/* worker_wake_one finds f a worker for a ready job: a worker whose GRAB is held gets the job at
+ * once (sink.assign); else the sleeper that has waited longest is woken (sink.wake). Returns 1,
+ * or 0 if f has no such worker. O(1) amortized. */
+int worker_wake_one(struct engine *e, struct func *f);
+
+/* worker_ready_link / worker_ready_unlink put a into / take it out of its worker's ready ring
+ * for priority p (func.c calls them when f's queue p becomes non-empty / empty). */
+void worker_ready_link(struct ability *a, int p);
+void worker_ready_unlink(struct ability *a, int p);
+
+/* worker_requeue handles a running job whose worker let go of it (disconnect, CANT_DO, RESET,
+ * --can-do-timeout=requeue): back to the front of its queue, or failed once --job-retries is
+ * exhausted: N >= 1 fails it on the N-th loss, so it is handed out N times (as gearmand); 0 fails
+ * it on the first loss; -1 never. A foreground job nobody waits for any more is dropped. */
+void worker_requeue(struct engine *e, struct job *j);
+
+/* worker_job_timeout fails a running job whose worker passed its CAN_DO_TIMEOUT, or re-queues it
+ * as a lost job under --can-do-timeout=requeue. */
+void worker_job_timeout(struct engine *e, struct job *j);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

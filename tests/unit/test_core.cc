@@ -1,0 +1,657 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Unit tests for the core (engine, job, func, worker) driven through a RECORDING sink: no peers,
+// no wire bytes, no store. Clients and workers are opaque tags the core hands back to the sink.
+// This program links only src/libspur.a, GoogleTest and pthread (no SQLite, libev or libsystemd):
+// a core module that calls up into the protocol, the store or the shell fails to link here.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "config.h"
+#include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "worker.h"
+}
+
+using std::string;
+using std::vector;
+
+namespace {
+
+constexpr uint32_t GRAB = 7;     // the GRAB kind the tests hold (any nonzero code)
+constexpr double GRAB_WAIT = 5.0;
+
+// Core is an engine with a recording sink and a fake clock.
+struct Core {
+    config cfg;
+    engine eng;
+    double clock = 1000.0;
+    vector<string> log;                 // one line per sink call, in order
+    std::map<const peer *, bool> closing;
+    char tags[32];                      // the opaque clients and workers: &tags[i]
+    std::map<int, waiter *> waiters;    // each client's list of waiters
+    bool started = false;
+
+    Core() { config_defaults(&cfg); }
+
+    void start()
+    {
+        static const engine_ops ops = {
+            [](engine *, peer *) {},
+            [](engine *, peer *) {},
+            [](engine *, int) {},
+            [](engine *e) { return static_cast<Core *>(e->shell)->clock; },
+            [](engine *, peer *) {},
+        };
+        static const engine_sink sink = {
+            [](engine *e, peer *w) { self(e)->note("wake " + self(e)->name(w)); },
+            [](engine *e, peer *w, uint32_t grab, const job *j) {
+                self(e)->note("assign " + self(e)->name(w) + " " + std::to_string(grab) + " " +
+                              job_payload_str(j));
+            },
+            [](engine *e, peer *w) { self(e)->note("no_job " + self(e)->name(w)); },
+            [](engine *e, const job *j) {
+                string s = "failed " + job_payload_str(j);
+                for (const waiter *w = j->waiters; w != nullptr; w = w->jnext)
+                    s += " " + self(e)->name(w->client);
+                self(e)->note(s);
+            },
+            [](const engine *e, const peer *p) {
+                auto &c = static_cast<Core *>(e->shell)->closing;
+                auto it = c.find(p);
+                return it != c.end() && it->second ? 1 : 0;
+            },
+            [](engine *e, const job *j) { self(e)->note("stored_gone " + job_payload_str(j)); },
+        };
+        ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
+        engine_set_sink(&eng, &sink);
+        started = true;
+    }
+
+    ~Core()
+    {
+        if (started)
+            engine_destroy(&eng);
+        config_free(&cfg);
+    }
+
+    static Core *self(engine *e) { return static_cast<Core *>(e->shell); }
+    static string job_payload_str(const job *j) { return string(job_payload(j), job_payload_len(j)); }
+
+    void note(const string &s) { log.push_back(s); }
+    peer *tag(int i) { return reinterpret_cast<peer *>(&tags[i]); }
+    string name(const peer *p) const
+    {
+        int i = (int)(reinterpret_cast<const char *>(p) - tags);
+        return (i >= 20 ? "C" : "W") + std::to_string(i >= 20 ? i - 20 : i);
+    }
+    // client i's opaque tag (clients are 20.., workers 0..)
+    peer *client(int i) { return tag(20 + i); }
+
+    // take returns the sink calls logged since the last take.
+    vector<string> take()
+    {
+        vector<string> out;
+        out.swap(log);
+        return out;
+    }
+
+    void check()
+    {
+        char err[256];
+        ASSERT_EQ(engine_check(&eng, err, sizeof err), 0) << err;
+    }
+
+    func *fn(const string &name) { return func_get(&eng, name.data(), name.size(), 1); }
+
+    // submit_raw makes a job ready as a submit handler does, without draining the wake-ups.
+    job *submit_raw(const string &f, const string &payload, int client = -1,
+                    enum job_prio prio = PRIO_NORMAL, const string &unique = "")
+    {
+        func *fp = fn(f);
+        job *j = job_new(&eng, fp, prio, client < 0, unique.data(), unique.size(), nullptr, 0,
+                         payload.data(), payload.size());
+        if (j == nullptr)
+            return nullptr;
+        if (client >= 0) {
+            EXPECT_EQ(job_add_waiter(j, this->client(client), &waiters[client]), 0);
+        }
+        func_push(&eng, j, 0);
+        return j;
+    }
+
+    // submit is submit_raw followed by the drain the handler's caller does.
+    job *submit(const string &f, const string &payload, int client = -1,
+                enum job_prio prio = PRIO_NORMAL, const string &unique = "")
+    {
+        job *j = submit_raw(f, payload, client, prio, unique);
+        engine_drain_ready(&eng);
+        return j;
+    }
+
+    worker *new_worker(int i, std::initializer_list<const char *> fns, uint32_t timeout_ms = 0)
+    {
+        worker *w = worker_new(&eng, tag(i));
+        for (const char *f : fns)
+            EXPECT_NE(worker_add(&eng, w, fn(f), timeout_ms), nullptr);
+        return w;
+    }
+
+    // grab answers a GRAB as cmd.c does, returning the payload of the assigned job or "NO_JOB"
+    // / "HELD".
+    string grab(worker *w, job **out = nullptr)
+    {
+        job *j = nullptr;
+        enum worker_grab g = worker_grab(&eng, w, GRAB, &j);
+        engine_drain_ready(&eng);
+        if (out != nullptr)
+            *out = j;
+        if (g == WORKER_ASSIGNED)
+            return job_payload_str(j);
+        return g == WORKER_HELD ? "HELD" : "NO_JOB";
+    }
+
+    void gone(worker *w)
+    {
+        worker_gone(&eng, w);
+        engine_drain_ready(&eng);
+    }
+
+    void client_gone(int i)
+    {
+        job_client_gone(&eng, &waiters[i]);
+        engine_drain_ready(&eng);
+    }
+};
+
+using V = vector<string>;
+
+TEST(Core, SubmitGrabComplete)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    job *j = c.submit("f", "one", 0);
+    ASSERT_NE(j, nullptr);
+    EXPECT_EQ(c.eng.njobs, 1u);
+    job *got;
+    EXPECT_EQ(c.grab(w, &got), "one");
+    EXPECT_EQ(got, j);
+    EXPECT_EQ(j->state, JOB_RUNNING);
+    EXPECT_EQ(j->worker, w);
+    EXPECT_EQ(c.eng.nrunning, 1u);
+    c.check();
+    job_free(&c.eng, j); // WORK_COMPLETE
+    EXPECT_EQ(c.eng.njobs, 0u);
+    EXPECT_EQ(c.eng.nrunning, 0u);
+    EXPECT_EQ(c.waiters[0], nullptr) << "the client's list of waiters was emptied";
+    EXPECT_EQ(c.take(), V{}) << "nothing is told to anyone: the worker was awake";
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, GrabWithNothingReadyIsNoJob)
+{
+    Core c;
+    c.cfg.grab_wait = 0; // no held GRABs
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(c.grab(w), "NO_JOB");
+    EXPECT_EQ(c.eng.held, nullptr);
+    c.gone(w);
+}
+
+TEST(Core, HigherPriorityFirstFifoWithin)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    c.submit("f", "low1", -1, PRIO_LOW);
+    c.submit("f", "norm1", -1, PRIO_NORMAL);
+    c.submit("f", "high1", -1, PRIO_HIGH);
+    c.submit("f", "norm2", -1, PRIO_NORMAL);
+    c.submit("f", "high2", -1, PRIO_HIGH);
+    c.check();
+    V order;
+    job *j;
+    for (int i = 0; i < 5; i++) {
+        order.push_back(c.grab(w, &j));
+        job_free(&c.eng, j);
+    }
+    EXPECT_EQ(order, (V{"high1", "high2", "norm1", "norm2", "low1"}));
+    c.gone(w);
+}
+
+TEST(Core, RoundRobinAcrossFunctionsOfOnePriority)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"a", "b"});
+    c.submit("a", "a1");
+    c.submit("a", "a2");
+    c.submit("b", "b1");
+    c.submit("b", "b2");
+    V order;
+    job *j;
+    for (int i = 0; i < 4; i++) {
+        order.push_back(c.grab(w, &j));
+        job_free(&c.eng, j);
+    }
+    ASSERT_EQ(order.size(), 4u);
+    EXPECT_NE(order[0][0], order[1][0]) << "the next grab starts with the next function";
+    EXPECT_EQ(order[0][0], order[2][0]);
+    EXPECT_EQ(order[1][0], order[3][0]);
+    EXPECT_EQ(order[0][1], '1');
+    EXPECT_EQ(order[2][1], '2');
+    c.gone(w);
+}
+
+TEST(Core, PushWakesASleeperOnlyAtTheDrain)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(worker_sleep(&c.eng, w), 0);
+    c.submit_raw("f", "x");
+    EXPECT_EQ(c.take(), V{}) << "a push inside a handler tells nobody yet";
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), V{"wake W0"});
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), V{}) << "a drain does each wake-up once";
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, HeldGrabGetsThePushedJobAfterTheDrainNotInsideTheHandler)
+{
+    Core c;
+    c.cfg.grab_wait = GRAB_WAIT;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(c.grab(w), "HELD");
+    EXPECT_EQ(c.eng.held, w);
+    job *j = c.submit_raw("f", "x", 0);
+    EXPECT_EQ(c.take(), V{}) << "no assign from inside the handler that pushed";
+    EXPECT_EQ(j->state, JOB_READY);
+    char err[256];
+    EXPECT_NE(engine_check(&c.eng, err, sizeof err), 0) << "a wake-up is pending";
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), (V{"assign W0 7 x"})) << "the GRAB kind it was held with comes back";
+    EXPECT_EQ(j->state, JOB_RUNNING);
+    EXPECT_EQ(j->worker, w);
+    EXPECT_EQ(c.eng.held, nullptr);
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, HeldGrabGetsNoJobAtItsDeadline)
+{
+    Core c;
+    c.cfg.grab_wait = GRAB_WAIT;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(c.grab(w), "HELD");
+    EXPECT_DOUBLE_EQ(engine_next_timer(&c.eng), c.clock + GRAB_WAIT);
+    engine_run_timers(&c.eng, c.clock + GRAB_WAIT / 2);
+    EXPECT_EQ(c.take(), V{});
+    engine_run_timers(&c.eng, c.clock + GRAB_WAIT);
+    EXPECT_EQ(c.take(), V{"no_job W0"});
+    EXPECT_EQ(c.eng.held, nullptr);
+    EXPECT_LT(engine_next_timer(&c.eng), 0);
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, OldestHeldGrabServedFirst)
+{
+    Core c;
+    c.cfg.grab_wait = GRAB_WAIT;
+    c.start();
+    worker *w0 = c.new_worker(0, {"f"});
+    worker *w1 = c.new_worker(1, {"f"});
+    EXPECT_EQ(c.grab(w1), "HELD");
+    EXPECT_EQ(c.grab(w0), "HELD");
+    c.submit("f", "x");
+    EXPECT_EQ(c.take(), V{"assign W1 7 x"});
+    c.check();
+    c.gone(w0); // a held worker that goes is told nothing
+    EXPECT_EQ(c.take(), V{});
+    c.gone(w1);
+}
+
+TEST(Core, WorkerLossRequeuesAtTheHead)
+{
+    Core c;
+    c.start();
+    worker *w0 = c.new_worker(0, {"f"});
+    c.submit("f", "first", 0);
+    EXPECT_EQ(c.grab(w0), "first");
+    c.submit("f", "second", 1);
+    c.gone(w0);
+    worker *w1 = c.new_worker(1, {"f"});
+    job *j;
+    EXPECT_EQ(c.grab(w1, &j), "first") << "a lost job goes back to the front";
+    EXPECT_EQ(j->retries, 1u);
+    EXPECT_EQ(c.take(), V{});
+    c.check();
+    c.gone(w1);
+}
+
+TEST(Core, WorkerLossWakesASleeperAfterTheDrain)
+{
+    Core c;
+    c.start();
+    worker *w0 = c.new_worker(0, {"f"});
+    worker *w1 = c.new_worker(1, {"f"});
+    c.submit("f", "x");
+    EXPECT_EQ(c.grab(w0), "x");
+    EXPECT_EQ(worker_sleep(&c.eng, w1), 0);
+    worker_gone(&c.eng, w0);
+    EXPECT_EQ(c.take(), V{});
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), V{"wake W1"});
+    c.check();
+    c.gone(w1);
+}
+
+TEST(Core, RetriesExhaustedFailsTheJobToItsClients)
+{
+    Core c;
+    c.cfg.job_retries = 1;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    job *j = c.submit("f", "x", 3);
+    ASSERT_EQ(job_add_waiter(j, c.client(4), &c.waiters[4]), 0);
+    EXPECT_EQ(c.grab(w), "x");
+    c.gone(w);
+    V got = c.take();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_TRUE(got[0] == "failed x C4 C3" || got[0] == "failed x C3 C4") << got[0];
+    EXPECT_EQ(c.eng.njobs, 0u);
+    EXPECT_EQ(c.waiters[3], nullptr);
+    EXPECT_EQ(c.waiters[4], nullptr);
+    c.check();
+}
+
+TEST(Core, ForegroundJobWithNoClientLeftIsDroppedOnLoss)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    c.submit("f", "x", 0);
+    EXPECT_EQ(c.grab(w), "x");
+    c.client_gone(0);
+    EXPECT_EQ(c.eng.njobs, 1u) << "a running job stays with its worker";
+    c.gone(w);
+    EXPECT_EQ(c.eng.njobs, 0u) << "and is not re-queued for nobody";
+    EXPECT_EQ(c.take(), V{});
+    c.check();
+}
+
+TEST(Core, ClientGoneFreesQueuedForegroundJobsOnly)
+{
+    Core c;
+    c.start();
+    job *fg = c.submit("f", "fg", 0);
+    job *bg = c.submit("f", "bg", -1, PRIO_NORMAL, "u");
+    ASSERT_EQ(job_add_waiter(bg, c.client(0), &c.waiters[0]), 0); // coalesced onto a bg job
+    (void)fg;
+    c.client_gone(0);
+    EXPECT_EQ(c.eng.njobs, 1u);
+    EXPECT_EQ(job_find_unique(&c.eng, c.fn("f"), "u", 1, "bg", 2), bg);
+    EXPECT_EQ(bg->waiters, nullptr);
+    c.check();
+}
+
+TEST(Core, CantDoRequeuesOnlyThatFunctionsJobs)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"a", "b"});
+    job *ja = c.submit("a", "xa");
+    job *jb = c.submit("b", "xb");
+    job *j1, *j2;
+    c.grab(w, &j1);
+    c.grab(w, &j2);
+    ASSERT_EQ(c.eng.nrunning, 2u);
+    worker_cant_do(&c.eng, w, c.fn("a"));
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(ja->state, JOB_READY);
+    EXPECT_EQ(jb->state, JOB_RUNNING);
+    EXPECT_EQ(w->nabilities, 1u);
+    c.check();
+    worker_reset_abilities(&c.eng, w);
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(jb->state, JOB_READY);
+    EXPECT_EQ(w->nabilities, 0u);
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, CancelQueuedJobFailsAndFreesIt)
+{
+    Core c;
+    c.start();
+    job *j = c.submit("f", "x", 2);
+    job_cancel(&c.eng, j);
+    EXPECT_EQ(c.take(), V{"failed x C2"});
+    EXPECT_EQ(c.eng.njobs, 0u);
+    EXPECT_EQ(c.waiters[2], nullptr);
+    c.check();
+}
+
+TEST(Core, CancelRunningJobLeavesItToTheWorkerUnretried)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    job *j = c.submit("f", "x", 2);
+    j->flags |= JOB_BACKGROUND | JOB_STORED; // as if a background submit had joined it
+    EXPECT_EQ(c.grab(w), "x");
+    job_cancel(&c.eng, j);
+    EXPECT_EQ(c.take(), (V{"failed x C2", "stored_gone x"}));
+    EXPECT_EQ(j->state, JOB_RUNNING);
+    EXPECT_EQ(j->waiters, nullptr);
+    EXPECT_EQ(j->flags & (JOB_BACKGROUND | JOB_STORED), 0);
+    c.gone(w);
+    EXPECT_EQ(c.eng.njobs, 0u) << "its worker's loss drops it";
+    EXPECT_EQ(c.take(), V{}) << "and the store is not told twice";
+    c.check();
+}
+
+TEST(Core, FreeingAStoredJobTellsTheStore)
+{
+    Core c;
+    c.start();
+    job *j = c.submit("f", "x");
+    j->flags |= JOB_STORED;
+    job_free(&c.eng, j);
+    EXPECT_EQ(c.take(), V{"stored_gone x"});
+}
+
+TEST(Core, CoalescingByUnique)
+{
+    Core c;
+    c.start();
+    func *f = c.fn("f");
+    job *j = c.submit("f", "p1", 0, PRIO_NORMAL, "u1");
+    EXPECT_EQ(job_find_unique(&c.eng, f, "u1", 2, "other", 5), j) << "the payload does not matter";
+    EXPECT_EQ(job_find_unique(&c.eng, c.fn("g"), "u1", 2, "p1", 2), nullptr) << "per function";
+    EXPECT_EQ(job_find_unique_any(&c.eng, "u1", 2), j);
+    job *d = c.submit("f", "same", 0, PRIO_NORMAL, "-");
+    EXPECT_EQ(job_find_unique(&c.eng, f, "-", 1, "same", 4), d) << "'-' coalesces on payload";
+    EXPECT_EQ(job_find_unique(&c.eng, f, "-", 1, "diff", 4), nullptr);
+    c.submit("f", "e", 0);
+    EXPECT_EQ(job_find_unique(&c.eng, f, "", 0, "e", 1), nullptr) << "an empty unique never";
+    c.check();
+}
+
+TEST(Core, WakeOneSleeperPerReadyJobByDefault)
+{
+    Core c;
+    c.start();
+    worker *w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = c.new_worker(i, {"f"});
+        EXPECT_EQ(worker_sleep(&c.eng, w[i]), 0);
+    }
+    c.submit_raw("f", "a");
+    c.submit_raw("f", "b");
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), (V{"wake W0", "wake W1"}));
+    c.submit("f", "c");
+    EXPECT_EQ(c.take(), (V{"wake W2"}));
+    for (auto *x : w)
+        c.gone(x);
+}
+
+TEST(Core, WorkerWakeupNWakesNPerPushEvenWhenDeferred)
+{
+    Core c;
+    c.cfg.worker_wakeup = 1;
+    c.start();
+    worker *w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = c.new_worker(i, {"f"});
+        EXPECT_EQ(worker_sleep(&c.eng, w[i]), 0);
+    }
+    c.submit_raw("f", "a");
+    c.submit_raw("f", "b");
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), (V{"wake W0", "wake W1"})) << "one per push, as before the deferral";
+    for (auto *x : w)
+        c.gone(x);
+}
+
+TEST(Core, ClosingWorkerIsNotWoken)
+{
+    Core c;
+    c.start();
+    worker *w0 = c.new_worker(0, {"f"});
+    worker *w1 = c.new_worker(1, {"f"});
+    EXPECT_EQ(worker_sleep(&c.eng, w0), 0);
+    EXPECT_EQ(worker_sleep(&c.eng, w1), 0);
+    c.closing[c.tag(0)] = true;
+    c.submit("f", "x");
+    EXPECT_EQ(c.take(), V{"wake W1"});
+    c.gone(w0);
+    c.gone(w1);
+}
+
+TEST(Core, CanDoTimeoutFailsOrRequeues)
+{
+    for (int requeue = 0; requeue < 2; requeue++) {
+        Core c;
+        c.cfg.can_do_timeout_requeue = requeue;
+        c.cfg.job_retries = -1;
+        c.start();
+        worker *w = c.new_worker(0, {"f"}, 100);
+        job *j = c.submit("f", "x", 1);
+        EXPECT_EQ(c.grab(w), "x");
+        EXPECT_DOUBLE_EQ(engine_next_timer(&c.eng), c.clock + 0.1);
+        engine_run_timers(&c.eng, c.clock + 0.2);
+        if (requeue) {
+            EXPECT_EQ(c.take(), V{});
+            EXPECT_EQ(j->state, JOB_READY);
+            EXPECT_EQ(j->retries, 1u);
+        } else {
+            EXPECT_EQ(c.take(), V{"failed x C1"});
+            EXPECT_EQ(c.eng.njobs, 0u);
+        }
+        c.check();
+        c.gone(w);
+    }
+}
+
+TEST(Core, FutureJobBecomesReadyAndWakesAtItsTime)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(worker_sleep(&c.eng, w), 0);
+    job *j = job_new(&c.eng, c.fn("f"), PRIO_NORMAL, 1, nullptr, 0, nullptr, 0, "x", 1);
+    ASSERT_EQ(job_defer(&c.eng, j, c.clock + 60), 0);
+    c.check();
+    engine_run_timers(&c.eng, c.clock + 59);
+    EXPECT_EQ(c.take(), V{});
+    engine_run_timers(&c.eng, c.clock + 60);
+    EXPECT_EQ(c.take(), V{"wake W0"}) << "engine_run_timers drains what it pushed";
+    EXPECT_EQ(j->state, JOB_READY);
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, BeginShutdownReleasesHeldGrabsAndAssignsNothing)
+{
+    Core c;
+    c.cfg.grab_wait = GRAB_WAIT;
+    c.start();
+    worker *w0 = c.new_worker(0, {"f"});
+    worker *w1 = c.new_worker(1, {"f"});
+    EXPECT_EQ(c.grab(w0), "HELD");
+    EXPECT_EQ(worker_sleep(&c.eng, w1), 0);
+    engine_begin_shutdown(&c.eng);
+    EXPECT_EQ(c.take(), V{"no_job W0"});
+    EXPECT_EQ(c.eng.held, nullptr);
+    c.submit("f", "x");
+    EXPECT_EQ(c.take(), V{}) << "nobody is woken";
+    EXPECT_EQ(c.grab(w0), "NO_JOB") << "nothing new is assigned, nor held";
+    EXPECT_EQ(worker_sleep(&c.eng, w1), 0);
+    c.check();
+    c.gone(w0);
+    c.gone(w1);
+}
+
+TEST(Core, StatsSnapshot)
+{
+    Core c;
+    c.cfg.grab_wait = GRAB_WAIT;
+    c.start();
+    worker *w0 = c.new_worker(0, {"f", "g"});
+    worker *w1 = c.new_worker(1, {"h"});
+    c.submit("f", "a", -1, PRIO_HIGH);
+    c.submit("f", "b", -1, PRIO_LOW);
+    c.submit("g", "c", -1, PRIO_LOW);
+    EXPECT_EQ(c.grab(w0), "a");
+    EXPECT_EQ(c.grab(w1), "HELD");
+    engine_snapshot st;
+    engine_stats_get(&c.eng, &st);
+    EXPECT_EQ(st.jobs, 3u);
+    EXPECT_EQ(st.running, 1u);
+    EXPECT_EQ(st.queued[PRIO_HIGH], 0u);
+    EXPECT_EQ(st.queued[PRIO_NORMAL], 0u);
+    EXPECT_EQ(st.queued[PRIO_LOW], 2u);
+    EXPECT_EQ(st.functions, 3u);
+    EXPECT_EQ(st.workers, 2u);
+    EXPECT_EQ(st.abilities, 3u);
+    EXPECT_EQ(st.held, 1u);
+    EXPECT_EQ(st.peers, 0u);
+    c.gone(w0);
+    c.gone(w1);
+    engine_stats_get(&c.eng, &st);
+    EXPECT_EQ(st.workers, 0u);
+    EXPECT_EQ(st.held, 0u);
+    EXPECT_EQ(st.running, 0u);
+    EXPECT_EQ(st.queued[PRIO_LOW], 2u) << "background jobs stay queued";
+}
+
+TEST(Core, FunctionForgottenWithItsLastWorkerAndJob)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(worker_sleep(&c.eng, w), 0);
+    job *j = c.submit_raw("f", "x");
+    job_free(&c.eng, j); // freed before the drain: the pending wake-up must not outlive f
+    c.gone(w);
+    EXPECT_EQ(func_get(&c.eng, "f", 1, 0), nullptr);
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), V{});
+    c.check();
+}
+
+} // namespace
