@@ -264,11 +264,11 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     e->listings = p;
 }
 
-static void cmd_workers(struct peer *p) { start_listing(p, LIST_WORKERS); }
+static void adm_workers(struct peer *p) { start_listing(p, LIST_WORKERS); }
 
-static void cmd_status(struct peer *p) { start_listing(p, LIST_STATUS); }
+static void adm_status(struct peer *p) { start_listing(p, LIST_STATUS); }
 
-static void cmd_prioritystatus(struct peer *p) { start_listing(p, LIST_PRIORITY); }
+static void adm_prioritystatus(struct peer *p) { start_listing(p, LIST_PRIORITY); }
 
 /* listing_waits reports whether p's listing must wait for its socket to take what is queued. */
 static int listing_waits(const struct peer *p)
@@ -330,7 +330,7 @@ void admin_peer_gone(struct peer *p)
     listing_free(p);
 }
 
-static void cmd_show(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_show(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n == 2 && pa_token_is(&t[1], "jobs"))
         start_listing(p, LIST_JOBS);
@@ -344,7 +344,7 @@ static void cmd_show(struct peer *p, const struct pa_token *t, size_t n)
 
 /* ------------------------------------------------------------ changes */
 
-static void cmd_cancel(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_cancel(struct peer *p, const struct pa_token *t, size_t n)
 {
     struct engine *e = p->eng;
     if (n < 3) {
@@ -364,7 +364,7 @@ static void cmd_cancel(struct peer *p, const struct pa_token *t, size_t n)
     reply(p, "OK\r\n");
 }
 
-static void cmd_create_function(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_create_function(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n != 3 || !pa_token_is(&t[1], "function")) {
         invalid_arguments(p, "create");
@@ -389,7 +389,7 @@ static void cmd_create_function(struct peer *p, const struct pa_token *t, size_t
     reply(p, "OK\r\n");
 }
 
-static void cmd_drop_function(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_drop_function(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n != 3 || !pa_token_is(&t[1], "function")) {
         invalid_arguments(p, "drop");
@@ -426,7 +426,7 @@ static uint32_t parse_limit(const struct pa_token *t)
     return neg ? 0 : (uint32_t)v;
 }
 
-static void cmd_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n < 2) {
         invalid_arguments(p, "maxqueue");
@@ -452,7 +452,7 @@ static void cmd_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
     reply(p, "OK\r\n");
 }
 
-static void cmd_shutdown(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 {
     struct engine *e = p->eng;
     int graceful = n >= 2 && pa_token_is(&t[1], "graceful");
@@ -487,23 +487,23 @@ void admin_line(struct peer *p, const char *line, size_t len)
     }
     const struct pa_token *c = &tok[0];
     if (pa_token_is(c, "workers"))
-        cmd_workers(p);
+        adm_workers(p);
     else if (pa_token_is(c, "status"))
-        cmd_status(p);
+        adm_status(p);
     else if (pa_token_is(c, "prioritystatus"))
-        cmd_prioritystatus(p);
+        adm_prioritystatus(p);
     else if (pa_token_is(c, "maxqueue"))
-        cmd_maxqueue(p, tok, n);
+        adm_maxqueue(p, tok, n);
     else if (pa_token_is(c, "show"))
-        cmd_show(p, tok, n);
+        adm_show(p, tok, n);
     else if (pa_token_is(c, "cancel"))
-        cmd_cancel(p, tok, n);
+        adm_cancel(p, tok, n);
     else if (pa_token_is(c, "create"))
-        cmd_create_function(p, tok, n);
+        adm_create_function(p, tok, n);
     else if (pa_token_is(c, "drop"))
-        cmd_drop_function(p, tok, n);
+        adm_drop_function(p, tok, n);
     else if (pa_token_is(c, "shutdown"))
-        cmd_shutdown(p, tok, n);
+        adm_shutdown(p, tok, n);
     else if (pa_token_is(c, "version"))
         reply(p, "OK " PACKAGE_VERSION "\n");
     else if (pa_token_is(c, "verbose"))
