@@ -228,11 +228,12 @@ static void check_all(void)
                                j->worker->peer->worker == j->worker,
                            "running job %llu held by a dead worker", (unsigned long long)j->id);
             }
-            for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext) {
+            list_for_each(it, &j->waiters) {
+                const struct waiter *w = waiter_of(it);
                 FUZZ_CHECK(w->job == j, "waiter of another job");
                 FUZZ_CHECK(live_peer(w->client), "job %llu waited on by a gone client",
                            (unsigned long long)j->id);
-                FUZZ_CHECK(w->jnext == NULL || w->jnext->jprev == w, "waiter links");
+                FUZZ_CHECK(it->next->prev == it, "waiter links");
             }
         }
     FUZZ_CHECK(e->timers.n >= future && e->timers.n <= future + running,

@@ -147,7 +147,8 @@ static void write_worker(struct peer *p, const struct peer *q)
 {
     replyf(p, "%d %s %s :", q->fd, q->ip, q->client_id ? q->client_id : "-");
     if (q->worker != NULL)
-        for (struct ability *a = q->worker->abilities; a != NULL; a = a->wnext) {
+        list_for_each(n, &q->worker->abilities) {
+            const struct ability *a = ability_of_wnode(n);
             peer_write(p, " ", 1);
             peer_write(p, a->func->name, a->func->name_len);
         }
@@ -177,7 +178,7 @@ static int write_slice(struct peer *p, int max, int *used)
     } else if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
         struct job *at = &l->jmark, *next;
         while (n < max) {
-            next = at->anext;
+            next = job_list_next(e, at);
             if (next == NULL || (next->state != JOB_MARKER && next->id >= l->limit)) {
                 done = 1;
                 break;

@@ -395,7 +395,7 @@ static struct job *owned_job(struct peer *p, const struct pb_packet *pkt)
  * once into a shared blob when several clients wait. */
 static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
 {
-    if (j->waiters == NULL)
+    if (!job_has_waiters(j))
         return;
     struct proto_arg args[3];
     int n = pkt->info->argc;
@@ -403,27 +403,35 @@ static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
         args[i] = (struct proto_arg){pkt->arg[i], pkt->len[i]};
     if (cmd == CMD_WORK_STATUS) {
         /* a client that has not read the last status gets this one instead (peer_send_status) */
-        for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        list_for_each(it, &j->waiters) {
+            struct waiter *w = waiter_of(it);
             peer_send_status(w->client, args, n, &w->status_slot);
+        }
         return;
     }
     if (!pkt->info->has_data) {
-        for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+        list_for_each(it, &j->waiters) {
+            struct waiter *w = waiter_of(it);
             peer_send(w->client, cmd, args, n);
+        }
         return;
     }
-    if (j->waiters->jnext != NULL && pkt->data_len >= OUTQ_SHARE_MIN) {
+    if (job_many_waiters(j) && pkt->data_len >= OUTQ_SHARE_MIN) {
         struct blob *b = blob_from(pkt->data, pkt->data_len);
         if (b != NULL) {
-            for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+            list_for_each(it, &j->waiters) {
+                struct waiter *w = waiter_of(it);
                 peer_send_ref(w->client, cmd, args, n, b, 0, b->len);
+            }
             blob_unref(b);
             return;
         }
     }
     args[n] = (struct proto_arg){pkt->data, pkt->data_len};
-    for (struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+    list_for_each(it, &j->waiters) {
+        struct waiter *w = waiter_of(it);
         peer_send(w->client, cmd, args, n + 1);
+    }
 }
 
 static void work_result(struct peer *p, const struct pb_packet *pkt)
@@ -455,7 +463,8 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
         break;
     case CMD_WORK_EXCEPTION: {
         struct proto_arg a[2] = {{pkt->arg[0], pkt->len[0]}, {pkt->data, pkt->data_len}};
-        for (struct waiter *w = j->waiters; w != NULL; w = w->jnext) {
+        list_for_each(it, &j->waiters) {
+            struct waiter *w = waiter_of(it);
             if (w->client->flags & PEER_EXCEPTIONS)
                 peer_send(w->client, CMD_WORK_EXCEPTION, a, 2);
             else
@@ -561,8 +570,10 @@ static void sink_job_failed(struct engine *e, const struct job *j)
 {
     char h[JOB_HANDLE_BUF];
     struct proto_arg a = {h, job_handle(e, j, h)};
-    for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+    list_for_each(it, &j->waiters) {
+        const struct waiter *w = waiter_of(it);
         peer_send(w->client, CMD_WORK_FAIL, &a, 1);
+    }
 }
 
 static int sink_closing(const struct engine *e, const struct peer *p)

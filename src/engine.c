@@ -54,6 +54,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->shell = shell;
     e->sink = nop_sink;
     list_node_init(&e->ready);
+    list_node_init(&e->held);
+    list_node_init(&e->jobs);
     if (cfg->job_handle_prefix != NULL) {
         snprintf(e->prefix, sizeof e->prefix, "%s", cfg->job_handle_prefix);
     } else {
@@ -100,8 +102,9 @@ double engine_next_timer(const struct engine *e)
     double at;
     if (!heap_top(&e->timers, &at))
         at = -1.0;
-    if (e->held != NULL && (at < 0 || e->held->held_until < at))
-        at = e->held->held_until;
+    const struct list_node *n = list_first(&e->held);
+    if (n != NULL && (at < 0 || worker_of_held(n)->held_until < at))
+        at = worker_of_held(n)->held_until;
     return at;
 }
 
@@ -118,15 +121,17 @@ void engine_run_timers(struct engine *e, double now)
             worker_job_timeout(e, j);
         }
     }
-    while (e->held != NULL && e->held->held_until <= now)
-        worker_grab_release(e, e->held);
+    struct list_node *n;
+    while ((n = list_first(&e->held)) != NULL && worker_of_held(n)->held_until <= now)
+        worker_grab_release(e, worker_of_held(n));
     engine_drain_ready(e);
 }
 
 void engine_release_grabs(struct engine *e)
 {
-    while (e->held != NULL)
-        worker_grab_release(e, e->held);
+    struct list_node *n;
+    while ((n = list_first(&e->held)) != NULL)
+        worker_grab_release(e, worker_of_held(n));
 }
 
 void engine_drain_ready(struct engine *e)
@@ -163,7 +168,7 @@ void engine_stats_get(const struct engine *e, struct engine_snapshot *st)
     st->functions = e->funcs.count;
     st->workers = e->nworkers;
     st->abilities = e->abilities.count;
-    for (const struct worker *w = e->held; w != NULL; w = w->held_next)
+    list_for_each(n, &e->held)
         st->held++;
     st->peers = e->npeers;
     st->buffered = e->buffered;
@@ -188,16 +193,13 @@ static int check_func(const struct func *f, char *err, size_t errlen)
 {
     for (int p = 0; p < PRIO_COUNT; p++) {
         uint32_t n = 0;
-        const struct job *prev = NULL;
-        for (const struct job *j = f->head[p]; j != NULL; j = j->next) {
-            if (j->state != JOB_READY || j->func != f || j->prio != p || j->prev != prev)
+        list_for_each(it, &f->queue[p]) {
+            const struct job *j = job_of_qnode(it);
+            if (j->state != JOB_READY || j->func != f || j->prio != p || it->next->prev != it)
                 return fail(err, errlen, "%s: bad job %llu in ready queue %d", f->name,
                             (unsigned long long)j->id, p);
-            prev = j;
             n++;
         }
-        if (f->tail[p] != prev)
-            return fail(err, errlen, "%s: tail of queue %d is wrong", f->name, p);
         if (n != f->ready[p])
             return fail(err, errlen, "%s: ready[%d]=%u but queue holds %u", f->name, p,
                         f->ready[p], n);
@@ -209,18 +211,15 @@ static int check_func(const struct func *f, char *err, size_t errlen)
         return fail(err, errlen, "%s: running=%u but %u jobs run", f->name, f->running,
                     f->check[PRIO_COUNT]);
     uint32_t nw = 0;
-    const struct ability *a = f->workers;
-    if (a != NULL) {
-        do {
-            if (a->func != f)
-                return fail(err, errlen, "%s: foreign ability in worker list", f->name);
-            for (int p = 0; p < PRIO_COUNT; p++)
-                if ((a->rnext[p] != NULL) != (f->ready[p] > 0))
-                    return fail(err, errlen, "%s: ready list link %d disagrees with queue",
-                                f->name, p);
-            nw++;
-            a = a->fnext;
-        } while (a != f->workers);
+    list_for_each(n, &f->workers) {
+        const struct ability *a = container_of(n, struct ability, fnode);
+        if (a->func != f)
+            return fail(err, errlen, "%s: foreign ability in worker list", f->name);
+        for (int p = 0; p < PRIO_COUNT; p++)
+            if (list_linked(&a->rnode[p]) != (f->ready[p] > 0))
+                return fail(err, errlen, "%s: ready list link %d disagrees with queue",
+                            f->name, p);
+        nw++;
     }
     if (nw != f->nworkers)
         return fail(err, errlen, "%s: nworkers=%u but %u linked", f->name, f->nworkers, nw);
@@ -239,7 +238,8 @@ static int check_peers(const struct engine *e, char *err, size_t errlen)
                 if (p->worker->peer != p)
                     return fail(err, errlen, "fd %d: worker of another peer", p->fd);
                 uint32_t n = 0;
-                for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
+                list_for_each(it, &p->worker->running) {
+                    const struct job *j = job_of_qnode(it);
                     if (j->state != JOB_RUNNING || j->worker != p->worker)
                         return fail(err, errlen, "fd %d: bad job in running list", p->fd);
                     n++;
@@ -282,12 +282,12 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
         if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
             return fail(err, errlen, "future job %llu has no timer",
                         (unsigned long long)j->id);
-        if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+        if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
             return fail(err, errlen, "foreground job %llu queued with no client",
                         (unsigned long long)j->id);
     }
     for (const struct func *f = e->func_list; f != NULL; f = f->next)
-        if (check_func(f, err, errlen) != 0)
+        if (!f->marker && check_func(f, err, errlen) != 0) /* a marker has no lists */
             return -1;
     if (e->jobs_by_id.count != e->njobs)
         return fail(err, errlen, "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
@@ -298,13 +298,12 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
         return fail(err, errlen, "nrunning=%zu but functions count %zu", e->nrunning,
                     total_running);
     double last = 0;
-    for (const struct worker *w = e->held; w != NULL; w = w->held_next) {
+    list_for_each(n, &e->held) {
+        const struct worker *w = worker_of_held(n);
         if (!w->held)
             return fail(err, errlen, "a worker on the held list without a held GRAB");
         if (w->held_until < last)
             return fail(err, errlen, "held GRABs out of deadline order");
-        if ((w->held_next == NULL) != (w == e->held_tail))
-            return fail(err, errlen, "held list tail mismatch");
         last = w->held_until;
     }
     if (!list_empty(&e->ready))

@@ -99,8 +99,7 @@ struct engine {
     uint64_t peer_seq;            /* attach number of the next peer */
     struct func *func_tail;       /* the newest function */
     struct hmap jobs_by_id;       /* struct job by handle number */
-    struct job *jobs;             /* every job in handle-number order (job->anext) */
-    struct job *jobs_tail;        /* the last of them */
+    struct list_node jobs;        /* every job in handle-number order (job.anode) */
     uint64_t func_seq;            /* creation number of the next new function */
     struct hmap jobs_by_unique;   /* struct job by unique (all functions; "-" by payload) */
     struct heap timers;           /* epoch due times and CAN_DO_TIMEOUT deadlines */
@@ -113,8 +112,8 @@ struct engine {
     struct store *store_mgr;      /* the durable store, NULL for memory only (store.h) */
     int replaying;                /* stored jobs are still being loaded: no job is handed out */
     int destroying;               /* engine_destroy runs: functions are freed all at once */
-    struct worker *held;          /* workers whose GRAB waits for a job, oldest first */
-    struct worker *held_tail;     /* the newest of them */
+    struct list_node held;        /* workers whose GRAB waits for a job (worker.hnode),
+                                     oldest first, so the first has the earliest deadline */
     size_t nworkers;              /* live struct worker (worker_new .. worker_gone) */
 };
 

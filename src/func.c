@@ -82,13 +82,18 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
     }
     f->seq = e->func_seq++;
     list_node_init(&f->wake);
+    list_node_init(&f->workers);
+    for (int p = 0; p < PRIO_COUNT; p++)
+        list_node_init(&f->queue[p]);
+    list_node_init(&f->idle[0]);
+    list_node_init(&f->idle[1]);
     func_list_insert(e, f, NULL);
     return f;
 }
 
 void func_drop(struct engine *e, struct func *f)
 {
-    assert(f->workers == NULL && func_total(f) == 0 && f->woken == 0);
+    assert(list_empty(&f->workers) && func_total(f) == 0 && f->woken == 0);
     list_del(&f->wake);
     func_list_remove(e, f);
     hmap_remove(&e->funcs, &f->node, func_hash(&f->node, e));
@@ -122,29 +127,19 @@ void func_free_all(struct engine *e)
 /* became_ready links every worker of f into its ready ring for p; became_empty unlinks them. */
 static void became_ready(struct func *f, int p)
 {
-    struct ability *a = f->workers;
-    if (a == NULL)
-        return;
-    do {
-        worker_ready_link(a, p);
-        a = a->fnext;
-    } while (a != f->workers);
+    list_for_each(n, &f->workers)
+        worker_ready_link(container_of(n, struct ability, fnode), p);
 }
 
 static void became_empty(struct func *f, int p)
 {
-    struct ability *a = f->workers;
-    if (a == NULL)
-        return;
-    do {
-        worker_ready_unlink(a, p);
-        a = a->fnext;
-    } while (a != f->workers);
+    list_for_each(n, &f->workers)
+        worker_ready_unlink(container_of(n, struct ability, fnode), p);
 }
 
 void func_wake(struct engine *e, struct func *f)
 {
-    if (f->workers == NULL)
+    if (list_empty(&f->workers))
         return; /* nobody to wake (a worker that comes later looks for work itself) */
     f->wakes++;
     if (!list_linked(&f->wake))
@@ -153,7 +148,7 @@ void func_wake(struct engine *e, struct func *f)
 
 void func_wake_now(struct engine *e, struct func *f)
 {
-    if (f->workers == NULL || e->shutting_down || e->replaying)
+    if (list_empty(&f->workers) || e->shutting_down || e->replaying)
         return;
     int limit = e->cfg->worker_wakeup;
     if (limit < 0) {
@@ -175,20 +170,10 @@ void func_push(struct engine *e, struct job *j, int at_head)
     assert(j->state == JOB_LIMBO);
     j->state = JOB_READY;
     f->queued[p]++;
-    if (f->head[p] == NULL) {
-        j->next = j->prev = NULL;
-        f->head[p] = f->tail[p] = j;
-    } else if (at_head) {
-        j->prev = NULL;
-        j->next = f->head[p];
-        f->head[p]->prev = j;
-        f->head[p] = j;
-    } else {
-        j->next = NULL;
-        j->prev = f->tail[p];
-        f->tail[p]->next = j;
-        f->tail[p] = j;
-    }
+    if (at_head)
+        list_push_front(&f->queue[p], &j->qnode);
+    else
+        list_push_back(&f->queue[p], &j->qnode);
     if (f->ready[p]++ == 0)
         became_ready(f, p);
     func_wake(e, f);
@@ -200,15 +185,7 @@ void func_unlink(struct engine *e, struct job *j)
     struct func *f = j->func;
     int p = j->prio;
     assert(j->state == JOB_READY);
-    if (j->prev)
-        j->prev->next = j->next;
-    else
-        f->head[p] = j->next;
-    if (j->next)
-        j->next->prev = j->prev;
-    else
-        f->tail[p] = j->prev;
-    j->next = j->prev = NULL;
+    list_del(&j->qnode);
     j->state = JOB_LIMBO;
     f->queued[p]--;
     if (--f->ready[p] == 0)

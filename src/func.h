@@ -22,22 +22,21 @@ struct worker;
 /* struct func is one function name and its queues. */
 struct func {
     struct hnode node;               /* engine->funcs, keyed by name */
-    struct job *head[PRIO_COUNT];    /* ready queue per priority, oldest first */
-    struct job *tail[PRIO_COUNT];    /* last ready job per priority */
+    struct list_node queue[PRIO_COUNT]; /* ready jobs per priority (job.qnode), oldest first */
     uint32_t ready[PRIO_COUNT];      /* jobs in each ready queue */
     uint32_t queued[PRIO_COUNT];     /* jobs not running (ready + future) per priority */
     uint32_t running;                /* jobs assigned to workers */
     uint32_t max_queue[PRIO_COUNT];  /* maxqueue limits, 0 = unlimited */
     uint32_t nworkers;               /* workers that registered the function */
     uint32_t woken;                  /* sleepers sent a NOOP for this function, not yet grabbing */
-    struct ability *workers;         /* circular list of those workers; the wake-up start */
+    struct list_node workers;        /* those workers (ability.fnode), oldest first */
     struct list_node wake;           /* engine->ready: waiting for engine_drain_ready */
     uint32_t wakes;                  /* func_wake calls since the last drain */
     struct func *next;               /* next function in creation order (engine->func_list) */
     struct func *prev;               /* previous one (NULL for the first) */
-    struct ability *idle[2];         /* candidates for a wake-up (FUNC_HELD, FUNC_SLEEPING),
-                                        oldest first; stale entries are dropped as met */
-    struct ability *idle_tail[2];    /* last of each idle list */
+    struct list_node idle[2];        /* candidates for a wake-up (FUNC_HELD, FUNC_SLEEPING),
+                                        oldest first (ability.inode); stale entries are
+                                        parked as met */
     uint64_t seq;                    /* creation number (engine->func_seq) */
     uint8_t marker;                  /* not a function: a 'status' listing's place in func_list */
     uint32_t check[PRIO_COUNT + 1];  /* scratch for engine_check: future per priority, running */

@@ -179,10 +179,13 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
         goto fail;
     }
     /* handle-number order: a new job goes last; only a restored one may need a short walk */
-    struct job *after = e->jobs_tail;
-    while (after != NULL && (after->state == JOB_MARKER || after->id > j->id))
-        after = after->aprev;
-    job_list_after(e, j, after);
+    list_node_init(&j->qnode);
+    list_node_init(&j->waiters);
+    struct list_node *after = e->jobs.prev;
+    while (after != &e->jobs && (container_of(after, struct job, anode)->state == JOB_MARKER ||
+                                 container_of(after, struct job, anode)->id > j->id))
+        after = after->prev;
+    list_insert_after(after, &j->anode);
     e->njobs++;
     return j;
 fail:
@@ -192,29 +195,19 @@ fail:
 
 void job_list_after(struct engine *e, struct job *m, struct job *after)
 {
-    m->aprev = after;
-    m->anext = after ? after->anext : e->jobs;
-    if (m->anext)
-        m->anext->aprev = m;
-    else
-        e->jobs_tail = m;
-    if (after)
-        after->anext = m;
-    else
-        e->jobs = m;
+    list_insert_after(after != NULL ? &after->anode : &e->jobs, &m->anode);
 }
 
 void job_list_remove(struct engine *e, struct job *m)
 {
-    if (m->aprev)
-        m->aprev->anext = m->anext;
-    else
-        e->jobs = m->anext;
-    if (m->anext)
-        m->anext->aprev = m->aprev;
-    else
-        e->jobs_tail = m->aprev;
-    m->anext = m->aprev = NULL;
+    (void)e;
+    list_del(&m->anode);
+}
+
+struct job *job_list_next(const struct engine *e, const struct job *m)
+{
+    const struct list_node *n = list_next(&e->jobs, &m->anode);
+    return n != NULL ? container_of(n, struct job, anode) : NULL;
 }
 
 int job_add_waiter(struct job *j, struct peer *client, struct waiter **list)
@@ -224,10 +217,7 @@ int job_add_waiter(struct job *j, struct peer *client, struct waiter **list)
         return -1;
     w->job = j;
     w->client = client;
-    w->jnext = j->waiters;
-    if (j->waiters)
-        j->waiters->jprev = w;
-    j->waiters = w;
+    list_push_front(&j->waiters, &w->jnode);
     w->plist = list;
     w->pnext = *list;
     if (*list)
@@ -238,12 +228,7 @@ int job_add_waiter(struct job *j, struct peer *client, struct waiter **list)
 
 void job_remove_waiter(struct waiter *w)
 {
-    if (w->jprev)
-        w->jprev->jnext = w->jnext;
-    else
-        w->job->waiters = w->jnext;
-    if (w->jnext)
-        w->jnext->jprev = w->jprev;
+    list_del(&w->jnode);
     if (w->pprev)
         w->pprev->pnext = w->pnext;
     else
@@ -256,7 +241,7 @@ void job_remove_waiter(struct waiter *w)
 uint32_t job_nwaiters(const struct job *j)
 {
     uint32_t n = 0;
-    for (const struct waiter *w = j->waiters; w != NULL; w = w->jnext)
+    list_for_each(it, &j->waiters)
         n++;
     return n;
 }
@@ -277,12 +262,7 @@ void job_detach(struct engine *e, struct job *j)
         break;
     case JOB_RUNNING: {
         struct worker *w = j->worker;
-        if (j->prev)
-            j->prev->next = j->next;
-        else
-            w->running = j->next;
-        if (j->next)
-            j->next->prev = j->prev;
+        list_del(&j->qnode);
         w->nrunning--;
         f->running--;
         e->nrunning--;
@@ -292,7 +272,6 @@ void job_detach(struct engine *e, struct job *j)
     case JOB_LIMBO:
         break;
     }
-    j->next = j->prev = NULL;
     j->worker = NULL;
     j->state = JOB_LIMBO;
 }
@@ -312,11 +291,7 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
     assert(j->state == JOB_LIMBO);
     j->state = JOB_RUNNING;
     j->worker = w;
-    j->prev = NULL;
-    j->next = w->running;
-    if (w->running)
-        w->running->prev = j;
-    w->running = j;
+    list_push_front(&w->running, &j->qnode);
     w->nrunning++;
     j->func->running++;
     e->nrunning++;
@@ -326,22 +301,22 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
 
 void job_fail(struct engine *e, struct job *j)
 {
-    if (j->waiters != NULL)
+    if (job_has_waiters(j))
         e->sink.job_failed(e, j);
     job_free(e, j);
 }
 
 void job_cancel(struct engine *e, struct job *j)
 {
-    if (j->waiters != NULL)
+    if (job_has_waiters(j))
         e->sink.job_failed(e, j);
     if (j->state != JOB_RUNNING) {
         job_free(e, j);
         return;
     }
     /* the worker finishes it; its results then go nowhere and it is never retried */
-    while (j->waiters != NULL)
-        job_remove_waiter(j->waiters);
+    while (job_has_waiters(j))
+        job_remove_waiter(waiter_of(j->waiters.next));
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
     j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
@@ -353,7 +328,7 @@ void job_client_gone(struct engine *e, struct waiter **list)
         struct waiter *w = *list;
         struct job *j = w->job;
         job_remove_waiter(w);
-        if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+        if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
             job_free(e, j);
     }
 }
@@ -368,8 +343,8 @@ void job_free(struct engine *e, struct job *j)
         hmap_remove(&e->jobs_by_unique, &j->by_unique, job_unique_hash(&j->by_unique, e));
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
-    while (j->waiters != NULL)
-        job_remove_waiter(j->waiters);
+    while (job_has_waiters(j))
+        job_remove_waiter(waiter_of(j->waiters.next));
     e->njobs--;
     blob_unref(job_blob(j)); /* frees the job too, unless a write still holds the payload */
     if (!e->destroying)

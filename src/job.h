@@ -11,6 +11,7 @@
 #include "blob.h"
 #include "heap.h"
 #include "hmap.h"
+#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,8 +46,7 @@ struct waiter {
     struct job *job;      /* the job waited on */
     struct peer *client;  /* the client connection (opaque: handed to the sink) */
     struct waiter **plist; /* the head of the client's list of waiters (job_add_waiter) */
-    struct waiter *jnext; /* next waiter of the same job */
-    struct waiter *jprev; /* previous waiter of the same job */
+    struct list_node jnode; /* the job's list of waiters (job.waiters), newest first */
     struct waiter *pnext; /* next waiter of the same client */
     struct waiter *pprev; /* previous waiter of the same client */
     uint64_t status_slot; /* the client's unsent WORK_STATUS of this job (outq_put_slot), or 0 */
@@ -58,13 +58,13 @@ struct waiter {
 struct job {
     struct hnode by_id;       /* engine->jobs_by_id */
     struct hnode by_unique;   /* engine->jobs_by_unique, when the job has a unique */
-    struct job *next;         /* ready queue or the worker's running list */
-    struct job *prev;         /* ready queue or the worker's running list */
-    struct job *anext;        /* engine->jobs: every job in handle-number order */
-    struct job *aprev;        /* (and the cursors of 'show jobs' listings) */
+    struct list_node qnode;   /* its function's ready queue (JOB_READY) or its worker's
+                                 running list (JOB_RUNNING); unlinked elsewhere */
+    struct list_node anode;   /* engine->jobs: every job in handle-number order (and the
+                                 markers of 'show jobs' listings) */
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
-    struct waiter *waiters;   /* foreground clients attached */
+    struct list_node waiters; /* foreground clients attached (waiter.jnode), newest first */
     struct worker *worker;    /* the worker running it, or NULL */
     uint32_t num;             /* last WORK_STATUS numerator */
     uint32_t den;             /* last WORK_STATUS denominator */
@@ -148,9 +148,16 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
                        const char *data, size_t dlen, uint64_t id);
 
 /* job_list_after links marker m into engine->jobs just after `after` (at the head if NULL);
- * job_list_remove unlinks it. */
+ * job_list_remove unlinks it; job_list_next returns the job or marker after m, NULL at the end. */
 void job_list_after(struct engine *e, struct job *m, struct job *after);
 void job_list_remove(struct engine *e, struct job *m);
+struct job *job_list_next(const struct engine *e, const struct job *m);
+
+/* job_of_qnode returns the job whose queue link is n. */
+static inline struct job *job_of_qnode(const struct list_node *n)
+{
+    return container_of(n, struct job, qnode);
+}
 
 /* job_add_waiter attaches client to j (a foreground submit); the waiter is also linked at the
  * head of *list, the client's own list of waiters (pnext), which must outlive it. Returns 0 or
@@ -159,6 +166,20 @@ int job_add_waiter(struct job *j, struct peer *client, struct waiter **list);
 
 /* job_remove_waiter detaches and frees w. */
 void job_remove_waiter(struct waiter *w);
+
+/* waiter_of returns the waiter whose job link is n. */
+static inline struct waiter *waiter_of(const struct list_node *n)
+{
+    return container_of(n, struct waiter, jnode);
+}
+
+/* job_has_waiters reports whether any foreground client waits on j; job_many_waiters whether
+ * two or more do. O(1). */
+static inline int job_has_waiters(const struct job *j) { return !list_empty(&j->waiters); }
+static inline int job_many_waiters(const struct job *j)
+{
+    return job_has_waiters(j) && j->waiters.next->next != &j->waiters;
+}
 
 /* job_nwaiters counts the foreground clients attached to j. */
 uint32_t job_nwaiters(const struct job *j);

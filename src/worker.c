@@ -2,7 +2,6 @@
 /* worker: abilities, ready rings, idle lists, held GRABs and the scheduling decisions. */
 #include "worker.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,41 +13,19 @@
 
 /* ------------------------------------------------------------ ready rings */
 
-/* worker_ready_link puts a into its worker's ready list for priority p (at the back of the rotation). */
+/* worker_ready_link puts a at the back of its worker's ready ring for priority p: it is served
+ * last in the current rotation. */
 void worker_ready_link(struct ability *a, int p)
 {
-    struct worker *w = a->worker;
-    struct ability *cur = w->ready[p];
-    if (cur == NULL) {
-        a->rnext[p] = a->rprev[p] = a;
-        w->ready[p] = a;
-    } else {
-        /* insert just before the cursor: it is served last in the current rotation */
-        a->rnext[p] = cur;
-        a->rprev[p] = cur->rprev[p];
-        cur->rprev[p]->rnext[p] = a;
-        cur->rprev[p] = a;
-    }
+    list_push_back(&a->worker->ready[p], &a->rnode[p]);
 }
 
-/* worker_ready_unlink removes a from its worker's ready list for priority p. */
+/* worker_ready_unlink takes a out of its worker's ready ring for priority p (if it is in it). */
 void worker_ready_unlink(struct ability *a, int p)
 {
-    struct worker *w = a->worker;
-    if (a->rnext[p] == NULL)
-        return;
-    if (a->rnext[p] == a) {
-        w->ready[p] = NULL;
-    } else {
-        a->rprev[p]->rnext[p] = a->rnext[p];
-        a->rnext[p]->rprev[p] = a->rprev[p];
-        if (w->ready[p] == a)
-            w->ready[p] = a->rnext[p];
-    }
-    a->rnext[p] = a->rprev[p] = NULL;
+    list_del(&a->rnode[p]);
 }
 
-/* became_ready links every worker of f into its ready list for p; became_empty unlinks them. */
 /* ------------------------------------------------------------ idle lists
  * Each ability is in exactly one of two lists per kind k (FUNC_HELD, FUNC_SLEEPING): its
  * function's idle list, where a wake-up looks for a worker, or its worker's parked list. An entry
@@ -58,42 +35,19 @@ void worker_ready_unlink(struct ability *a, int p)
 
 static void idle_unlink(struct ability *a, int k)
 {
-    struct ability **head = a->in_func[k] ? &a->func->idle[k] : &a->worker->parked[k];
-    if (a->iprev[k])
-        a->iprev[k]->inext[k] = a->inext[k];
-    else
-        *head = a->inext[k];
-    if (a->inext[k])
-        a->inext[k]->iprev[k] = a->iprev[k];
-    else if (a->in_func[k])
-        a->func->idle_tail[k] = a->iprev[k];
-    a->inext[k] = a->iprev[k] = NULL;
+    list_del(&a->inode[k]);
 }
 
 /* idle_park puts a (in no list) at the head of its worker's parked list k. */
 static void idle_park(struct ability *a, int k)
 {
-    struct worker *w = a->worker;
-    a->in_func[k] = 0;
-    a->iprev[k] = NULL;
-    a->inext[k] = w->parked[k];
-    if (w->parked[k])
-        w->parked[k]->iprev[k] = a;
-    w->parked[k] = a;
+    list_push_front(&a->worker->parked[k], &a->inode[k]);
 }
 
 /* idle_append puts a (in no list) at the tail of its function's idle list k. */
 static void idle_append(struct ability *a, int k)
 {
-    struct func *f = a->func;
-    a->in_func[k] = 1;
-    a->inext[k] = NULL;
-    a->iprev[k] = f->idle_tail[k];
-    if (f->idle_tail[k])
-        f->idle_tail[k]->inext[k] = a;
-    else
-        f->idle[k] = a;
-    f->idle_tail[k] = a;
+    list_push_back(&a->func->idle[k], &a->inode[k]);
 }
 
 /* idle_valid reports whether w is what idle list k looks for. */
@@ -107,8 +61,9 @@ static int idle_valid(const struct engine *e, const struct worker *w, int k)
 void worker_idle(struct engine *e, struct worker *w, int k)
 {
     (void)e;
-    while (w->parked[k] != NULL) {
-        struct ability *a = w->parked[k];
+    struct list_node *n;
+    while ((n = list_first(&w->parked[k])) != NULL) {
+        struct ability *a = container_of(n, struct ability, inode[k]);
         idle_unlink(a, k);
         idle_append(a, k);
     }
@@ -118,12 +73,15 @@ void worker_idle(struct engine *e, struct worker *w, int k)
  * it; NULL if none. */
 static struct ability *idle_first(const struct engine *e, struct func *f, int k)
 {
-    struct ability *a;
-    while ((a = f->idle[k]) != NULL && !idle_valid(e, a->worker, k)) {
+    struct list_node *n;
+    while ((n = list_first(&f->idle[k])) != NULL) {
+        struct ability *a = container_of(n, struct ability, inode[k]);
+        if (idle_valid(e, a->worker, k))
+            return a;
         idle_unlink(a, k);
         idle_park(a, k);
     }
-    return a;
+    return NULL;
 }
 
 /* wake_one: see worker_wake_one. A held GRAB is answered through the sink (worker_grab_held);
@@ -153,13 +111,7 @@ void worker_hold(struct engine *e, struct worker *w, uint32_t grab, double now)
 {
     w->held = grab;
     w->held_until = now + e->cfg->grab_wait;
-    w->held_next = NULL;
-    w->held_prev = e->held_tail;
-    if (e->held_tail)
-        e->held_tail->held_next = w;
-    else
-        e->held = w;
-    e->held_tail = w;
+    list_push_back(&e->held, &w->hnode);
     worker_idle(e, w, FUNC_HELD);
 }
 
@@ -167,15 +119,8 @@ void worker_unhold(struct engine *e, struct worker *w)
 {
     if (!w->held)
         return;
-    if (w->held_prev)
-        w->held_prev->held_next = w->held_next;
-    else
-        e->held = w->held_next;
-    if (w->held_next)
-        w->held_next->held_prev = w->held_prev;
-    else
-        e->held_tail = w->held_prev;
-    w->held_next = w->held_prev = NULL;
+    (void)e;
+    list_del(&w->hnode);
     w->held = 0;
 }
 
@@ -198,14 +143,14 @@ void worker_awake(struct engine *e, struct worker *w)
 struct job *worker_take(struct engine *e, struct worker *w, struct ability **via)
 {
     for (int p = 0; p < PRIO_COUNT; p++) {
-        struct ability *a = w->ready[p];
-        if (a == NULL)
+        struct list_node *n = list_first(&w->ready[p]);
+        if (n == NULL)
             continue;
+        struct ability *a = container_of(n, struct ability, rnode[p]);
         struct func *f = a->func;
-        struct job *j = f->head[p];
-        assert(j != NULL);
+        struct job *j = job_of_qnode(list_first(&f->queue[p]));
         /* round-robin: the next grab at this priority starts with the next function */
-        w->ready[p] = a->rnext[p];
+        list_rotate(&w->ready[p]);
         func_unlink(e, j);
         *via = a;
         return j;
@@ -215,7 +160,7 @@ struct job *worker_take(struct engine *e, struct worker *w, struct ability **via
 
 int worker_has_work(const struct worker *w)
 {
-    return w->ready[0] != NULL || w->ready[1] != NULL || w->ready[2] != NULL;
+    return !list_empty(&w->ready[0]) || !list_empty(&w->ready[1]) || !list_empty(&w->ready[2]);
 }
 
 /* ------------------------------------------------------------ workers */
@@ -226,6 +171,13 @@ struct worker *worker_new(struct engine *e, struct peer *client)
     if (w == NULL)
         return NULL;
     w->peer = client;
+    list_node_init(&w->abilities);
+    for (int p = 0; p < PRIO_COUNT; p++)
+        list_node_init(&w->ready[p]);
+    list_node_init(&w->parked[0]);
+    list_node_init(&w->parked[1]);
+    list_node_init(&w->hnode);
+    list_node_init(&w->running);
     e->nworkers++;
     return w;
 }
@@ -270,34 +222,22 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
         free(a);
         return NULL;
     }
-    a->wprev = w->abilities_tail;
-    if (w->abilities_tail)
-        w->abilities_tail->wnext = a;
-    else
-        w->abilities = a;
-    w->abilities_tail = a;
+    list_push_back(&w->abilities, &a->wnode);
     w->nabilities++;
-    if (f->workers == NULL) {
-        a->fnext = a->fprev = a;
-        f->workers = a;
-    } else {
-        a->fnext = f->workers;
-        a->fprev = f->workers->fprev;
-        f->workers->fprev->fnext = a;
-        f->workers->fprev = a;
-    }
+    list_push_back(&f->workers, &a->fnode);
     f->nworkers++;
     for (int k = 0; k < 2; k++) {
+        list_node_init(&a->inode[k]);
         if (idle_valid(e, w, k))
             idle_append(a, k);
         else
             idle_park(a, k);
     }
-    for (int p = 0; p < PRIO_COUNT; p++)
-        if (f->ready[p] > 0) {
-            worker_ready_link(a, p);
-            w->ready[p] = a; /* the last CAN_DO is served first, then backwards, as gearmand */
-        }
+    for (int p = 0; p < PRIO_COUNT; p++) {
+        list_node_init(&a->rnode[p]);
+        if (f->ready[p] > 0) /* the last CAN_DO is served first, then backwards, as gearmand */
+            list_push_front(&w->ready[p], &a->rnode[p]);
+    }
     return a;
 }
 
@@ -309,24 +249,10 @@ void worker_remove(struct engine *e, struct ability *a)
         worker_ready_unlink(a, p);
     for (int k = 0; k < 2; k++)
         idle_unlink(a, k);
-    if (a->fnext == a) {
-        f->workers = NULL;
-    } else {
-        a->fprev->fnext = a->fnext;
-        a->fnext->fprev = a->fprev;
-        if (f->workers == a)
-            f->workers = a->fnext;
-    }
+    list_del(&a->fnode);
     f->nworkers--;
     hmap_remove(&e->abilities, &a->node, ability_key(w, f));
-    if (a->wprev)
-        a->wprev->wnext = a->wnext;
-    else
-        w->abilities = a->wnext;
-    if (a->wnext)
-        a->wnext->wprev = a->wprev;
-    else
-        w->abilities_tail = a->wprev;
+    list_del(&a->wnode);
     w->nabilities--;
     free(a);
     func_release(e, f);
@@ -334,19 +260,18 @@ void worker_remove(struct engine *e, struct ability *a)
 
 void worker_reset(struct engine *e, struct worker *w)
 {
-    while (w->abilities != NULL)
-        worker_remove(e, w->abilities);
+    struct list_node *n;
+    while ((n = list_first(&w->abilities)) != NULL)
+        worker_remove(e, ability_of_wnode(n));
 }
 
 /* requeue_jobs re-queues w's running jobs of function f (every function if f is NULL). */
 static void requeue_jobs(struct engine *e, struct worker *w, const struct func *f)
 {
-    struct job *j = w->running;
-    while (j != NULL) {
-        struct job *next = j->next;
+    list_for_each_safe(n, next, &w->running) {
+        struct job *j = job_of_qnode(n);
         if (f == NULL || j->func == f)
             worker_requeue(e, j);
-        j = next;
     }
 }
 
@@ -381,7 +306,7 @@ void worker_requeue(struct engine *e, struct job *j)
 {
     job_detach(e, j);
     j->num = j->den = 0;
-    if (j->waiters == NULL && !(j->flags & JOB_BACKGROUND)) {
+    if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND)) {
         job_free(e, j);
         return;
     }

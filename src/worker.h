@@ -14,6 +14,7 @@
 #include "func.h"
 #include "hmap.h"
 #include "job.h"
+#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,16 +28,10 @@ struct ability {
     struct hnode node;                  /* engine->abilities, keyed by (worker, function) */
     struct func *func;                  /* the function */
     struct worker *worker;              /* the worker */
-    struct ability *fnext;              /* next in func's circular worker list */
-    struct ability *fprev;              /* previous in func's circular worker list */
-    struct ability *wnext;              /* next of the worker's abilities, in CAN_DO order */
-    struct ability *wprev;              /* previous of the worker's abilities */
-    struct ability *inext[2];           /* in func->idle[k] (in_func[k]) or else in the
-                                           worker's parked[k] list */
-    struct ability *iprev[2];
-    uint8_t in_func[2];                 /* 1: linked in func->idle[k], 0: in worker->parked[k] */
-    struct ability *rnext[PRIO_COUNT];  /* worker's circular ready list per priority */
-    struct ability *rprev[PRIO_COUNT];  /* (linked iff func->ready[p] > 0) */
+    struct list_node fnode;             /* func->workers: the function's workers, oldest first */
+    struct list_node wnode;             /* worker->abilities, in CAN_DO order */
+    struct list_node inode[2];          /* in func->idle[k], or else in worker->parked[k] */
+    struct list_node rnode[PRIO_COUNT]; /* worker->ready[p] (linked iff func->ready[p] > 0) */
     uint32_t timeout_ms;                /* CAN_DO_TIMEOUT, 0 = none */
 };
 
@@ -44,22 +39,33 @@ struct ability {
 struct worker {
     struct peer *peer;                  /* the connection: opaque to the core, handed to the
                                            sink (never dereferenced here) */
-    struct ability *abilities;          /* registered functions, CAN_DO order */
-    struct ability *abilities_tail;     /* last registered */
+    struct list_node abilities;         /* registered functions (ability.wnode), CAN_DO order */
     uint32_t nabilities;                /* count */
-    struct ability *ready[PRIO_COUNT];  /* round-robin cursor into each ready list */
-    struct ability *parked[2];          /* abilities not in their function's idle list k */
-    struct job *running;                /* jobs assigned to it (job->next/prev) */
+    struct list_node ready[PRIO_COUNT]; /* per priority, the abilities whose function has ready
+                                           jobs (ability.rnode), in round-robin order: the first
+                                           is served next, then goes to the back */
+    struct list_node parked[2];         /* abilities not in their function's idle list k */
+    struct list_node running;           /* jobs assigned to it (job.qnode), newest first */
     uint32_t nrunning;                  /* count */
     struct func *woken_for;             /* the function whose job it was woken for, or NULL */
-    struct worker *held_next;           /* engine->held: workers whose GRAB waits for a job */
-    struct worker *held_prev;           /* (oldest first, so deadlines are in order) */
+    struct list_node hnode;             /* engine->held while its GRAB waits for a job (oldest
+                                           first, so deadlines are in order) */
     double held_until;                  /* when a held GRAB gets NO_JOB */
     uint32_t held;                      /* the GRAB held unanswered (the caller's code for its
                                            kind, handed back to sink.assign), 0 if none */
     uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
     uint8_t noop_sent;                  /* woken with a NOOP since it slept */
 };
+
+/* ability_of_wnode / worker_of_held turn list nodes back into their objects. */
+static inline struct ability *ability_of_wnode(const struct list_node *n)
+{
+    return container_of(n, struct ability, wnode);
+}
+static inline struct worker *worker_of_held(const struct list_node *n)
+{
+    return container_of(n, struct worker, hnode);
+}
 
 /* enum worker_grab is what worker_grab decided. */
 enum worker_grab {

@@ -257,8 +257,10 @@ class AdminWorkersTest : public AdminTest {
         string s = std::to_string(p->fd) + " " + p->ip + " " +
                    (p->client_id ? p->client_id : "-") + " :";
         if (p->worker != nullptr)
-            for (const ability *a = p->worker->abilities; a != nullptr; a = a->wnext)
+            list_for_each(n, &p->worker->abilities) {
+                const ability *a = ability_of_wnode(n);
                 s += " " + string(a->func->name, a->func->name_len);
+            }
         return s + "\n";
     }
     // rows lists the expected lines of the given peers.

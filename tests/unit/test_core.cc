@@ -56,8 +56,8 @@ struct Core {
             [](engine *e, peer *w) { self(e)->note("no_job " + self(e)->name(w)); },
             [](engine *e, const job *j) {
                 string s = "failed " + job_payload_str(j);
-                for (const waiter *w = j->waiters; w != nullptr; w = w->jnext)
-                    s += " " + self(e)->name(w->client);
+                list_for_each(it, &j->waiters)
+                    s += " " + self(e)->name(waiter_of(it)->client);
                 self(e)->note(s);
             },
             [](const engine *e, const peer *p) {
@@ -201,7 +201,7 @@ TEST(Core, GrabWithNothingReadyIsNoJob)
     c.start();
     worker *w = c.new_worker(0, {"f"});
     EXPECT_EQ(c.grab(w), "NO_JOB");
-    EXPECT_EQ(c.eng.held, nullptr);
+    EXPECT_TRUE(list_empty(&c.eng.held));
     c.gone(w);
 }
 
@@ -273,7 +273,7 @@ TEST(Core, HeldGrabGetsThePushedJobAfterTheDrainNotInsideTheHandler)
     c.start();
     worker *w = c.new_worker(0, {"f"});
     EXPECT_EQ(c.grab(w), "HELD");
-    EXPECT_EQ(c.eng.held, w);
+    EXPECT_EQ(worker_of_held(list_first(&c.eng.held)), w);
     job *j = c.submit_raw("f", "x", 0);
     EXPECT_EQ(c.take(), V{}) << "no assign from inside the handler that pushed";
     EXPECT_EQ(j->state, JOB_READY);
@@ -283,7 +283,7 @@ TEST(Core, HeldGrabGetsThePushedJobAfterTheDrainNotInsideTheHandler)
     EXPECT_EQ(c.take(), (V{"assign W0 7 x"})) << "the GRAB kind it was held with comes back";
     EXPECT_EQ(j->state, JOB_RUNNING);
     EXPECT_EQ(j->worker, w);
-    EXPECT_EQ(c.eng.held, nullptr);
+    EXPECT_TRUE(list_empty(&c.eng.held));
     c.check();
     c.gone(w);
 }
@@ -300,7 +300,7 @@ TEST(Core, HeldGrabGetsNoJobAtItsDeadline)
     EXPECT_EQ(c.take(), V{});
     engine_run_timers(&c.eng, c.clock + GRAB_WAIT);
     EXPECT_EQ(c.take(), V{"no_job W0"});
-    EXPECT_EQ(c.eng.held, nullptr);
+    EXPECT_TRUE(list_empty(&c.eng.held));
     EXPECT_LT(engine_next_timer(&c.eng), 0);
     c.check();
     c.gone(w);
@@ -403,7 +403,7 @@ TEST(Core, ClientGoneFreesQueuedForegroundJobsOnly)
     c.client_gone(0);
     EXPECT_EQ(c.eng.njobs, 1u);
     EXPECT_EQ(job_find_unique(&c.eng, c.fn("f"), "u", 1, "bg", 2), bg);
-    EXPECT_EQ(bg->waiters, nullptr);
+    EXPECT_FALSE(job_has_waiters(bg));
     c.check();
 }
 
@@ -455,7 +455,7 @@ TEST(Core, CancelRunningJobLeavesItToTheWorkerUnretried)
     job_cancel(&c.eng, j);
     EXPECT_EQ(c.take(), (V{"failed x C2", "stored_gone x"}));
     EXPECT_EQ(j->state, JOB_RUNNING);
-    EXPECT_EQ(j->waiters, nullptr);
+    EXPECT_FALSE(job_has_waiters(j));
     EXPECT_EQ(j->flags & (JOB_BACKGROUND | JOB_STORED), 0);
     c.gone(w);
     EXPECT_EQ(c.eng.njobs, 0u) << "its worker's loss drops it";
@@ -596,7 +596,7 @@ TEST(Core, BeginShutdownReleasesHeldGrabsAndAssignsNothing)
     EXPECT_EQ(worker_sleep(&c.eng, w1), 0);
     engine_begin_shutdown(&c.eng);
     EXPECT_EQ(c.take(), V{"no_job W0"});
-    EXPECT_EQ(c.eng.held, nullptr);
+    EXPECT_TRUE(list_empty(&c.eng.held));
     c.submit("f", "x");
     EXPECT_EQ(c.take(), V{}) << "nobody is woken";
     EXPECT_EQ(c.grab(w0), "NO_JOB") << "nothing new is assigned, nor held";

@@ -537,7 +537,7 @@ class HeldGrabTest : public EngineTest {
     size_t held_count()
     {
         size_t n = 0;
-        for (const worker *w = f.eng.held; w != nullptr; w = w->held_next)
+        list_for_each(it, &f.eng.held)
             n++;
         return n;
     }
