@@ -31,6 +31,8 @@ Usage: bench/run.sh [OPTIONS] [-- EXTRA_SPUR_BENCH_ARGS]
 Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/gearmand ratios.
 
   --spurd=PATH        spurd binary (env SPURD; default build/src/spurd)
+  --spurd-base=PATH   a second spurd to compare with, e.g. built from the commit before a change
+                      (env SPURD_BASE); adds the server spurd-base and a 'vs base' column
   --bench=PATH        spur-bench binary (env SPUR_BENCH; default build/bench/spur-bench)
   --gearmand=PATH     gearmand binary (env GEARMAND; default /usr/sbin/gearmand)
   --runs=N            runs per server and scenario (default 3)
@@ -38,7 +40,8 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                       1M-job queue-and-drain of a gearmand with its default 991 hash buckets
                       takes about 4 minutes on 2 cores, so --drain-runs=1 saves 20 minutes)
   --drain-jobs=N      jobs queued and drained by the drain scenario (default 1000000)
-  --servers=LIST      any of spurd,gearmand-t0,gearmand,gearmand-hb (default: all)
+  --servers=LIST      any of spurd,spurd-base,gearmand-t0,gearmand,gearmand-hb (default: all
+                      but spurd-base, which is added when --spurd-base is given)
                         gearmand-t0   gearmand -t 0
                         gearmand      gearmand with its default threads (4)
                         gearmand-hb   gearmand --hashtable-buckets 1000003 (default threads)
@@ -54,12 +57,13 @@ for arg in "$@"; do
     if [ "${seen_dashdash:-0}" = 1 ]; then bench_args+=("$arg"); continue; fi
     case $arg in
         --spurd=*) SPURD=${arg#*=} ;;
+        --spurd-base=*) SPURD_BASE=${arg#*=} ;;
         --bench=*) SPUR_BENCH=${arg#*=} ;;
         --gearmand=*) GEARMAND=${arg#*=} ;;
         --runs=*) runs=${arg#*=} ;;
         --drain-runs=*) drain_runs=${arg#*=} ;;
         --drain-jobs=*) drain_jobs=${arg#*=} ;;
-        --servers=*) servers=${arg#*=} ;;
+        --servers=*) servers=${arg#*=}; servers_given=1 ;;
         --scenarios=*) scenarios=${arg#*=} ;;
         --timeout=*) run_timeout=${arg#*=} ;;
         --drain-timeout=*) drain_timeout=${arg#*=} ;;
@@ -69,6 +73,9 @@ for arg in "$@"; do
         *) echo "run.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
     esac
 done
+if [ -n "${SPURD_BASE:-}" ] && [ "${servers_given:-0}" != 1 ]; then
+    servers="spurd,spurd-base,${servers#spurd,}"
+fi
 for n in "$runs" "$drain_runs" "$drain_jobs" "$run_timeout" "$drain_timeout"; do
     case $n in ''|*[!0-9]*|0) echo "run.sh: counts and timeouts must be positive integers" >&2; exit 2 ;; esac
 done
@@ -130,10 +137,12 @@ start_server() {
     local name=$1 dir=$2 try port
     mkdir -p "$dir"
     case $name in
-        spurd)
-            [ -x "$SPURD" ] || { echo "spurd not found at $SPURD" >"$dir/start.err"; return 1; }
+        spurd|spurd-base)
+            local bin=$SPURD
+            [ "$name" = spurd-base ] && bin=$SPURD_BASE
+            [ -x "$bin" ] || { echo "$name not found at $bin" >"$dir/start.err"; return 1; }
             rm -f "$dir/port"
-            "$SPURD" --port=0 --listen=127.0.0.1 --port-file="$dir/port" \
+            "$bin" --port=0 --listen=127.0.0.1 --port-file="$dir/port" \
                 --log-file="$dir/server.log" >>"$dir/server.out" 2>&1 &
             srv_pid=$!
             for _ in $(seq 200); do
@@ -184,6 +193,7 @@ done
 echo "spur-bench comparison: ${#server_list[@]} servers x ${#scenario_list[@]} scenarios" \
      "($runs runs each, drain $drain_runs x $drain_jobs jobs); logs in $out"
 echo "  spurd: $SPURD"
+[ -n "${SPURD_BASE:-}" ] && echo "  spurd-base: $SPURD_BASE"
 echo "  gearmand: $GEARMAND ($("$GEARMAND" --version 2>&1 | grep -m1 . | cut -c1-40))"
 echo "  bench: $SPUR_BENCH; $(nproc) CPUs"
 
@@ -266,7 +276,8 @@ fanout p999_us lower p99.9_us
 fanout cpu_us_per_job lower cpu_us/job"
 
 echo
-echo "Medians (ratio = spurd / best gearmand configuration for that row; '*' = some runs failed)"
+echo "Medians (ratio = spurd / best gearmand configuration for that row; vs base = spurd /"
+echo "spurd-base when it ran; '*' = some runs failed)"
 awk -v servers="$servers" -v scenarios="$scenarios" -v rows="$rows" '
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
@@ -286,24 +297,31 @@ END {
     split(scenarios, want, ","); for (i in want) wanted[want[i]] = 1
     printf "%-14s %-13s", "scenario", "metric"
     for (i = 1; i <= ns; i++) printf " %13s", sv[i]
-    printf " %8s %s\n", "ratio", "(better)"
+    printf " %8s", "ratio"
+    for (i = 1; i <= ns; i++) if (sv[i] == "spurd-base") printf " %8s", "vs base"
+    printf " %s\n", "(better)"
     nr = split(rows, rl, "\n")
     for (r = 1; r <= nr; r++) {
         split(rl[r], f, " "); sc = f[1]; m = f[2]; dir = f[3]; label = f[4]
         if (!(sc in wanted)) continue
         printf "%-14s %-13s", sc, label
-        best = ""; sp = ""
+        best = ""; sp = ""; base = ""; hasbase = 0
         for (i = 1; i <= ns; i++) {
             k = sv[i] SUBSEP sc SUBSEP m
             if (k in vals) {
                 v = median(vals[k]); cell = fmt(v) ((sv[i] SUBSEP sc) in failed ? "*" : "")
                 if (sv[i] == "spurd") sp = v
+                else if (sv[i] == "spurd-base") base = v
                 else if (best == "" || (dir == "higher" ? v > best : v < best)) best = v
             } else cell = "n/a"
+            if (sv[i] == "spurd-base") hasbase = 1
             printf " %13s", cell
         }
-        if (sp != "" && best != "" && best > 0) printf " %8.2f %s\n", sp / best, dir
-        else printf " %8s %s\n", "n/a", dir
+        if (sp != "" && best != "" && best > 0) printf " %8.2f", sp / best
+        else printf " %8s", "n/a"
+        if (hasbase && sp != "" && base != "" && base > 0) printf " %8.2f", sp / base
+        else if (hasbase) printf " %8s", "n/a"
+        printf " %s\n", dir
     }
 }' "$results"
 
