@@ -501,7 +501,7 @@ static void add_arg(struct reader *r, struct bytes *b)
 /* build_packet builds a request from the input: a command, then its arguments joined by NULs. */
 static void build_packet(struct reader *r, struct bytes *out)
 {
-    static const uint32_t odd[] = {0, 43, 65535, 0x80000000u, 0xffffffffu, 5, 24};
+    static const uint32_t odd[] = {0, CMD_MAX, 65535, 0x80000000u, 0xffffffffu, 5, 24};
     uint8_t c = rd_u8(r);
     uint8_t flags = rd_u8(r);
     uint32_t cmd = c % 50;

@@ -57,7 +57,7 @@ TEST_F(PeerTest, ResponseMagicAnsweredAndStreamContinues)
 TEST_F(PeerTest, UnknownCommandsAnsweredAndStreamContinues)
 {
     peer *p = f.connect();
-    for (uint32_t cmd : {0u, 43u, 65535u, 0x80000000u, 0xffffffffu}) {
+    for (uint32_t cmd : {0u, (uint32_t)CMD_MAX, 65535u, 0x80000000u, 0xffffffffu}) {
         ASSERT_EQ(FakeShell::feed(p, FakeShell::req(cmd, "junk")), 0);
         EXPECT_EQ(FakeShell::take(p),
                   FakeShell::res(CMD_ERROR, string("INVALID_COMMAND\0Invalid command expected", 40)))
