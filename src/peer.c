@@ -183,15 +183,10 @@ int peer_write(struct peer *p, const void *data, size_t n)
  * (conn_mark_dirty). */
 static void mark_write(struct peer *p, uint32_t cmd)
 {
-    int to_worker = cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
-                    cmd == CMD_JOB_ASSIGN_ALL;
-    int lazy = !to_worker && cmd != CMD_NO_JOB && p->waiters != NULL &&
-               p->waiters->pnext != NULL;
-    if (to_worker || (!lazy && (cmd == CMD_WORK_COMPLETE || cmd == CMD_WORK_FAIL ||
-                                cmd == CMD_WORK_EXCEPTION)))
-        p->flags |= PEER_URGENT;
-    else if (!lazy)
-        p->flags |= PEER_NOW;
+    uint32_t f = proto_cmd_flags(cmd);
+    if (!(f & PROTO_F_TO_WORKER) && p->waiters != NULL && p->waiters->pnext != NULL)
+        return; /* lazy: a client with more jobs in flight */
+    p->flags |= (f & PROTO_F_URGENT) ? PEER_URGENT : PEER_NOW;
 }
 
 /* put_packet queues a response: header, the arguments separated by NULs (and one after the last
@@ -362,20 +357,6 @@ static long parse_one(struct peer *p, const char *data, size_t n)
     return -1;
 }
 
-/* is_durable_submit reports whether cmd creates a background job (its reply may wait on the store). */
-static int is_durable_submit(uint32_t cmd)
-{
-    return cmd == CMD_SUBMIT_JOB_BG || cmd == CMD_SUBMIT_JOB_HIGH_BG ||
-           cmd == CMD_SUBMIT_JOB_LOW_BG || cmd == CMD_SUBMIT_JOB_EPOCH ||
-           cmd == CMD_SUBMIT_JOB_SCHED || cmd == CMD_SUBMIT_REDUCE_JOB_BACKGROUND;
-}
-
-static int is_submit(uint32_t cmd)
-{
-    return is_durable_submit(cmd) || cmd == CMD_SUBMIT_JOB || cmd == CMD_SUBMIT_JOB_HIGH ||
-           cmd == CMD_SUBMIT_JOB_LOW || cmd == CMD_SUBMIT_REDUCE_JOB;
-}
-
 /* must_wait reports whether the packet at data must wait: while the store replays, submits
  * wait (so restored jobs keep their order ahead of new ones); while p has replies held on the
  * store, anything but another background submit waits (so replies stay in request order). */
@@ -390,12 +371,12 @@ static int must_wait(struct peer *p, const char *data, size_t n)
         return p->pending_acks > 0; /* admin lines answer during a replay */
     if (n < PROTO_HEADER_SIZE)
         return 0;
-    uint32_t cmd = proto_get32(data + 4);
-    if (replaying && is_submit(cmd)) {
+    uint32_t f = proto_cmd_flags(proto_get32(data + 4));
+    if (replaying && (f & PROTO_F_SUBMIT)) {
         p->flags |= PEER_WAIT_REPLAY;
         return 1;
     }
-    return p->pending_acks > 0 && !is_durable_submit(cmd);
+    return p->pending_acks > 0 && !(f & PROTO_F_DURABLE);
 }
 
 /* run parses data[0..n) until it is used up or incomplete; *left gets the unused count. */
