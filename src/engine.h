@@ -96,7 +96,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 void engine_destroy(struct engine *e);
 
 /* engine_check verifies the engine's invariants by walking every structure: each job is in
- * exactly one place, every counter matches its queue, ready lists match non-empty queues.
+ * exactly one place, every counter matches its queue, ready lists match non-empty queues, no
+ * held GRAB while a job is ready for it. The per-connection part is session_check.
  * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests and the
  * fuzzer. It writes only the functions' scratch counters (func.check). */
 int engine_check(const struct engine *e, char *err, size_t errlen);

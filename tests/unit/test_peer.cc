@@ -29,7 +29,7 @@ TEST_F(PeerTest, ByteAtATimeKeepsPartialPacket)
     peer *p = f.connect();
     string in = FakeShell::req(CMD_ECHO_REQ, "slow") + "version\r\n";
     for (char c : in)
-        ASSERT_EQ(peer_feed(p, &c, 1), 0);
+        ASSERT_EQ(session_feed(p, &c, 1), 0);
     string out = FakeShell::take(p);
     string want = FakeShell::res(CMD_ECHO_RES, "slow") + "OK " PACKAGE_VERSION "\n";
     EXPECT_EQ(out, want);

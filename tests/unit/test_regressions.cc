@@ -57,4 +57,5 @@ TEST_F(RegressionTest, ResumeAfterLongListingWithNothingBuffered)
     EXPECT_EQ(FakeShell::take(c), "OK " PACKAGE_VERSION "\n");
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
 }
