@@ -239,18 +239,16 @@ static void note_partial(struct conn *c)
 void conn_idle_sweep(struct server *s, double now)
 {
     double limit = s->cfg->idle_timeout;
-    struct peer *p = s->eng.peers;
-    if (p == NULL || limit <= 0)
+    if (limit <= 0)
         return;
-    do {
-        struct conn *c = (struct conn *)p;
-        p = p->next;
+    list_for_each_safe(n, next, &s->eng.peers) {
+        struct conn *c = (struct conn *)peer_of(n);
         if (c->partial_since > 0 && !c->closing && now - c->partial_since >= limit) {
             log_info("closing fd %d (%s): a packet left unfinished for %.0fs (--idle-timeout)",
                      c->peer.fd, c->peer.ip, now - c->partial_since);
             conn_close(c);
         }
-    } while (p != s->eng.peers);
+    }
 }
 
 static void read_cb(struct ev_loop *loop, ev_io *w, int revents)

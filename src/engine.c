@@ -24,6 +24,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->cfg = cfg;
     e->ops = *ops;
     e->shell = shell;
+    list_node_init(&e->peers);
     if (cfg->job_handle_prefix != NULL) {
         snprintf(e->prefix, sizeof e->prefix, "%s", cfg->job_handle_prefix);
     } else {

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "heap.h"
 #include "hmap.h"
+#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,7 +53,7 @@ struct engine {
     const struct config *cfg;     /* settings (borrowed, outlives the engine) */
     struct engine_ops ops;        /* the shell's callbacks */
     void *shell;                  /* the shell's own pointer, for its callbacks */
-    struct peer *peers;           /* all connected peers, oldest first (circular via prev) */
+    struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */
     size_t npeers;                /* peers in the list */
     struct engine_stats stats;    /* counters */
     int shutting_down;            /* graceful shutdown: no new assignments, wait for running */

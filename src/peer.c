@@ -53,13 +53,13 @@ int peer_shed(struct engine *e)
 {
     size_t limit = e->cfg->max_buffer_memory;
     int n = 0;
-    while (limit != 0 && e->buffered > limit && e->peers != NULL) {
-        struct peer *victim = NULL, *p = e->peers;
-        do {
+    while (limit != 0 && e->buffered > limit && !list_empty(&e->peers)) {
+        struct peer *victim = NULL;
+        list_for_each(it, &e->peers) {
+            struct peer *p = peer_of(it);
             if (!(p->flags & PEER_CLOSING) && p->held > 0 && worse(p, victim))
                 victim = p;
-            p = p->next;
-        } while (p != e->peers);
+        }
         if (victim == NULL)
             break;
         e->stats.shed++;
@@ -80,6 +80,7 @@ int peer_shed(struct engine *e)
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local)
 {
     memset(p, 0, sizeof *p);
+    list_node_init(&p->node);
     p->eng = e;
     p->fd = fd;
     snprintf(p->ip, sizeof p->ip, "%s", ip ? ip : "-");
@@ -93,16 +94,7 @@ void peer_attach(struct peer *p)
 {
     struct engine *e = p->eng;
     p->seq = e->peer_seq++;
-    if (e->peers == NULL) {
-        e->peers = p;
-        p->next = p->prev = p;
-    } else {
-        struct peer *last = e->peers->prev;
-        p->prev = last;
-        p->next = e->peers;
-        last->next = p;
-        e->peers->prev = p;
-    }
+    list_push_back(&e->peers, &p->node);
     e->npeers++;
     e->stats.connections++;
 }
@@ -110,16 +102,8 @@ void peer_attach(struct peer *p)
 void peer_unlink(struct peer *p)
 {
     struct engine *e = p->eng;
-    if (p->next != NULL) {
-        if (p->next == p) {
-            e->peers = NULL;
-        } else {
-            p->prev->next = p->next;
-            p->next->prev = p->prev;
-            if (e->peers == p)
-                e->peers = p->next;
-        }
-        p->next = p->prev = NULL;
+    if (list_linked(&p->node)) {
+        list_del(&p->node);
         e->npeers--;
     }
     buf_free(&p->in);

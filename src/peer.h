@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "list.h"
 #include "outq.h"
 #include "proto.h"
 
@@ -54,8 +55,7 @@ enum {
 /* struct peer is one connection's protocol state. */
 struct peer {
     struct engine *eng;   /* owner */
-    struct peer *next;    /* engine's list of peers */
-    struct peer *prev;    /* engine's list of peers */
+    struct list_node node; /* in engine->peers while attached */
     struct buf in;        /* unparsed input (a partial packet or line) */
     struct outq out;      /* replies not yet written */
     uint64_t discard;     /* body bytes of an oversize packet still to drop */
@@ -73,6 +73,13 @@ struct peer {
                              eng->buffered (0 once closing) */
     char ip[48];          /* peer address as text, for 'workers' */
 };
+
+/* peer_of returns the peer whose engine->peers link is n, or NULL for NULL (so it takes
+ * list_first and list_next as they are). */
+static inline struct peer *peer_of(const struct list_node *n)
+{
+    return n != NULL ? container_of(n, struct peer, node) : NULL;
+}
 
 /* peer_init prepares p for engine e with the socket number and printable address. */
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local);

@@ -283,27 +283,23 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 int session_check(const struct engine *e, char *err, size_t errlen)
 {
-    const struct peer *p = e->peers;
-    if (p != NULL) {
-        do {
-            if (p->worker != NULL) {
-                uint32_t n = 0;
-                for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
-                    if (j->state != JOB_RUNNING || j->worker != p->worker)
-                        return fail(err, errlen, "fd %d: bad job in running list", p->fd);
-                    n++;
-                }
-                if (n != p->worker->nrunning)
-                    return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
-                if (p->worker->held && func_has_work(p->worker))
-                    return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
-                                p->fd);
+    list_for_each(it, &e->peers) {
+        const struct peer *p = peer_of(it);
+        if (p->worker != NULL) {
+            uint32_t n = 0;
+            for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
+                if (j->state != JOB_RUNNING || j->worker != p->worker)
+                    return fail(err, errlen, "fd %d: bad job in running list", p->fd);
+                n++;
             }
-            for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
-                if (w->client != p)
-                    return fail(err, errlen, "fd %d: waiter of another client", p->fd);
-            p = p->next;
-        } while (p != e->peers);
+            if (n != p->worker->nrunning)
+                return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
+            if (p->worker->held && func_has_work(p->worker))
+                return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it", p->fd);
+        }
+        for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
+            if (w->client != p)
+                return fail(err, errlen, "fd %d: waiter of another client", p->fd);
     }
     return 0;
 }

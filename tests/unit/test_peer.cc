@@ -125,11 +125,13 @@ TEST_F(PeerTest, PeersListedInConnectOrder)
     peer *b = f.connect();
     peer *c = f.connect();
     EXPECT_EQ(f.eng.npeers, 3u);
-    EXPECT_EQ(f.eng.peers, a);
-    EXPECT_EQ(a->next, b);
-    EXPECT_EQ(b->next, c);
+    EXPECT_EQ(peer_of(list_first(&f.eng.peers)), a);
+    EXPECT_EQ(peer_of(list_next(&f.eng.peers, &a->node)), b);
+    EXPECT_EQ(peer_of(list_next(&f.eng.peers, &b->node)), c);
+    EXPECT_EQ(list_next(&f.eng.peers, &c->node), nullptr);
     f.disconnect(b);
-    EXPECT_EQ(a->next, c);
+    EXPECT_FALSE(list_linked(&b->node));
+    EXPECT_EQ(peer_of(list_next(&f.eng.peers, &a->node)), c);
     EXPECT_EQ(f.eng.npeers, 2u);
 }
 
