@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "server.h"
+#include "session.h"
 
 #define CONN_IOV_MAX 64 /* iovecs per writev */
 
@@ -190,7 +191,7 @@ void conn_free(struct conn *c)
     }
     ev_io_stop(s->loop, &c->rio);
     ev_io_stop(s->loop, &c->wio);
-    peer_detach(&c->peer);
+    session_detach(&c->peer);
     close(c->peer.fd);
     s->nconns--;
     free(c);
@@ -238,18 +239,16 @@ static void note_partial(struct conn *c)
 void conn_idle_sweep(struct server *s, double now)
 {
     double limit = s->cfg->idle_timeout;
-    struct peer *p = s->eng.peers;
-    if (p == NULL || limit <= 0)
+    if (limit <= 0)
         return;
-    do {
-        struct conn *c = (struct conn *)p;
-        p = p->next;
+    list_for_each_safe(n, next, &s->eng.peers) {
+        struct conn *c = (struct conn *)peer_of(n);
         if (c->partial_since > 0 && !c->closing && now - c->partial_since >= limit) {
             log_info("closing fd %d (%s): a packet left unfinished for %.0fs (--idle-timeout)",
                      c->peer.fd, c->peer.ip, now - c->partial_since);
             conn_close(c);
         }
-    } while (p != s->eng.peers);
+    }
 }
 
 static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -277,14 +276,14 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         n = read(p->fd, buf_tail(&p->in), SERVER_READ_SIZE);
         if (n > 0) {
             buf_commit(&p->in, (size_t)n);
-            peer_process(p);
+            session_process(p);
             note_partial(c);
             return;
         }
     } else {
         n = read(p->fd, c->srv->rbuf, SERVER_READ_SIZE);
         if (n > 0) {
-            peer_feed(p, c->srv->rbuf, (size_t)n);
+            session_feed(p, c->srv->rbuf, (size_t)n);
             note_partial(c);
             return;
         }
@@ -303,7 +302,7 @@ void conn_resume(struct conn *c)
 {
     if (c->closing)
         return;
-    peer_process(&c->peer);
+    session_process(&c->peer);
     note_partial(c);
     if (!c->closing && !c->eof && !peer_busy(&c->peer) && !(c->peer.flags & PEER_DEFERRED))
         ev_io_start(c->srv->loop, &c->rio);

@@ -13,7 +13,6 @@
 
 #include "func.h"
 #include "job.h"
-#include "peer.h" /* engine_check's walk over the peers only (see check_peers) */
 #include "worker.h"
 
 /* the sink until engine_set_sink: tells nobody anything */
@@ -56,6 +55,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     list_node_init(&e->ready);
     list_node_init(&e->held);
     list_node_init(&e->jobs);
+    list_node_init(&e->peers);
     if (cfg->job_handle_prefix != NULL) {
         snprintf(e->prefix, sizeof e->prefix, "%s", cfg->job_handle_prefix);
     } else {
@@ -226,39 +226,6 @@ static int check_func(const struct func *f, char *err, size_t errlen)
     return 0;
 }
 
-/* check_peers verifies what ties connections to the core: each worker's running list and held
- * GRAB, each client's waiters. It is the one part of engine_check that reads struct peer (it
- * belongs with the session's own check once there is one). */
-static int check_peers(const struct engine *e, char *err, size_t errlen)
-{
-    const struct peer *p = e->peers;
-    if (p != NULL) {
-        do {
-            if (p->worker != NULL) {
-                if (p->worker->peer != p)
-                    return fail(err, errlen, "fd %d: worker of another peer", p->fd);
-                uint32_t n = 0;
-                list_for_each(it, &p->worker->running) {
-                    const struct job *j = job_of_qnode(it);
-                    if (j->state != JOB_RUNNING || j->worker != p->worker)
-                        return fail(err, errlen, "fd %d: bad job in running list", p->fd);
-                    n++;
-                }
-                if (n != p->worker->nrunning)
-                    return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
-                if (p->worker->held && worker_has_work(p->worker))
-                    return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
-                                p->fd);
-            }
-            for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
-                if (w->client != p)
-                    return fail(err, errlen, "fd %d: waiter of another client", p->fd);
-            p = p->next;
-        } while (p != e->peers);
-    }
-    return 0;
-}
-
 int engine_check(const struct engine *e, char *err, size_t errlen)
 {
     size_t nfunc = 0;
@@ -304,9 +271,11 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
             return fail(err, errlen, "a worker on the held list without a held GRAB");
         if (w->held_until < last)
             return fail(err, errlen, "held GRABs out of deadline order");
+        if (worker_has_work(w))
+            return fail(err, errlen, "a held GRAB while a job is ready for it");
         last = w->held_until;
     }
     if (!list_empty(&e->ready))
         return fail(err, errlen, "wake-ups left undone after the handler (engine_drain_ready)");
-    return check_peers(e, err, errlen);
+    return 0;
 }

@@ -81,7 +81,7 @@ struct engine {
     struct engine_sink sink;      /* what to tell clients and workers (engine_set_sink) */
     struct list_node ready;       /* functions with a wake-up to do (func->wake), in order */
     void *shell;                  /* the shell's own pointer, for its callbacks */
-    struct peer *peers;           /* all connected peers, oldest first (circular via prev) */
+    struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */
     size_t npeers;                /* peers in the list */
     struct engine_stats stats;    /* counters */
     int shutting_down;            /* graceful shutdown: no new assignments, wait for running */
@@ -160,7 +160,8 @@ void engine_stats_get(const struct engine *e, struct engine_snapshot *st);
 void engine_destroy(struct engine *e);
 
 /* engine_check verifies the engine's invariants by walking every structure: each job is in
- * exactly one place, every counter matches its queue, ready lists match non-empty queues.
+ * exactly one place, every counter matches its queue, ready lists match non-empty queues, no
+ * held GRAB while a job is ready for it. The per-connection part is session_check.
  * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests and the
  * fuzzer. It writes only the functions' scratch counters (func.check). */
 int engine_check(const struct engine *e, char *err, size_t errlen);

@@ -547,8 +547,8 @@ void server_destroy(struct server *s)
      * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
     store_close(&s->eng);
     /* close every connection: gather them from the engine's peer list */
-    while (s->eng.peers != NULL) {
-        struct conn *c = (struct conn *)s->eng.peers;
+    while (!list_empty(&s->eng.peers)) {
+        struct conn *c = (struct conn *)peer_of(list_first(&s->eng.peers));
         if (!c->closing)
             conn_close(c);
         /* conn_free detaches it from the peer list */

@@ -15,6 +15,7 @@ extern "C" {
 #include "config.h"
 #include "engine.h"
 #include "peer.h"
+#include "session.h"
 }
 
 struct FakeShell {
@@ -41,7 +42,7 @@ struct FakeShell {
                     engine_begin_shutdown(e);
             },
             [](engine *e) { return static_cast<FakeShell *>(e->shell)->clock; },
-            [](engine *, peer *p) { peer_process(p); },
+            [](engine *, peer *p) { session_process(p); },
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &cmd_sink);
@@ -51,7 +52,7 @@ struct FakeShell {
     {
         for (auto &p : peers)
             if (p->eng != nullptr)
-                peer_detach(p.get());
+                session_detach(p.get());
         engine_destroy(&eng);
         config_free(&cfg);
     }
@@ -67,7 +68,7 @@ struct FakeShell {
 
     void disconnect(peer *p)
     {
-        peer_detach(p);
+        session_detach(p);
         p->eng = nullptr;
     }
 
@@ -109,9 +110,9 @@ struct FakeShell {
     // deferred at a reply quota (PEER_DEFERRED), so a test may feed any amount at once.
     static int feed(peer *p, const std::string &bytes)
     {
-        int rc = peer_feed(p, bytes.data(), bytes.size());
+        int rc = session_feed(p, bytes.data(), bytes.size());
         while (rc == 0 && (p->flags & PEER_DEFERRED) && !(p->flags & PEER_CLOSING))
-            rc = peer_process(p);
+            rc = session_process(p);
         return rc;
     }
 };
