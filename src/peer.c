@@ -115,7 +115,10 @@ void peer_attach(struct peer *p)
 void peer_detach(struct peer *p)
 {
     struct engine *e = p->eng;
-    store_peer_gone(p->eng, p);
+    if (p->pending_acks > 0) { /* replies held by the store for p are dropped */
+        store_owner_gone(p->eng, p);
+        p->pending_acks = 0;
+    }
     cmd_peer_gone(p);
     admin_peer_gone(p);
     if (p->next != NULL) {
