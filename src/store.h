@@ -46,9 +46,9 @@ struct store_sink {
 
 /* store_open opens the durable store described by the configuration (--store=sqlite:PATH, or
  * -q libsqlite3 --libsqlite3-db=PATH [--libsqlite3-table=T], which also imports a gearmand queue
- * table), choosing the backend from the scheme table (store_backend.c), and calls store_start. A
+ * table), choosing the backend from the scheme table (store_open.c), and calls store_start. A
  * configuration without a store returns 0 and leaves e->store_mgr NULL. Defined in
- * store_backend.c, so that store.c links no backend. */
+ * store_open.c, so that store.c links no backend. */
 int store_open(struct engine *e, const struct store_sink *sink, void (*notify)(void *arg), void *arg,
                char *err, size_t errlen);
 

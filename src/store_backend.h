@@ -5,7 +5,7 @@
  * The store manager (store.c) owns the batching (store_batch.h: the queue, add/done cancellation),
  * the committer thread, the held replies and the replay hand-off; a backend only opens, writes
  * whole batches, streams its jobs back, keeps its files bounded and closes. Adding a backend is one
- * new file implementing struct store_backend plus one entry in the table of store_backend.c.
+ * new file implementing struct store_backend plus one entry in the table of store_open.c.
  *
  * Threading contract (db is what open returned):
  *   - open runs on the loop thread before the committer thread exists; it may block (file checks,

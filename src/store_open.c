@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* store_backend: the scheme table that maps the configuration to a store backend, and store_open.
+/* store_open: the scheme table that maps the configuration to a store backend, and store_open.
  * The only file that knows every backend: store.c links none of them. */
 #include "store_backend.h"
 
