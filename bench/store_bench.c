@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* store_bench: a micro-benchmark of the SQLite store (src/store_sqlite.c). Not a test.
+/* store_bench: a micro-benchmark of the SQLite store (src/store_sqlite.c), driven through the
+ * backend interface (store_backend.h) and the batch queue (store_batch.h) as spurd drives it,
+ * minus the committer thread. Not a test.
  *
  * Usage: store_bench [DIR] [REPLAY_JOBS]
  * Creates its files in DIR (default /tmp; use the file system spurd will use, fsync costs differ)
@@ -8,6 +10,8 @@
  *      about two seconds on a fresh file, and the full add+done life cycle with batches of 256;
  *   2. replay of REPLAY_JOBS (default 1,000,000) stored jobs after a reopen;
  *   3. the file size with those jobs stored, and after deleting them all and calling maintain. */
+#include "store_backend.h"
+#include "store_batch.h"
 #include "store_sqlite.h"
 
 #include <inttypes.h>
@@ -51,12 +55,25 @@ static void remove_store(const char *path)
     unlink(side);
 }
 
+/* struct bench_store is an open store: the backend, its handle and the batch being filled. */
+struct bench_store {
+    const struct store_backend *be; /* the backend */
+    void *db;                       /* its handle */
+    struct store_queue q;           /* the batch being filled */
+};
+
 /* open_or_die opens the store at path or exits with the error. */
-static struct store_sqlite *open_or_die(const char *path, uint64_t *next_id)
+static struct bench_store *open_or_die(const char *path, uint64_t *next_id)
 {
     char err[512];
-    struct store_sqlite *s = store_sqlite_open(path, NULL, next_id, err, sizeof err);
-    if (s == NULL) {
+    struct store_params p = {.location = path, .max_function = 512};
+    uint64_t ignored = 1;
+    struct bench_store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        exit(1);
+    s->be = &store_sqlite_backend;
+    s->db = s->be->open(&p, next_id ? next_id : &ignored, err, sizeof err);
+    if (s->db == NULL) {
         fprintf(stderr, "store_bench: %s\n", err);
         exit(1);
     }
@@ -64,7 +81,7 @@ static struct store_sqlite *open_or_die(const char *path, uint64_t *next_id)
 }
 
 /* add_or_die queues job id with a 64-byte payload, or exits. */
-static void add_or_die(struct store_sqlite *s, uint64_t id)
+static void add_or_die(struct bench_store *s, uint64_t id)
 {
     static char payload[64];
     char unique[32];
@@ -81,37 +98,47 @@ static void add_or_die(struct store_sqlite *s, uint64_t id)
                           .data_len = sizeof payload,
                           .prio = 1,
                           .when = 0};
-    if (store_sqlite_add(s, &r) != 0) {
+    if (store_queue_add(&s->q, &r) != 0) {
         fprintf(stderr, "store_bench: add failed\n");
         exit(1);
     }
 }
 
 /* commit_or_die commits the current batch, or exits with the error. */
-static void commit_or_die(struct store_sqlite *s)
+static void commit_or_die(struct bench_store *s)
 {
-    if (store_sqlite_commit(s) != 0) {
-        fprintf(stderr, "store_bench: commit: %s\n", store_sqlite_error(s));
+    struct store_batch *b = store_queue_take_final(&s->q);
+    if (b != NULL && s->be->write_batch(s->db, b) != 0) {
+        fprintf(stderr, "store_bench: commit: %s\n", store_batch_error(b));
         exit(1);
     }
+    store_batch_free(b);
+}
+
+/* close_store writes what is queued and closes s. */
+static void close_store(struct bench_store *s)
+{
+    commit_or_die(s);
+    s->be->close(s->db);
+    free(s);
 }
 
 /* bench_batches measures add+commit (and, with lifecycle, add+done) at one batch size. */
 static void bench_batches(const char *path, size_t batch, int lifecycle)
 {
     remove_store(path);
-    struct store_sqlite *s = open_or_die(path, NULL);
+    struct bench_store *s = open_or_die(path, NULL);
     uint64_t id = 1, commits = 0;
     double t0 = now(), worst = 0;
     while (now() - t0 < 2.0) {
         double c0 = now();
         for (size_t i = 0; i < batch; i++, id++) {
             add_or_die(s, id);
-            if (lifecycle && id > 4 * batch && store_sqlite_done(s, id - 4 * batch) != 0)
+            if (lifecycle && id > 4 * batch && store_queue_done(&s->q, id - 4 * batch) != 0)
                 exit(1);
         }
         commit_or_die(s);
-        store_sqlite_maintain(s);
+        s->be->maintain(s->db);
         commits++;
         if (now() - c0 > worst)
             worst = now() - c0;
@@ -121,7 +148,7 @@ static void bench_batches(const char *path, size_t batch, int lifecycle)
            lifecycle ? "add+done (life cycle)" : "add+commit", batch, (double)(id - 1) / el,
            (double)commits / el, el * 1000.0 / (double)commits, worst * 1000.0);
     fflush(stdout);
-    store_sqlite_close(s);
+    close_store(s);
 }
 
 /* count_cb counts replayed jobs and checks their order. */
@@ -151,7 +178,7 @@ int main(int argc, char **argv)
 
     printf("2. replay of %" PRIu64 " stored jobs\n", replay_jobs);
     remove_store(path);
-    struct store_sqlite *s = open_or_die(path, NULL);
+    struct bench_store *s = open_or_die(path, NULL);
     double t0 = now();
     for (uint64_t id = 1; id <= replay_jobs; id++) {
         add_or_die(s, id);
@@ -159,23 +186,23 @@ int main(int argc, char **argv)
             commit_or_die(s);
     }
     commit_or_die(s);
-    store_sqlite_maintain(s);
+    s->be->maintain(s->db);
     double fill = now() - t0;
-    store_sqlite_close(s);
+    close_store(s);
     long long full = files_size(path);
     printf("  filled in %.2f s; file %.1f MiB (%.0f bytes/job)\n", fill, (double)full / 1048576.0,
            (double)full / (double)(replay_jobs ? replay_jobs : 1));
 
-    uint64_t next_id = 1, max_id = 0, state[2] = {0, 0};
+    uint64_t next_id = 1, state[2] = {0, 0};
     t0 = now();
     s = open_or_die(path, &next_id);
     double opened = now() - t0;
     t0 = now();
-    int rc = store_sqlite_replay(s, count_cb, state, &max_id);
+    int rc = s->be->replay(s->db, count_cb, state);
     double el = now() - t0;
-    if (rc != 0 || state[0] != replay_jobs || max_id != replay_jobs) {
-        fprintf(stderr, "store_bench: replay returned %d with %" PRIu64 " jobs, max id %" PRIu64 "\n", rc, state[0],
-                max_id);
+    if (rc != 0 || state[0] != replay_jobs || next_id != replay_jobs + 1) {
+        fprintf(stderr, "store_bench: replay returned %d with %" PRIu64 " jobs, next id %" PRIu64 "\n", rc, state[0],
+                next_id);
         return 1;
     }
     printf("  open %.3f s; replay %.3f s = %.0f jobs/s\n", opened, el, (double)replay_jobs / el);
@@ -185,12 +212,12 @@ int main(int argc, char **argv)
     t0 = now();
     double worst = 0;
     for (uint64_t id = 1; id <= replay_jobs; id++) {
-        if (store_sqlite_done(s, id) != 0)
+        if (store_queue_done(&s->q, id) != 0)
             return 1;
         if (id % 4096 == 0 || id == replay_jobs) {
             commit_or_die(s);
             double m0 = now();
-            store_sqlite_maintain(s);
+            s->be->maintain(s->db);
             if (now() - m0 > worst)
                 worst = now() - m0;
         }
@@ -201,7 +228,7 @@ int main(int argc, char **argv)
     t0 = now();
     while (cur != prev && calls < 1000) {
         double m0 = now();
-        store_sqlite_maintain(s);
+        s->be->maintain(s->db);
         if (now() - m0 > worst)
             worst = now() - m0;
         calls++;
@@ -212,9 +239,9 @@ int main(int argc, char **argv)
     printf("  deleted in %.2f s; size %.1f MiB before, %.2f MiB after (%d more maintain calls, %.2f s; "
            "slowest maintain %.1f ms)\n",
            deleted, (double)full / 1048576.0, (double)cur / 1048576.0, calls, shrink, worst * 1000.0);
-    if (store_sqlite_error(s)[0] != '\0')
-        printf("  store error: %s\n", store_sqlite_error(s));
-    store_sqlite_close(s);
+    if (s->be->error(s->db)[0] != '\0')
+        printf("  store error: %s\n", s->be->error(s->db));
+    close_store(s);
     printf("  after close: %.2f MiB (the free pages below the vacuum threshold stay for reuse)\n",
            (double)files_size(path) / 1048576.0);
     remove_store(path);

@@ -3,6 +3,7 @@
  * grabs and results, and the common ECHO / OPTION / SET_CLIENT_ID. */
 #include "cmd.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +12,7 @@
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "list.h"
 #include "log.h"
 #include "store.h"
 #include "worker.h"
@@ -580,3 +582,41 @@ static void sink_stored_gone(struct engine *e, const struct job *j) { store_done
 
 const struct engine_sink cmd_sink = {sink_wake,   sink_assign,  sink_no_job,
                                      sink_job_failed, sink_closing, sink_stored_gone};
+
+/* ------------------------------------------------------------ the store's sink */
+
+static void store_held(struct engine *e, void *owner)
+{
+    (void)e;
+    ((struct peer *)owner)->pending_acks++;
+}
+
+static void store_acked(struct engine *e, void *owner, uint64_t id, const char *error)
+{
+    struct peer *p = owner;
+    if (error != NULL) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Could not store the job: %s", error);
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, msg);
+    } else {
+        char h[JOB_HANDLE_BUF];
+        struct proto_arg ca = {h, job_handle_id(e, id, h)};
+        peer_send(p, CMD_JOB_CREATED, &ca, 1);
+    }
+    if (--p->pending_acks == 0)
+        e->ops.resume(e, p);
+}
+
+static void store_replay_done(struct engine *e)
+{
+    /* submits that waited for the replay are handled now, in order */
+    list_for_each_safe(n, next, &e->peers) {
+        struct peer *p = peer_of(n);
+        if (p->flags & PEER_WAIT_REPLAY) {
+            p->flags &= ~PEER_WAIT_REPLAY;
+            e->ops.resume(e, p);
+        }
+    }
+}
+
+const struct store_sink cmd_store_sink = {store_held, store_acked, store_replay_done};

@@ -501,7 +501,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
 int server_start(struct server *s, char *err, size_t errlen)
 {
     const struct config *cfg = s->cfg;
-    if (store_open(&s->eng, store_notify, s, err, errlen) != 0)
+    if (store_open(&s->eng, &cmd_store_sink, store_notify, s, err, errlen) != 0)
         return -1;
     if (cfg->port_file != NULL) {
         char text[32];

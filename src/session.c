@@ -262,7 +262,10 @@ int session_process(struct peer *p)
 
 void session_detach(struct peer *p)
 {
-    store_peer_gone(p->eng, p);
+    if (p->pending_acks > 0) { /* replies held by the store for p are dropped */
+        store_owner_gone(p->eng, p);
+        p->pending_acks = 0;
+    }
     cmd_peer_gone(p);
     admin_peer_gone(p);
     peer_unlink(p);

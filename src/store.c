@@ -1,29 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* store: the engine's side of durability: group commit on a committer thread, held replies,
- * and streamed replay. */
+ * and streamed replay, over any backend of store_backend.h. */
 #include "store.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "engine.h"
 #include "func.h"
 #include "job.h"
 #include "log.h"
-#include "peer.h"
-#include "store_sqlite.h"
-
-#include <sqlite3.h>
+#include "store_backend.h"
+#include "store_batch.h"
 
 #define RETRY_FIRST 0.01 /* seconds before the first retry of deletions after a failed commit */
 #define RETRY_MAX 5.0     /* the pause doubles after each failure up to this */
@@ -32,7 +23,7 @@
 /* struct ack is one reply held until a batch is durable. */
 struct ack {
     struct ack *next;   /* next held reply, in submission order */
-    struct peer *peer;  /* who gets the reply; NULL once it disconnected */
+    void *who;          /* who gets the reply (opaque owner); NULL once gone */
     uint64_t id;        /* the job's handle number */
     double due;         /* when the job may run (for the ack that created it) */
     uint8_t owner;      /* 1: this submit created the job, which becomes runnable when durable */
@@ -68,8 +59,10 @@ struct replay_chunk {
 /* struct store is the manager; fields say which thread owns them. */
 struct store {
     struct engine *eng;            /* loop */
-    int lock_fd;                   /* the database file itself, flock'd: one server per store */
-    struct store_sqlite *db;       /* loop side and connection side, see store_sqlite.h */
+    const struct store_backend *be; /* the backend; its threading contract: store_backend.h */
+    void *db;                      /* the backend's handle */
+    const struct store_sink *sink; /* loop: where held replies are answered */
+    struct store_queue q;          /* loop: the batch being filled */
     pthread_t thread;              /* the committer */
     pthread_mutex_t mu;            /* guards the hand-off fields below */
     pthread_cond_t cv;             /* wakes the committer */
@@ -91,6 +84,7 @@ struct store {
     /* loop only */
     struct ack_list cur;           /* replies held on the current batch */
     struct ack_list flight;        /* replies held on the batch being written */
+    size_t held;                   /* entries in cur and flight */
     int in_flight;                 /* a batch is with the committer */
     uint64_t replayed;             /* jobs restored so far */
     double replay_started;         /* monotonic time the replay began */
@@ -156,8 +150,7 @@ static int replay_row(void *ctx, const struct store_rec *r)
 static void *committer(void *arg)
 {
     struct store *st = arg;
-    uint64_t max_id = 0;
-    int rc = store_sqlite_replay(st->db, replay_row, st, &max_id);
+    int rc = st->be->replay(st->db, replay_row, st);
     if (st->filling != NULL) {
         push_chunk(st, st->filling);
         st->filling = NULL;
@@ -193,7 +186,7 @@ static void *committer(void *arg)
             pthread_cond_timedwait(&st->cv, &st->mu, &until);
             if (st->to_write == NULL && mono() - last_maintain >= 1.0) {
                 pthread_mutex_unlock(&st->mu);
-                store_sqlite_maintain(st->db);
+                st->be->maintain(st->db);
                 last_maintain = mono();
                 pthread_mutex_lock(&st->mu);
             }
@@ -203,9 +196,9 @@ static void *committer(void *arg)
         struct store_batch *b = st->to_write;
         st->to_write = NULL;
         pthread_mutex_unlock(&st->mu);
-        int wrc = store_sqlite_write_batch(st->db, b);
+        int wrc = st->be->write_batch(st->db, b);
         if (mono() - last_maintain >= 1.0) {
-            store_sqlite_maintain(st->db);
+            st->be->maintain(st->db);
             last_maintain = mono();
         }
         pthread_mutex_lock(&st->mu);
@@ -225,123 +218,28 @@ static struct store *mgr(const struct engine *e) { return e->store_mgr; }
 
 int store_replaying(const struct engine *e) { return e->replaying; }
 
-/* lock_holder returns the pid that holds a flock on the file open at fd, from /proc/locks, or 0
- * when it cannot tell. */
-static long lock_holder(int fd)
+int store_start(struct engine *e, const struct store_backend *b, const struct store_params *p,
+                const struct store_sink *sink, void (*notify)(void *arg), void *arg, char *err,
+                size_t errlen)
 {
-    struct stat sb;
-    if (fstat(fd, &sb) != 0)
-        return 0;
-    FILE *f = fopen("/proc/locks", "re");
-    if (f == NULL)
-        return 0;
-    char line[256], kind[16];
-    long pid, found = 0;
-    unsigned maj, min;
-    unsigned long long ino;
-    while (found == 0 && fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
-            strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
-            ino == (unsigned long long)sb.st_ino)
-            found = pid;
-    fclose(f);
-    return found;
-}
-
-/* lock_store opens the database file at path, creating it empty and private (0600) if it does not
- * exist, and takes an exclusive flock on it: two servers on one store would both run its jobs.
- * SQLite locks the file with POSIX (fcntl) locks, which are independent of flock on a local file
- * system, and this fd stays open until the store is closed, so closing it never drops SQLite's
- * locks. Unlike a side file, the lock cannot be removed while the database exists. Returns the fd,
- * or -1 with the real cause in err. */
-static int lock_store(const char *path, char *err, size_t errlen)
-{
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "store %s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, errlen, "store %s: not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
-        if (pid > 0)
-            snprintf(err, errlen, "store %s is in use by another server (locked by pid %ld)", path, pid);
-        else if (e == EWOULDBLOCK)
-            snprintf(err, errlen, "store %s is in use by another server (locked)", path);
-        else
-            snprintf(err, errlen, "store %s: cannot lock: %s", path, strerror(e));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err, size_t errlen)
-{
-    const struct config *c = e->cfg;
-    const char *path = NULL, *import = NULL;
-    if (c->store != NULL) {
-        path = c->store + strlen("sqlite:");
-    } else if (c->queue_type != NULL && strcasecmp(c->queue_type, "libsqlite3") == 0) {
-        path = c->sqlite_db;
-        import = c->sqlite_table ? c->sqlite_table : "gearman_queue";
-    }
-    if (path == NULL)
-        return 0;
     struct store *st = calloc(1, sizeof *st);
     if (st == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    st->lock_fd = lock_store(path, err, errlen);
-    if (st->lock_fd < 0) {
-        free(st);
-        return -1;
-    }
-    /* a damaged file is refused, or with --store-recover rewritten from its readable rows */
-    int checked = store_sqlite_check(path, c->store_recover, err, errlen);
-    if (checked < 0) {
-        close(st->lock_fd);
-        free(st);
-        return -1;
-    }
-    if (checked > 0) {
-        log_error("store: %s", err);
-        /* PATH is a new file now: the lock moves to it */
-        int fd = lock_store(path, err, errlen);
-        close(st->lock_fd);
-        st->lock_fd = fd;
-        if (fd < 0) {
-            free(st);
-            return -1;
-        }
-    }
     uint64_t next_id = e->next_id;
-    st->db = store_sqlite_open(path, import, &next_id, err, errlen);
+    st->db = b->open(p, &next_id, err, errlen);
     if (st->db == NULL) {
-        close(st->lock_fd);
         free(st);
         return -1;
     }
-    store_sqlite_set_max_function(st->db, c->max_function);
-    if (c->store_sync_normal)
-        sqlite3_exec(store_sqlite_handle(st->db), "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-    if (c->store_max_pages > 0) {
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA max_page_count=%ld", c->store_max_pages);
-        sqlite3_exec(store_sqlite_handle(st->db), sql, NULL, NULL, NULL);
-    }
-    const char *note = store_sqlite_note(st->db);
+    const char *note = b->note(st->db);
     if (note != NULL)
         log_notice("store: %s", note);
     if (next_id > e->next_id)
         e->next_id = next_id;
+    st->be = b;
+    st->sink = sink;
     st->eng = e;
     st->notify = notify;
     st->notify_arg = arg;
@@ -352,14 +250,15 @@ int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err
     st->replay_started = mono();
     if (pthread_create(&st->thread, NULL, committer, st) != 0) {
         snprintf(err, errlen, "cannot start the store thread");
-        store_sqlite_close(st->db);
-        close(st->lock_fd);
+        b->close(st->db);
+        pthread_mutex_destroy(&st->mu);
+        pthread_cond_destroy(&st->cv);
         e->store_mgr = NULL;
         e->replaying = 0;
         free(st);
         return -1;
     }
-    log_notice("store: %s opened; replaying stored jobs", path);
+    log_notice("store: %s opened; replaying stored jobs", p->location);
     return 0;
 }
 
@@ -393,9 +292,9 @@ void store_close(struct engine *e)
     /* what the committer finished, or never took, is dropped here; close writes the current batch,
      * with the deletions of a failed last batch put back into it */
     if (st->written != NULL && st->written_rc != 0)
-        store_sqlite_retry_dones(st->db, st->written);
-    store_sqlite_free_batch(st->written);
-    store_sqlite_free_batch(st->to_write);
+        store_queue_retry_dones(&st->q, st->written);
+    store_batch_free(st->written);
+    store_batch_free(st->to_write);
     while (st->chunks != NULL) {
         struct replay_chunk *c = st->chunks;
         st->chunks = c->next;
@@ -403,8 +302,14 @@ void store_close(struct engine *e)
     }
     free_acks(&st->cur);
     free_acks(&st->flight);
-    store_sqlite_close(st->db);
-    close(st->lock_fd);
+    /* best effort: a failure leaves the deletions to a later replay */
+    struct store_batch *b = store_queue_take_final(&st->q);
+    if (b != NULL && st->be->write_batch(st->db, b) != 0)
+        log_error("store: writing the last %zu operations failed: %s", store_batch_ops(b),
+                  store_batch_error(b));
+    store_batch_free(b);
+    store_queue_clear(&st->q);
+    st->be->close(st->db);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     free(st);
@@ -413,19 +318,20 @@ void store_close(struct engine *e)
 }
 
 /* hold appends a held reply to the current batch's list. */
-static int hold(struct store *st, uint64_t id, struct peer *p, double due, int owner, int added)
+static int hold(struct store *st, uint64_t id, void *who, double due, int owner, int added)
 {
     struct ack *a = malloc(sizeof *a);
     if (a == NULL)
         return -1;
-    *a = (struct ack){NULL, p, id, due, (uint8_t)owner, (uint8_t)added};
+    *a = (struct ack){NULL, who, id, due, (uint8_t)owner, (uint8_t)added};
     if (st->cur.tail)
         st->cur.tail->next = a;
     else
         st->cur.head = a;
     st->cur.tail = a;
-    if (p != NULL)
-        p->pending_acks++;
+    st->held++;
+    if (who != NULL)
+        st->sink->held(st->eng, who);
     return 0;
 }
 
@@ -438,16 +344,16 @@ static void record(const struct job *j, double due, struct store_rec *r)
                             j->prio, (int64_t)due};
 }
 
-int store_add(struct engine *e, struct job *j, struct peer *p, double due)
+int store_add(struct engine *e, struct job *j, void *who, double due)
 {
     struct store *st = mgr(e);
     struct store_rec r;
     record(j, due, &r);
     int owner = j->state == JOB_LIMBO;
-    if (store_sqlite_add(st->db, &r) != 0)
+    if (store_queue_add(&st->q, &r) != 0)
         return -1;
-    if (hold(st, j->id, p, due, owner, 1) != 0) {
-        store_sqlite_done(st->db, j->id);
+    if (hold(st, j->id, who, due, owner, 1) != 0) {
+        store_queue_done(&st->q, j->id);
         return -1;
     }
     j->flags |= JOB_STORED | JOB_BACKGROUND;
@@ -458,15 +364,15 @@ int store_add(struct engine *e, struct job *j, struct peer *p, double due)
     return 0;
 }
 
-int store_ack(struct engine *e, struct job *j, struct peer *p)
+int store_ack(struct engine *e, struct job *j, void *who)
 {
-    return hold(mgr(e), j->id, p, 0, 0, 0);
+    return hold(mgr(e), j->id, who, 0, 0, 0);
 }
 
 void store_done(struct engine *e, const struct job *j)
 {
     struct store *st = mgr(e);
-    if (st != NULL && store_sqlite_done(st->db, j->id) != 0)
+    if (st != NULL && store_queue_done(&st->q, j->id) != 0)
         log_error("store: out of memory recording that job %llu is done",
                   (unsigned long long)j->id);
 }
@@ -479,8 +385,8 @@ static void activate(struct engine *e, struct job *j, double due)
         func_push(e, j, 0);
 }
 
-/* answer sends the held reply of a, given whether its batch was written. */
-static void answer(struct engine *e, struct ack *a, int ok, const char *errtext)
+/* answer settles the held reply of a, given whether its batch was written, and tells its owner. */
+static void answer(struct engine *e, struct store *st, struct ack *a, int ok, const char *errtext)
 {
     struct job *j = job_find_id(e, a->id);
     if (a->owner && j != NULL && j->state == JOB_PENDING) {
@@ -494,31 +400,21 @@ static void answer(struct engine *e, struct ack *a, int ok, const char *errtext)
     } else if (!ok && a->added && j != NULL) {
         j->flags &= (uint8_t)~JOB_STORED; /* the conversion to background was not stored */
     }
-    struct peer *p = a->peer;
-    if (p == NULL)
-        return;
-    if (!ok && (a->added || j == NULL)) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "Could not store the job: %s", errtext);
-        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, msg);
-    } else {
-        char h[JOB_HANDLE_BUF];
-        struct proto_arg ca = {h, job_handle_id(e, a->id, h)};
-        peer_send(p, CMD_JOB_CREATED, &ca, 1);
-    }
-    if (--p->pending_acks == 0)
-        e->ops.resume(e, p);
+    if (a->who != NULL)
+        st->sink->acked(e, a->who, a->id, !ok && (a->added || j == NULL) ? errtext : NULL);
 }
 
 /* answer_all answers every held reply of l in order and empties it. */
 static void answer_all(struct engine *e, struct ack_list *l, int ok, const char *errtext)
 {
+    struct store *st = mgr(e);
     while (l->head != NULL) {
         struct ack *a = l->head;
         l->head = a->next;
         if (l->head == NULL)
             l->tail = NULL;
-        answer(e, a, ok, errtext);
+        st->held--;
+        answer(e, st, a, ok, errtext);
         free(a);
     }
 }
@@ -533,7 +429,7 @@ void store_flush(struct engine *e)
      * is written at once, so its clients learn the outcome without delay. */
     if (st->retry_at > 0 && st->cur.head == NULL && mono() < st->retry_at)
         return;
-    struct store_batch *b = store_sqlite_take_batch(st->db);
+    struct store_batch *b = store_queue_take(&st->q);
     if (b == NULL) {
         /* replies held only behind earlier ones (joins of durable jobs): nothing to write */
         answer_all(e, &st->cur, 1, "");
@@ -576,24 +472,17 @@ static void finish_replay(struct engine *e, int failed)
     e->replaying = 0;
     if (failed)
         log_error("store: replay stopped early (%s); %llu jobs restored",
-                  store_sqlite_error(st->db), (unsigned long long)st->replayed);
+                  st->be->error(st->db), (unsigned long long)st->replayed);
     else
         log_notice("store: replayed %llu jobs in %.3fs", (unsigned long long)st->replayed,
                    mono() - st->replay_started);
     const char *qnote;
-    if (store_sqlite_quarantined(st->db, &qnote) > 0)
+    if (st->be->quarantined(st->db, &qnote) > 0)
         log_error("store: %s", qnote);
     for (struct func *f = e->func_list; f != NULL; f = f->next)
         if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
             func_wake(e, f);
-    /* submits that waited for the replay are handled now, in order */
-    list_for_each_safe(n, next, &e->peers) {
-        struct peer *p = peer_of(n);
-        if (p->flags & PEER_WAIT_REPLAY) {
-            p->flags &= ~PEER_WAIT_REPLAY;
-            e->ops.resume(e, p);
-        }
-    }
+    st->sink->replay_done(e); /* submits that waited for the replay go on */
 }
 
 /* commit_failed counts a failed commit of b, logs it (at most one line per FAIL_LOG_GAP, with the
@@ -650,7 +539,7 @@ void store_complete(struct engine *e)
     if (b != NULL) {
         if (rc != 0) {
             commit_failed(st, b);
-            if (store_sqlite_retry_dones(st->db, b) != 0)
+            if (store_queue_retry_dones(&st->q, b) != 0)
                 log_error("store: out of memory keeping failed deletions for a retry");
         } else if (st->fails > 0) {
             log_notice("store: writing works again after %llu failed commits",
@@ -660,21 +549,33 @@ void store_complete(struct engine *e)
         }
         st->in_flight = 0;
         answer_all(e, &st->flight, rc == 0, store_batch_error(b));
-        store_sqlite_free_batch(b);
+        store_batch_free(b);
     }
     store_flush(e);
 }
 
-void store_peer_gone(struct engine *e, struct peer *p)
+void store_owner_gone(struct engine *e, void *who)
 {
     struct store *st = mgr(e);
-    if (st == NULL || p->pending_acks == 0)
+    if (st == NULL || st->held == 0)
         return;
     for (struct ack *a = st->flight.head; a != NULL; a = a->next)
-        if (a->peer == p)
-            a->peer = NULL;
+        if (a->who == who)
+            a->who = NULL;
     for (struct ack *a = st->cur.head; a != NULL; a = a->next)
-        if (a->peer == p)
-            a->peer = NULL;
-    p->pending_acks = 0;
+        if (a->who == who)
+            a->who = NULL;
+}
+
+void store_get_state(const struct engine *e, struct store_state *s)
+{
+    const struct store *st = mgr(e);
+    memset(s, 0, sizeof *s);
+    if (st == NULL)
+        return;
+    s->in_flight = st->in_flight;
+    s->queued = store_queue_pending(&st->q);
+    s->held = st->held;
+    s->fails = st->fails;
+    s->retry_gap = st->retry_gap;
 }

@@ -7,7 +7,11 @@
  * commands and ECHO while a large store loads.
  *
  * No libev here: the committer wakes the loop through the notify callback the shell gives, and the
- * loop calls store_complete from that wake-up. */
+ * loop calls store_complete from that wake-up.
+ *
+ * No protocol here either: a held reply belongs to an opaque owner (a connection, for cmd.c) and
+ * its outcome is told through the store_sink that the opener gives. The backend (SQLite, or the
+ * in-memory test backend) sits behind store_backend.h; the batching is store_batch.h. */
 #ifndef SPUR_STORE_H
 #define SPUR_STORE_H
 
@@ -20,31 +24,56 @@ extern "C" {
 
 struct engine;
 struct job;
-struct peer;
 struct store;
+struct store_backend;
+struct store_params;
+
+/* struct store_sink is how the store tells the protocol side what became of held replies. Every
+ * function is required and is called on the loop thread, from store_add/store_ack (held) or from
+ * store_complete and store_flush (acked, replay_done). */
+struct store_sink {
+    /* held: one more reply to owner (not NULL) is held until its batch is durable. */
+    void (*held)(struct engine *e, void *owner);
+    /* acked: the held reply about job id to owner is due: error is NULL when the job is stored
+     * (send JOB_CREATED), or why it could not be (send a QUEUE_ERROR). Replies to one owner come
+     * in the order they were held. Never called for an owner passed to store_owner_gone. */
+    void (*acked)(struct engine *e, void *owner, uint64_t id, const char *error);
+    /* replay_done: every stored job is back and runnable; submits that waited may go on. */
+    void (*replay_done)(struct engine *e);
+};
 
 #define STORE_REPLAY_CHUNK 4096 /* stored jobs handed to the loop at a time during replay */
 
 /* store_open opens the durable store described by the configuration (--store=sqlite:PATH, or
  * -q libsqlite3 --libsqlite3-db=PATH [--libsqlite3-table=T], which also imports a gearmand queue
- * table), starts the committer thread and begins the replay. notify(arg) is called from the
- * committer thread whenever the loop must call store_complete. Sets e->store_mgr and raises
- * e->next_id above every id the store has used. Returns 0, or -1 with a message in err. A
- * configuration without a store returns 0 and leaves e->store_mgr NULL. */
-int store_open(struct engine *e, void (*notify)(void *arg), void *arg, char *err, size_t errlen);
+ * table), choosing the backend from the scheme table (store_open.c), and calls store_start. A
+ * configuration without a store returns 0 and leaves e->store_mgr NULL. Defined in
+ * store_open.c, so that store.c links no backend. */
+int store_open(struct engine *e, const struct store_sink *sink, void (*notify)(void *arg), void *arg,
+               char *err, size_t errlen);
+
+/* store_start opens backend b with p, starts the committer thread and begins the replay.
+ * notify(arg) is called from the committer thread whenever the loop must call store_complete; sink
+ * (kept, not copied) hears about held replies. Sets e->store_mgr and e->replaying, and raises
+ * e->next_id above every id the store has used. Returns 0, or -1 with a message in err. */
+int store_start(struct engine *e, const struct store_backend *b, const struct store_params *p,
+                const struct store_sink *sink, void (*notify)(void *arg), void *arg, char *err,
+                size_t errlen);
 
 /* store_close stops the committer thread after its current batch, writes what is left (its
  * replies are not sent), and closes the store. */
 void store_close(struct engine *e);
 
-/* store_add records a new background job j in the current batch and holds the reply to client p
- * (NULL for none) until the batch is durable; due is when j may run (0 = now). j must be in limbo;
- * it becomes JOB_PENDING. Returns 0, or -1 when out of memory. */
-int store_add(struct engine *e, struct job *j, struct peer *p, double due);
+/* store_add records background job j in the current batch and holds the reply to owner (NULL for
+ * none) until the batch is durable; due is when j may run (0 = now). A j in limbo becomes
+ * JOB_PENDING and runnable once durable (failed, through job_fail, if the write fails); a running
+ * or queued j (a foreground job made background) is only recorded. Returns 0, or -1 when out of
+ * memory (nothing held). */
+int store_add(struct engine *e, struct job *j, void *owner, double due);
 
-/* store_ack holds a JOB_CREATED for j to client p behind p's pending replies (a submit that joined
- * j while p waits on the store). Returns 0 or -1. */
-int store_ack(struct engine *e, struct job *j, struct peer *p);
+/* store_ack holds a reply about j to owner behind owner's held replies (a submit that joined j
+ * while owner waits on the store). Returns 0 or -1. */
+int store_ack(struct engine *e, struct job *j, void *owner);
 
 /* store_done records that stored job j left the server. */
 void store_done(struct engine *e, const struct job *j);
@@ -53,12 +82,26 @@ void store_done(struct engine *e, const struct job *j);
  * per loop iteration, before the loop sleeps. */
 void store_flush(struct engine *e);
 
-/* store_complete handles what the committer finished: replies for a durable batch (or
- * QUEUE_ERROR for a failed one), and replayed jobs. Called on the loop after notify. */
+/* store_complete handles what the committer finished: held replies of a durable (or failed)
+ * batch, through sink->acked, and replayed jobs (sink->replay_done once all are back). Called on
+ * the loop after notify. */
 void store_complete(struct engine *e);
 
-/* store_peer_gone forgets the replies held for p. */
-void store_peer_gone(struct engine *e, struct peer *p);
+/* store_owner_gone forgets the replies held for owner: sink->acked is never called for them. Costs
+ * a walk of every held reply: call it only for an owner that has some. */
+void store_owner_gone(struct engine *e, void *owner);
+
+/* struct store_state is a snapshot of the manager's retry state, for tests and diagnostics. */
+struct store_state {
+    int in_flight;        /* a batch is with the committer */
+    size_t queued;        /* operations in the current batch */
+    size_t held;          /* replies held (current batch and batch in flight) */
+    uint64_t fails;       /* failed commits since the last success */
+    double retry_gap;     /* seconds deletions alone wait after a failure, 0 = not failing */
+};
+
+/* store_get_state fills *s; all zero when e has no store. */
+void store_get_state(const struct engine *e, struct store_state *s);
 
 /* store_replaying reports whether stored jobs are still being loaded. */
 int store_replaying(const struct engine *e);

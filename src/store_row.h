@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store_sqlite.h"
+#include "store_batch.h"
 
 #ifdef __cplusplus
 extern "C" {

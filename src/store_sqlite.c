@@ -2,11 +2,13 @@
 /* store_sqlite: the durable store of background jobs in one SQLite file. See store_sqlite.h for the
  * API and the thread-safety rules, and docs/PERSISTENCE.md for the file layout and the guarantees.
  *
- * Layout of the state: the loop side owns `cur` (the batch being filled) and `carry_max_id`; the
+ * Layout of the state: the loop side owns `q` (the batch being filled, store_batch.h); the
  * connection side owns `db`, the statements, `err`, `hwm`, `wal_frames` and the maintenance flags.
  * No field is shared between the two sides. */
 #include "store_sqlite.h"
 
+#include "log.h"
+#include "store_backend.h"
 #include "store_row.h"
 
 #include <errno.h>
@@ -16,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,39 +37,10 @@
 #define ID_MAX_SQL "4611686018427387904" /* STORE_ID_MAX, for SQL text */
 #define MAX_FUNC_DEFAULT 512             /* spurd's default --max-function-name */
 
-/* struct batch_add is one queued add: the job's fields copied into one allocation. */
-struct batch_add {
-    uint64_t id;        /* handle number */
-    int64_t when;       /* run-at time, 0 = now */
-    char *mem;          /* func | unique | reducer | data, owned; NULL once cancelled */
-    size_t func_len;    /* bytes of func at mem */
-    size_t unique_len;  /* bytes of unique after func */
-    size_t reducer_len; /* bytes of reducer after unique */
-    size_t data_len;    /* bytes of data after reducer */
-    int prio;           /* 0 high, 1 normal, 2 low */
-    int dead;           /* cancelled by a done in the same batch */
-};
-
-/* struct store_batch is a batch of operations: adds (with copies) and done ids. */
-struct store_batch {
-    struct batch_add *adds; /* adds, in the order queued */
-    size_t nadds;           /* entries used in adds, cancelled ones included */
-    size_t cap_adds;        /* entries allocated in adds */
-    size_t live_adds;       /* adds not cancelled */
-    uint64_t *dones;        /* ids to delete */
-    size_t ndones;          /* entries used in dones */
-    size_t cap_dones;       /* entries allocated in dones */
-    uint32_t *slots;        /* open-addressing index of adds by id: add index + 1, 0 = empty */
-    size_t nslots;          /* slots allocated (a power of two, or 0) */
-    uint64_t max_id;        /* largest id ever added to this batch (cancelled ones too) */
-    char err[256];          /* the last failed write's text, or "" */
-};
-
 /* struct store_sqlite is an open store. */
 struct store_sqlite {
     /* loop side */
-    struct store_batch *cur; /* the batch being filled, NULL when empty */
-    uint64_t carry_max_id;   /* largest id of batches dropped because they cancelled out */
+    struct store_queue q;    /* the batch being filled (direct use; empty behind the backend) */
     /* connection side */
     sqlite3 *db;             /* the connection */
     sqlite3_stmt *st_begin;  /* BEGIN IMMEDIATE */
@@ -572,12 +547,13 @@ void store_sqlite_close(struct store_sqlite *s)
 {
     if (s == NULL)
         return;
-    store_sqlite_commit(s); /* best effort: a failure leaves the dones to a later replay */
-    store_sqlite_free_batch(s->cur);
-    if (s->carry_max_id > s->hwm) {
-        sqlite3_bind_int64(s->st_hwm, 1, (int64_t)s->carry_max_id);
-        step_once(s->st_hwm);
-    }
+    /* best effort: a failure leaves the dones to a later replay. The final batch also records
+     * the largest id of batches that cancelled out. */
+    struct store_batch *b = store_queue_take_final(&s->q);
+    if (b != NULL)
+        store_sqlite_write_batch(s, b);
+    store_batch_free(b);
+    store_queue_clear(&s->q);
     finalize_all(s);
     sqlite3_close(s->db);
     sqlite3_free(s->note);
@@ -586,210 +562,39 @@ void store_sqlite_close(struct store_sqlite *s)
 
 /* ---------------------------------------------------------------- batches (loop side) */
 
-/* mix64 scrambles an id into a hash. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb3fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
+int store_sqlite_add(struct store_sqlite *s, const struct store_rec *r) { return store_queue_add(&s->q, r); }
 
-/* slot_put indexes add number i (by its id) in b's slots, which have room. */
-static void slot_put(struct store_batch *b, size_t i)
-{
-    size_t mask = b->nslots - 1;
-    size_t k = (size_t)mix64(b->adds[i].id) & mask;
-    while (b->slots[k] != 0)
-        k = (k + 1) & mask;
-    b->slots[k] = (uint32_t)(i + 1);
-}
+int store_sqlite_done(struct store_sqlite *s, uint64_t id) { return store_queue_done(&s->q, id); }
 
-/* slot_find returns the add of id in b, or NULL. */
-static struct batch_add *slot_find(const struct store_batch *b, uint64_t id)
-{
-    if (b->nslots == 0)
-        return NULL;
-    size_t mask = b->nslots - 1;
-    for (size_t k = (size_t)mix64(id) & mask; b->slots[k] != 0; k = (k + 1) & mask)
-        if (b->adds[b->slots[k] - 1].id == id)
-            return &b->adds[b->slots[k] - 1];
-    return NULL;
-}
+size_t store_sqlite_pending(const struct store_sqlite *s) { return store_queue_pending(&s->q); }
 
-/* current returns the batch being filled, creating it. NULL when out of memory. */
-static struct store_batch *current(struct store_sqlite *s)
-{
-    if (s->cur == NULL)
-        s->cur = calloc(1, sizeof *s->cur);
-    return s->cur;
-}
-
-int store_sqlite_add(struct store_sqlite *s, const struct store_rec *r)
-{
-    if (r->id == 0 || r->id > (uint64_t)INT64_MAX || r->prio < 0 || r->prio > 2)
-        return -1;
-    if (r->func_len > SIZE_MAX / 4 || r->unique_len > SIZE_MAX / 4 || r->reducer_len > SIZE_MAX / 4 ||
-        r->data_len > SIZE_MAX / 4)
-        return -1; /* the sum below must not overflow */
-    struct store_batch *b = current(s);
-    if (b == NULL || b->nadds >= UINT32_MAX - 1)
-        return -1;
-    if (b->nadds == b->cap_adds) {
-        size_t ncap = b->cap_adds ? b->cap_adds * 2 : 64;
-        struct batch_add *na = realloc(b->adds, ncap * sizeof *na);
-        if (na == NULL)
-            return -1;
-        b->adds = na;
-        b->cap_adds = ncap;
-    }
-    if ((b->nadds + 1) * 2 > b->nslots) { /* keep the index at most half full */
-        size_t nslots = b->nslots ? b->nslots * 2 : 128;
-        uint32_t *ns = calloc(nslots, sizeof *ns);
-        if (ns == NULL)
-            return -1;
-        free(b->slots);
-        b->slots = ns;
-        b->nslots = nslots;
-        for (size_t i = 0; i < b->nadds; i++)
-            slot_put(b, i);
-    }
-    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len;
-    char *mem = malloc(total ? total : 1);
-    if (mem == NULL)
-        return -1;
-    char *p = mem;
-    if (r->func_len)
-        memcpy(p, r->func, r->func_len);
-    p += r->func_len;
-    if (r->unique_len)
-        memcpy(p, r->unique, r->unique_len);
-    p += r->unique_len;
-    if (r->reducer_len)
-        memcpy(p, r->reducer, r->reducer_len);
-    p += r->reducer_len;
-    if (r->data_len)
-        memcpy(p, r->data, r->data_len);
-    struct batch_add *a = &b->adds[b->nadds];
-    *a = (struct batch_add){.id = r->id,
-                            .when = r->when > 0 ? r->when : 0,
-                            .mem = mem,
-                            .func_len = r->func_len,
-                            .unique_len = r->unique_len,
-                            .reducer_len = r->reducer_len,
-                            .data_len = r->data_len,
-                            .prio = r->prio};
-    slot_put(b, b->nadds);
-    b->nadds++;
-    b->live_adds++;
-    if (r->id > b->max_id)
-        b->max_id = r->id;
-    return 0;
-}
-
-/* push_done appends id to b's dones. Returns 0 or -1 when out of memory. */
-static int push_done(struct store_batch *b, uint64_t id)
-{
-    if (b->ndones == b->cap_dones) {
-        size_t ncap = b->cap_dones ? b->cap_dones * 2 : 64;
-        uint64_t *nd = realloc(b->dones, ncap * sizeof *nd);
-        if (nd == NULL)
-            return -1;
-        b->dones = nd;
-        b->cap_dones = ncap;
-    }
-    b->dones[b->ndones++] = id;
-    return 0;
-}
-
-int store_sqlite_done(struct store_sqlite *s, uint64_t id)
-{
-    struct store_batch *b = current(s);
-    if (b == NULL)
-        return -1;
-    struct batch_add *a = slot_find(b, id);
-    if (a != NULL) { /* added in this very batch: cancel both */
-        if (!a->dead) {
-            a->dead = 1;
-            free(a->mem);
-            a->mem = NULL;
-            b->live_adds--;
-        }
-        return 0;
-    }
-    return push_done(b, id);
-}
-
-size_t store_sqlite_pending(const struct store_sqlite *s)
-{
-    return s->cur ? s->cur->live_adds + s->cur->ndones : 0;
-}
-
-struct store_batch *store_sqlite_take_batch(struct store_sqlite *s)
-{
-    struct store_batch *b = s->cur;
-    if (b == NULL)
-        return NULL;
-    s->cur = NULL;
-    if (s->carry_max_id > b->max_id)
-        b->max_id = s->carry_max_id;
-    if (b->live_adds + b->ndones == 0) { /* everything cancelled out: nothing to write */
-        s->carry_max_id = b->max_id;
-        store_sqlite_free_batch(b);
-        return NULL;
-    }
-    s->carry_max_id = 0;
-    return b;
-}
-
-size_t store_batch_ops(const struct store_batch *b) { return b->live_adds + b->ndones; }
-
-const char *store_batch_error(const struct store_batch *b) { return b->err; }
+struct store_batch *store_sqlite_take_batch(struct store_sqlite *s) { return store_queue_take(&s->q); }
 
 int store_sqlite_retry_dones(struct store_sqlite *s, const struct store_batch *b)
 {
-    for (size_t i = 0; i < b->ndones; i++)
-        if (store_sqlite_done(s, b->dones[i]) != 0)
-            return -1;
-    return 0;
+    return store_queue_retry_dones(&s->q, b);
 }
 
-void store_sqlite_free_batch(struct store_batch *b)
-{
-    if (b == NULL)
-        return;
-    for (size_t i = 0; i < b->nadds; i++)
-        free(b->adds[i].mem);
-    free(b->adds);
-    free(b->dones);
-    free(b->slots);
-    free(b);
-}
+void store_sqlite_free_batch(struct store_batch *b) { store_batch_free(b); }
 
 /* ---------------------------------------------------------------- writing (connection side) */
 
-/* bind_add binds add a to the insert statement. Returns the SQLite result code. */
-static int bind_add(sqlite3_stmt *st, const struct batch_add *a)
+/* bind_add binds the job a to the insert statement. Returns the SQLite result code. */
+static int bind_add(sqlite3_stmt *st, const struct store_rec *a)
 {
-    const char *p = a->mem;
     int rc = sqlite3_bind_int64(st, 1, (int64_t)a->id);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int(st, 2, a->prio);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 3, a->when);
     if (rc == SQLITE_OK)
-        rc = bind_bytes(st, 4, p, a->func_len);
-    p += a->func_len;
+        rc = bind_bytes(st, 4, a->func, a->func_len);
     if (rc == SQLITE_OK)
-        rc = bind_bytes(st, 5, p, a->unique_len);
-    p += a->unique_len;
+        rc = bind_bytes(st, 5, a->unique, a->unique_len);
     if (rc == SQLITE_OK)
-        rc = bind_bytes(st, 6, p, a->reducer_len);
-    p += a->reducer_len;
+        rc = bind_bytes(st, 6, a->reducer, a->reducer_len);
     if (rc == SQLITE_OK)
-        rc = bind_bytes(st, 7, p, a->data_len);
+        rc = bind_bytes(st, 7, a->data, a->data_len);
     return rc;
 }
 
@@ -797,29 +602,30 @@ int store_sqlite_write_batch(struct store_sqlite *s, struct store_batch *b)
 {
     sqlite3 *db = s->db;
     const char *what = "BEGIN";
-    size_t ops = b->live_adds + b->ndones;
-    b->err[0] = '\0';
-    if (ops == 0 && b->max_id <= s->hwm)
+    size_t ops = store_batch_ops(b);
+    uint64_t max_id = store_batch_max_id(b);
+    store_batch_set_error(b, NULL);
+    if (ops == 0 && max_id <= s->hwm)
         return 0;
     if (!step_ok(step_once(s->st_begin)))
         goto fail;
     what = "storing a job";
-    for (size_t i = 0; i < b->nadds; i++) {
-        const struct batch_add *a = &b->adds[i];
-        if (a->dead)
-            continue;
-        if (bind_add(s->st_insert, a) != SQLITE_OK || !step_ok(step_once(s->st_insert)))
+    for (size_t i = 0, n = store_batch_nadds(b); i < n; i++) {
+        struct store_rec a;
+        if (store_batch_add_at(b, i, &a) != 0)
+            continue; /* cancelled */
+        if (bind_add(s->st_insert, &a) != SQLITE_OK || !step_ok(step_once(s->st_insert)))
             goto fail;
     }
     what = "deleting a job";
-    for (size_t i = 0; i < b->ndones; i++) {
-        sqlite3_bind_int64(s->st_delete, 1, (int64_t)b->dones[i]);
+    for (size_t i = 0, n = store_batch_ndones(b); i < n; i++) {
+        sqlite3_bind_int64(s->st_delete, 1, (int64_t)store_batch_done_at(b, i));
         if (!step_ok(step_once(s->st_delete)))
             goto fail;
     }
     what = "raising the high-water mark";
-    if (b->max_id > s->hwm) {
-        sqlite3_bind_int64(s->st_hwm, 1, (int64_t)b->max_id);
+    if (max_id > s->hwm) {
+        sqlite3_bind_int64(s->st_hwm, 1, (int64_t)max_id);
         if (!step_ok(step_once(s->st_hwm)))
             goto fail;
     }
@@ -827,10 +633,10 @@ int store_sqlite_write_batch(struct store_sqlite *s, struct store_batch *b)
     if (!step_ok(step_once(s->st_commit)))
         goto fail;
     sqlite3_clear_bindings(s->st_insert); /* the bound bytes belong to b */
-    if (b->max_id > s->hwm)
-        s->hwm = b->max_id;
+    if (max_id > s->hwm)
+        s->hwm = max_id;
     s->maint_dirty = 1;
-    if (b->ndones)
+    if (store_batch_ndones(b))
         s->maint_freed = 1;
     s->err[0] = '\0';
     return 0;
@@ -843,7 +649,7 @@ fail: {
         size_t n = strlen(s->err);
         snprintf(s->err + n, sizeof s->err - n, "; ROLLBACK failed: %s", sqlite3_errmsg(db));
     }
-    snprintf(b->err, sizeof b->err, "%s", s->err);
+    store_batch_set_error(b, s->err);
     return -1;
 }
 }
@@ -1360,3 +1166,167 @@ out:
         unlink(tmp);
     return ret;
 }
+
+/* ---------------------------------------------------------------- the store_backend interface */
+
+/* lock_holder returns the pid that holds a flock on the file open at fd, from /proc/locks, or 0
+ * when it cannot tell. */
+static long lock_holder(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return 0;
+    FILE *f = fopen("/proc/locks", "re");
+    if (f == NULL)
+        return 0;
+    char line[256], kind[16];
+    long pid, found = 0;
+    unsigned maj, min;
+    unsigned long long ino;
+    while (found == 0 && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
+            strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
+            ino == (unsigned long long)sb.st_ino)
+            found = pid;
+    fclose(f);
+    return found;
+}
+
+/* lock_store opens the database file at path, creating it empty and private (0600) if it does not
+ * exist, and takes an exclusive flock on it: two servers on one store would both run its jobs.
+ * SQLite locks the file with POSIX (fcntl) locks, which are independent of flock on a local file
+ * system, and this fd stays open until the store is closed, so closing it never drops SQLite's
+ * locks. Unlike a side file, the lock cannot be removed while the database exists. Returns the fd,
+ * or -1 with the real cause in err. */
+static int lock_store(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "store %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "store %s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
+        if (pid > 0)
+            snprintf(err, errlen, "store %s is in use by another server (locked by pid %ld)", path, pid);
+        else if (e == EWOULDBLOCK)
+            snprintf(err, errlen, "store %s is in use by another server (locked)", path);
+        else
+            snprintf(err, errlen, "store %s: cannot lock: %s", path, strerror(e));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* struct sqlite_backend is an open store behind the backend interface: the store and the lock. */
+struct sqlite_backend {
+    struct store_sqlite *s; /* the store */
+    int lock_fd;            /* the database file itself, flock'd: one server per store */
+};
+
+static void *be_open(const struct store_params *p, uint64_t *next_id, char *err, size_t errlen)
+{
+    const char *path = p->location;
+    const char *import = p->gearmand ? (p->import_table ? p->import_table : "gearman_queue") : NULL;
+    struct sqlite_backend *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    b->lock_fd = lock_store(path, err, errlen);
+    if (b->lock_fd < 0) {
+        free(b);
+        return NULL;
+    }
+    /* a damaged file is refused, or with --store-recover rewritten from its readable rows */
+    int checked = store_sqlite_check(path, p->recover, err, errlen);
+    if (checked < 0) {
+        close(b->lock_fd);
+        free(b);
+        return NULL;
+    }
+    if (checked > 0) {
+        log_error("store: %s", err);
+        /* PATH is a new file now: the lock moves to it */
+        int fd = lock_store(path, err, errlen);
+        close(b->lock_fd);
+        b->lock_fd = fd;
+        if (fd < 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    b->s = store_sqlite_open(path, import, next_id, err, errlen);
+    if (b->s == NULL) {
+        close(b->lock_fd);
+        free(b);
+        return NULL;
+    }
+    if (p->max_function > 0)
+        store_sqlite_set_max_function(b->s, p->max_function);
+    if (p->sync_normal)
+        sqlite3_exec(b->s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    if (p->max_pages > 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA max_page_count=%ld", p->max_pages);
+        sqlite3_exec(b->s->db, sql, NULL, NULL, NULL);
+    }
+    return b;
+}
+
+static int be_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), void *ctx)
+{
+    return store_sqlite_replay(((struct sqlite_backend *)db)->s, cb, ctx, NULL);
+}
+
+static int be_write_batch(void *db, struct store_batch *b)
+{
+    return store_sqlite_write_batch(((struct sqlite_backend *)db)->s, b);
+}
+
+static void be_maintain(void *db) { store_sqlite_maintain(((struct sqlite_backend *)db)->s); }
+
+static const char *be_error(const void *db)
+{
+    return store_sqlite_error(((const struct sqlite_backend *)db)->s);
+}
+
+static const char *be_note(const void *db)
+{
+    return store_sqlite_note(((const struct sqlite_backend *)db)->s);
+}
+
+static uint64_t be_quarantined(const void *db, const char **note)
+{
+    return store_sqlite_quarantined(((const struct sqlite_backend *)db)->s, note);
+}
+
+static void be_close(void *db)
+{
+    struct sqlite_backend *b = db;
+    if (b == NULL)
+        return;
+    store_sqlite_close(b->s);
+    close(b->lock_fd);
+    free(b);
+}
+
+const struct store_backend store_sqlite_backend = {
+    .name = "sqlite",
+    .open = be_open,
+    .replay = be_replay,
+    .write_batch = be_write_batch,
+    .maintain = be_maintain,
+    .error = be_error,
+    .note = be_note,
+    .quarantined = be_quarantined,
+    .close = be_close,
+};

@@ -8,8 +8,8 @@
  *
  * Thread-safety. The functions fall into two sides that touch disjoint state:
  *   - the LOOP side: store_sqlite_add, store_sqlite_done, store_sqlite_pending,
- *     store_sqlite_take_batch, store_sqlite_retry_dones and store_batch_* (only on a batch the
- *     caller holds). They touch only the current, not yet taken batch; no disk I/O, never block.
+ *     store_sqlite_take_batch, store_sqlite_retry_dones (thin wrappers over a store_queue of
+ *     store_batch.h) and store_batch_* (only on a batch the caller holds). They touch only the current, not yet taken batch; no disk I/O, never block.
  *   - the CONNECTION side: store_sqlite_write_batch, store_sqlite_replay, store_sqlite_maintain,
  *     store_sqlite_error and store_sqlite_handle. They touch only the SQLite connection.
  * Calls on the same side must not overlap (use each side from one thread, or serialise it). One
@@ -32,32 +32,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store_batch.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* struct store_rec is one persisted background job. Its pointers are borrowed for the duration of a
- * call (add copies them; replay's are valid only inside the callback). */
-struct store_rec {
-    uint64_t id;          /* handle number: unique, never reused, at most INT64_MAX */
-    const char *func;     /* function name bytes */
-    size_t func_len;      /* length of func */
-    const char *unique;   /* unique id bytes, may be empty; several jobs may share an empty unique */
-    size_t unique_len;    /* length of unique */
-    const char *reducer;  /* reducer function name, may be empty */
-    size_t reducer_len;   /* length of reducer */
-    const void *data;     /* payload: may contain NULs, may be large */
-    size_t data_len;      /* length of data */
-    int prio;             /* 0 high, 1 normal, 2 low */
-    int64_t when;         /* unix time the job may run at (epoch or schedule), 0 = now */
-};
-
 /* struct store_sqlite is an open store: the connection and the current batch. Opaque. */
 struct store_sqlite;
-
-/* struct store_batch is a detached batch of operations (adds with their own copies of the job,
- * and done ids). Opaque. */
-struct store_batch;
 
 /* store_sqlite_open opens, or creates, the store at path: WAL mode, synchronous=FULL, a busy
  * timeout, incremental auto-vacuum, Spur's schema (tables spur_meta, spur_jobs, spur_import) and
@@ -120,13 +102,6 @@ struct store_batch *store_sqlite_take_batch(struct store_sqlite *s);
  * usable. b is not freed and may be written again (a retry), or freed. Connection side. */
 int store_sqlite_write_batch(struct store_sqlite *s, struct store_batch *b);
 
-/* store_batch_ops returns the number of operations in b (adds plus dones). */
-size_t store_batch_ops(const struct store_batch *b);
-
-/* store_batch_error returns the error text of b's last failed write, or "" (never NULL). Valid
- * until b is freed or written again. */
-const char *store_batch_error(const struct store_batch *b);
-
 /* store_sqlite_retry_dones copies the done ids of b (typically a batch whose write failed) into the
  * current batch, so those deletions are tried again with the next batch; deleting an id that is not
  * stored is harmless. Returns 0, or -1 when out of memory. Loop side. */
@@ -185,6 +160,14 @@ struct sqlite3 *store_sqlite_handle(struct store_sqlite *s);
  * closes the file (SQLite then checkpoints and removes the WAL). NULL is allowed. Uses both sides:
  * stop the committer thread first. */
 void store_sqlite_close(struct store_sqlite *s);
+
+/* store_sqlite_backend is this module behind the store_backend interface (store_backend.h): the
+ * spurd path. Its open takes an exclusive flock on the file (one server per store), checks it
+ * (store_sqlite_check, rewriting it with --store-recover), opens it and applies --store-sync and
+ * --store-max-pages (PRAGMA synchronous, PRAGMA max_page_count); a gearmand import (-q libsqlite3)
+ * reads the table params->import_table, "gearman_queue" when NULL. The batch queue of the
+ * functions above stays empty: the store manager queues batches itself. */
+extern const struct store_backend store_sqlite_backend;
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,9 @@
 #include <unistd.h>
 
 extern "C" {
+#include "config.h"
+#include "store_backend.h"
+#include "store_mem.h"
 #include "store_row.h"
 #include "store_sqlite.h"
 }
@@ -1168,4 +1171,42 @@ TEST(StoreSqlite, DamagedPagesCostOnlyTheirRowsAndRecoverRewritesTheRest)
     ASSERT_EQ(got.size(), readable);
     for (const Job &j : got)
         expect_same(j, simple_job(j.id, 100));
+}
+
+// The scheme table picks the backend and its parameters from the configuration.
+TEST(StoreBackendTable, ChoosesFromStoreAndQueueType)
+{
+    config c;
+    config_defaults(&c);
+    store_params p;
+    EXPECT_EQ(store_backend_choose(&c, &p), nullptr) << "no store configured";
+    c.store = strdup("sqlite:/var/lib/spur/q.db");
+    c.store_max_pages = 7;
+    c.store_sync_normal = 1;
+    EXPECT_EQ(store_backend_choose(&c, &p), &store_sqlite_backend);
+    EXPECT_STREQ(p.location, "/var/lib/spur/q.db");
+    EXPECT_EQ(p.gearmand, 0);
+    EXPECT_EQ(p.import_table, nullptr);
+    EXPECT_EQ(p.max_pages, 7);
+    EXPECT_EQ(p.sync_normal, 1);
+    EXPECT_EQ(p.max_function, c.max_function);
+    free(c.store);
+    c.store = strdup("mem:t");
+    EXPECT_EQ(store_backend_choose(&c, &p), &store_mem_backend);
+    EXPECT_STREQ(p.location, "t");
+    free(c.store);
+    c.store = nullptr;
+    c.queue_type = strdup("LibSQLite3");
+    c.sqlite_db = strdup("/tmp/g.db");
+    EXPECT_EQ(store_backend_choose(&c, &p), &store_sqlite_backend);
+    EXPECT_STREQ(p.location, "/tmp/g.db");
+    EXPECT_EQ(p.gearmand, 1);
+    EXPECT_EQ(p.import_table, nullptr) << "the backend's default table (gearman_queue)";
+    c.sqlite_table = strdup("jobs");
+    EXPECT_EQ(store_backend_choose(&c, &p), &store_sqlite_backend);
+    EXPECT_STREQ(p.import_table, "jobs");
+    free(c.queue_type);
+    c.queue_type = strdup("builtin");
+    EXPECT_EQ(store_backend_choose(&c, &p), nullptr);
+    config_free(&c);
 }

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* store_open: the scheme table that maps the configuration to a store backend, and store_open.
+ * The only file that knows every backend: store.c links none of them. */
+#include "store_backend.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "engine.h"
+#include "store.h"
+#include "store_mem.h"
+#include "store_sqlite.h"
+
+/* struct scheme is one way to name a backend in the configuration. */
+struct scheme {
+    const char *prefix;                  /* --store=PREFIX LOCATION */
+    const char *queue_type;              /* gearmand's -q TYPE for it, or NULL */
+    const struct store_backend *backend; /* the implementation */
+};
+
+/* The table. mem: is the in-memory test backend (store_mem.h): config.c's --store accepts only
+ * sqlite:, so only tests that fill a struct config themselves reach it. */
+static const struct scheme schemes[] = {
+    {"sqlite:", "libsqlite3", &store_sqlite_backend},
+    {"mem:", NULL, &store_mem_backend},
+};
+
+const struct store_backend *store_backend_choose(const struct config *c, struct store_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->recover = c->store_recover;
+    p->sync_normal = c->store_sync_normal;
+    p->max_pages = c->store_max_pages;
+    p->max_function = c->max_function;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+        const struct scheme *s = &schemes[i];
+        size_t n = strlen(s->prefix);
+        if (c->store != NULL && strncmp(c->store, s->prefix, n) == 0) {
+            p->location = c->store + n;
+            return s->backend;
+        }
+        if (c->store == NULL && s->queue_type != NULL && c->queue_type != NULL &&
+            strcasecmp(c->queue_type, s->queue_type) == 0) {
+            /* gearmand's options: --libsqlite3-db and --libsqlite3-table are the only -q
+             * location options spurd takes */
+            p->location = c->sqlite_db;
+            p->import_table = c->sqlite_table;
+            p->gearmand = 1;
+            return p->location != NULL ? s->backend : NULL;
+        }
+    }
+    return NULL;
+}
+
+int store_open(struct engine *e, const struct store_sink *sink, void (*notify)(void *arg), void *arg,
+               char *err, size_t errlen)
+{
+    struct store_params p;
+    const struct store_backend *b = store_backend_choose(e->cfg, &p);
+    if (b == NULL)
+        return 0;
+    return store_start(e, b, &p, sink, notify, arg, err, errlen);
+}

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Unit tests of the store manager (src/store.c) over the in-memory backend (src/store_mem.c), with
+// a recording sink in place of the protocol side. No SQLite is linked (see tests/include.am).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "config.h"
+#include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "store.h"
+#include "store_backend.h"
+#include "store_mem.h"
+}
+
+namespace {
+
+struct Ack {
+    void *owner;
+    uint64_t id;
+    std::string error; // "" when stored
+    bool ok;
+    bool durable; // the job was in the backend when the reply was released
+};
+
+struct Rig {
+    config cfg;
+    engine eng;
+    std::string name;
+    std::mutex mu;
+    std::condition_variable cv;
+    int notified = 0;
+    std::vector<Ack> acks;
+    std::map<void *, int> held;
+    int replay_dones = 0;
+    bool open = false;
+
+    explicit Rig(const std::string &n) : name(n)
+    {
+        config_defaults(&cfg);
+        static const engine_ops ops = {
+            [](engine *, peer *) {},
+            [](engine *, peer *) {},
+            [](engine *, int) {},
+            [](engine *) { return 1000.0; },
+            [](engine *, peer *) {},
+        };
+        EXPECT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
+    }
+
+    ~Rig()
+    {
+        close();
+        engine_destroy(&eng);
+        config_free(&cfg);
+    }
+
+    static Rig *of(engine *e) { return static_cast<Rig *>(e->shell); }
+
+    static void on_held(engine *e, void *owner) { of(e)->held[owner]++; }
+
+    static void on_acked(engine *e, void *owner, uint64_t id, const char *error)
+    {
+        Rig *r = of(e);
+        r->held[owner]--;
+        r->acks.push_back({owner, id, error ? error : "", error == nullptr,
+                           store_mem_has(r->name.c_str(), id) != 0});
+    }
+
+    static void on_replay_done(engine *e) { of(e)->replay_dones++; }
+
+    static void on_notify(void *arg)
+    {
+        Rig *r = static_cast<Rig *>(arg);
+        std::lock_guard<std::mutex> lk(r->mu);
+        r->notified++;
+        r->cv.notify_all();
+    }
+
+    int start(std::string *err = nullptr)
+    {
+        static const store_sink sink = {on_held, on_acked, on_replay_done};
+        store_params p;
+        memset(&p, 0, sizeof p);
+        p.location = name.c_str();
+        p.max_function = 512;
+        char buf[256] = "";
+        int rc = store_start(&eng, &store_mem_backend, &p, &sink, on_notify, this, buf, sizeof buf);
+        if (err)
+            *err = buf;
+        open = rc == 0;
+        return rc;
+    }
+
+    // pump waits (generously) for the committer to wake the loop, then runs the loop's side.
+    void pump()
+    {
+        {
+            std::unique_lock<std::mutex> lk(mu);
+            bool woke = cv.wait_for(lk, std::chrono::seconds(60), [&] { return notified > 0; });
+            ASSERT_TRUE(woke) << "the committer never woke the loop";
+            notified = 0;
+        }
+        store_complete(&eng);
+    }
+
+    // replayed opens the store and runs the loop until every stored job is back.
+    void replayed()
+    {
+        ASSERT_EQ(start(), 0);
+        while (eng.replaying)
+            pump();
+    }
+
+    store_state state()
+    {
+        store_state s;
+        store_get_state(&eng, &s);
+        return s;
+    }
+
+    // commit hands the current batch over and runs the loop until it is written (or failed).
+    void commit()
+    {
+        store_flush(&eng);
+        while (state().in_flight)
+            pump();
+    }
+
+    job *submit(const char *fn, void *owner, const char *unique = "")
+    {
+        func *f = func_get(&eng, fn, strlen(fn), 1);
+        EXPECT_NE(f, nullptr);
+        job *j = job_new(&eng, f, PRIO_NORMAL, 1, unique, strlen(unique), "", 0, "data", 4);
+        EXPECT_NE(j, nullptr);
+        EXPECT_EQ(store_add(&eng, j, owner, 0), 0);
+        EXPECT_EQ(j->state, JOB_PENDING);
+        return j;
+    }
+
+    // done records that stored job j left the server and frees it.
+    void done(job *j)
+    {
+        j->flags &= (uint8_t)~JOB_STORED;
+        store_done(&eng, j);
+        job_free(&eng, j);
+    }
+
+    void close()
+    {
+        if (open)
+            store_close(&eng);
+        open = false;
+    }
+
+    void check()
+    {
+        char err[256];
+        EXPECT_EQ(engine_check(&eng, err, sizeof err), 0) << err;
+    }
+};
+
+store_rec rec(uint64_t id, const char *fn, int64_t when = 0)
+{
+    store_rec r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    r.func = fn;
+    r.func_len = strlen(fn);
+    r.unique = r.reducer = "";
+    r.data = "payload";
+    r.data_len = 7;
+    r.prio = 1;
+    r.when = when;
+    return r;
+}
+
+class StoreTest : public ::testing::Test {
+  protected:
+    void SetUp() override { store_mem_reset(); }
+    void TearDown() override { store_mem_reset(); }
+};
+
+int A, B; // owners: only their addresses matter
+
+TEST_F(StoreTest, GroupCommitHoldsRepliesUntilTheBatchIsDurable)
+{
+    Rig r("group");
+    r.replayed();
+    EXPECT_EQ(r.replay_dones, 1);
+    job *j1 = r.submit("f", &A);
+    job *j2 = r.submit("f", &B);
+    job *j3 = r.submit("g", &A);
+    uint64_t ids[3] = {j1->id, j2->id, j3->id};
+    EXPECT_EQ(r.held[&A], 2);
+    EXPECT_EQ(r.held[&B], 1);
+    EXPECT_TRUE(r.acks.empty());
+    EXPECT_EQ(store_mem_writes("group"), 0u);
+    EXPECT_EQ(r.state().queued, 3u);
+    r.commit();
+    ASSERT_EQ(r.acks.size(), 3u);
+    void *owners[3] = {&A, &B, &A};
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(r.acks[i].owner, owners[i]);
+        EXPECT_EQ(r.acks[i].id, ids[i]);
+        EXPECT_TRUE(r.acks[i].ok) << r.acks[i].error;
+        EXPECT_TRUE(r.acks[i].durable) << "acknowledged before it was stored";
+        job *j = job_find_id(&r.eng, ids[i]);
+        ASSERT_NE(j, nullptr);
+        EXPECT_EQ(j->state, JOB_READY);
+    }
+    EXPECT_EQ(store_mem_writes("group"), 1u) << "three submits, one batch";
+    EXPECT_EQ(store_mem_count("group"), 3u);
+    EXPECT_EQ(r.held[&A], 0);
+    EXPECT_EQ(r.state().held, 0u);
+    r.check();
+}
+
+TEST_F(StoreTest, AddAndDoneInOneBatchCancel)
+{
+    Rig r("cancel");
+    r.replayed();
+    job *j1 = r.submit("f", nullptr);
+    job *j2 = r.submit("f", nullptr);
+    uint64_t id1 = j1->id, id2 = j2->id;
+    r.done(j1);
+    EXPECT_EQ(r.state().queued, 1u) << "the add and the done of one job cancel out";
+    r.commit();
+    EXPECT_EQ(store_mem_writes("cancel"), 1u);
+    EXPECT_FALSE(store_mem_has("cancel", id1));
+    EXPECT_TRUE(store_mem_has("cancel", id2));
+    // a batch that cancels out entirely writes nothing
+    job *j3 = r.submit("f", nullptr);
+    r.done(j3);
+    EXPECT_EQ(r.state().queued, 0u);
+    r.commit();
+    EXPECT_EQ(store_mem_writes("cancel"), 1u);
+    EXPECT_EQ(store_mem_count("cancel"), 1u);
+    r.check();
+}
+
+TEST_F(StoreTest, CommitFailureAnswersTheOwnerAndRetriesDeletions)
+{
+    Rig r("fail");
+    store_rec seed = rec(7, "f");
+    ASSERT_EQ(store_mem_put("fail", &seed), 0);
+    r.replayed();
+    job *old = job_find_id(&r.eng, 7);
+    ASSERT_NE(old, nullptr);
+    store_mem_faults f = {};
+    f.fail_writes = 1;
+    store_mem_set_faults("fail", &f);
+    r.done(old);
+    job *j = r.submit("f", &A);
+    uint64_t id = j->id;
+    r.commit();
+    ASSERT_EQ(r.acks.size(), 1u);
+    EXPECT_FALSE(r.acks[0].ok);
+    EXPECT_NE(r.acks[0].error.find("injected write failure"), std::string::npos) << r.acks[0].error;
+    EXPECT_EQ(r.acks[0].id, id);
+    EXPECT_EQ(job_find_id(&r.eng, id), nullptr) << "a job that was not stored is failed";
+    EXPECT_EQ(r.held[&A], 0);
+    store_state s = r.state();
+    EXPECT_EQ(s.fails, 1u);
+    EXPECT_DOUBLE_EQ(s.retry_gap, 0.01);
+    EXPECT_EQ(s.queued, 1u) << "the failed deletion waits for a retry";
+    EXPECT_TRUE(store_mem_has("fail", 7));
+    // the committer wakes the loop when the retry is due; the deletion is then written
+    while (store_mem_has("fail", 7))
+        r.pump();
+    while (r.state().in_flight)
+        r.pump();
+    s = r.state();
+    EXPECT_EQ(s.fails, 0u);
+    EXPECT_EQ(s.retry_gap, 0.0);
+    EXPECT_EQ(store_mem_count("fail"), 0u);
+    // and submits work again
+    r.submit("f", &B);
+    r.commit();
+    ASSERT_EQ(r.acks.size(), 2u);
+    EXPECT_TRUE(r.acks[1].ok);
+    EXPECT_EQ(store_mem_count("fail"), 1u);
+    r.check();
+}
+
+TEST_F(StoreTest, DiskFullBacksOffDeletionsButNotSubmits)
+{
+    Rig r("full");
+    store_rec seed = rec(3, "f");
+    ASSERT_EQ(store_mem_put("full", &seed), 0);
+    r.replayed();
+    job *old = job_find_id(&r.eng, 3);
+    ASSERT_NE(old, nullptr);
+    store_mem_faults f = {};
+    f.full = 1;
+    store_mem_set_faults("full", &f);
+    double gap = 0.01;
+    for (int i = 0; i < 12; i++) {
+        r.submit("f", &A);
+        r.commit(); // written at once although failing: a client waits
+        ASSERT_EQ(r.acks.size(), (size_t)i + 1);
+        EXPECT_FALSE(r.acks[i].ok);
+        EXPECT_NE(r.acks[i].error.find("disk full"), std::string::npos);
+        EXPECT_DOUBLE_EQ(r.state().retry_gap, gap) << "after failure " << i + 1;
+        gap = gap * 2 > 5.0 ? 5.0 : gap * 2;
+    }
+    EXPECT_EQ(r.state().fails, 12u);
+    EXPECT_EQ(store_mem_failed("full"), 12u);
+    // a deletion alone waits for the retry time (now 5 s away) instead of spinning
+    r.done(old);
+    store_flush(&r.eng);
+    store_state s = r.state();
+    EXPECT_EQ(s.in_flight, 0);
+    EXPECT_EQ(s.queued, 1u);
+    EXPECT_EQ(store_mem_failed("full"), 12u);
+    // space again: the next submit's batch carries the deletion too
+    f.full = 0;
+    store_mem_set_faults("full", &f);
+    job *j = r.submit("f", &B);
+    uint64_t id = j->id;
+    r.commit();
+    EXPECT_TRUE(r.acks.back().ok);
+    EXPECT_EQ(r.acks.back().id, id);
+    EXPECT_FALSE(store_mem_has("full", 3));
+    EXPECT_TRUE(store_mem_has("full", id));
+    EXPECT_EQ(r.state().fails, 0u);
+    r.check();
+}
+
+TEST_F(StoreTest, ReplayRestoresInIdOrderAndStopsOnAReadError)
+{
+    for (uint64_t id : {9, 3, 5}) {
+        store_rec x = rec(id, id == 5 ? "g" : "f");
+        ASSERT_EQ(store_mem_put("replay", &x), 0);
+    }
+    {
+        Rig r("replay");
+        r.replayed();
+        EXPECT_EQ(r.replay_dones, 1);
+        for (uint64_t id : {3, 5, 9}) {
+            job *j = job_find_id(&r.eng, id);
+            ASSERT_NE(j, nullptr) << id;
+            EXPECT_EQ(j->state, JOB_READY);
+            EXPECT_TRUE(j->flags & JOB_STORED);
+        }
+        EXPECT_GT(r.eng.next_id, 9u) << "new jobs are numbered past every stored one";
+        r.check();
+    }
+    store_mem_faults f = {};
+    f.fail_replay = 2;
+    store_mem_set_faults("replay", &f);
+    Rig r("replay");
+    r.replayed();
+    EXPECT_EQ(r.replay_dones, 1) << "a failed replay still opens the queues";
+    EXPECT_NE(job_find_id(&r.eng, 3), nullptr);
+    EXPECT_NE(job_find_id(&r.eng, 5), nullptr);
+    EXPECT_EQ(job_find_id(&r.eng, 9), nullptr) << "the replay goes in id order";
+    r.check();
+}
+
+TEST_F(StoreTest, OwnerGoneBeforeTheAckIsNotAnswered)
+{
+    Rig r("gone");
+    r.replayed();
+    job *ja = r.submit("f", &A);
+    job *jb = r.submit("f", &B);
+    uint64_t ida = ja->id, idb = jb->id;
+    store_flush(&r.eng); // A's batch is in flight when A goes
+    store_owner_gone(&r.eng, &A);
+    job *ja2 = r.submit("f", &A); // and one more in the next batch
+    uint64_t ida2 = ja2->id;
+    store_owner_gone(&r.eng, &A);
+    while (r.state().in_flight || r.state().held)
+        r.pump();
+    ASSERT_EQ(r.acks.size(), 1u);
+    EXPECT_EQ(r.acks[0].owner, &B);
+    EXPECT_EQ(r.acks[0].id, idb);
+    for (uint64_t id : {ida, ida2}) { // the jobs themselves are stored and run
+        job *j = job_find_id(&r.eng, id);
+        ASSERT_NE(j, nullptr);
+        EXPECT_EQ(j->state, JOB_READY);
+        EXPECT_TRUE(store_mem_has("gone", id));
+    }
+    r.check();
+}
+
+TEST_F(StoreTest, OpenFailuresAreReported)
+{
+    store_mem_faults f = {};
+    f.fail_open = 1;
+    store_mem_set_faults("bad", &f);
+    {
+        Rig r("bad");
+        std::string err;
+        EXPECT_EQ(r.start(&err), -1);
+        EXPECT_NE(err.find("injected open failure"), std::string::npos) << err;
+        EXPECT_EQ(r.eng.store_mgr, nullptr);
+        EXPECT_EQ(r.eng.replaying, 0);
+    }
+    Rig one("shared"), two("shared");
+    one.replayed();
+    std::string err;
+    EXPECT_EQ(two.start(&err), -1) << "one server per store";
+    EXPECT_NE(err.find("in use"), std::string::npos) << err;
+}
+
+TEST_F(StoreTest, CloseWritesTheLastBatchAndReopenReplaysIt)
+{
+    uint64_t id;
+    {
+        Rig r("close");
+        r.replayed();
+        id = r.submit("f", &A)->id;
+        job *gone = r.submit("f", nullptr);
+        r.done(gone);
+        // no flush: close writes what is queued; the held reply is dropped
+    }
+    EXPECT_TRUE(store_mem_has("close", id));
+    EXPECT_EQ(store_mem_count("close"), 1u);
+    Rig r("close");
+    r.replayed();
+    EXPECT_NE(job_find_id(&r.eng, id), nullptr);
+    EXPECT_GT(r.eng.next_id, id + 1) << "the id of the cancelled job is not reused";
+}
+
+} // namespace
