@@ -21,6 +21,7 @@
 #include "log.h"
 #include "notify.h"
 #include "store.h"
+#include "transport.h"
 
 static struct log_limit accept_limit = {5.0, 0, 0};
 
@@ -111,7 +112,7 @@ static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct server *s = w->data;
-    if (s->nconns < s->cfg->max_connections)
+    if (conn_count(&s->conns) < s->cfg->max_connections)
         resume_listeners(s);
 }
 
@@ -136,34 +137,13 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
-/* addr_text formats the peer address; returns whether it is a local (loopback/unix) peer. */
-static int addr_text(const struct sockaddr_storage *ss, char *out, size_t outlen)
-{
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &in->sin_addr, out, (socklen_t)outlen);
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, out, (socklen_t)outlen);
-        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
-            return 1;
-        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
-            return in6->sin6_addr.s6_addr[12] == 127;
-        return 0;
-    }
-    snprintf(out, outlen, "unix");
-    return 1;
-}
-
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
     struct server *s = w->data;
     spin_input(&s->spin, ev_now(loop));
     for (int burst = 0; burst < 64; burst++) {
-        if (s->nconns >= s->cfg->max_connections) {
+        if (conn_count(&s->conns) >= s->cfg->max_connections) {
             log_limited(&accept_limit, LOG_WARNING, __FILE__, __LINE__,
                         "--max-connections (%zu) reached; not accepting", s->cfg->max_connections);
             pause_listeners(s);
@@ -185,10 +165,13 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             }
             return;
         }
-        char ip[INET6_ADDRSTRLEN + 1];
-        int local = addr_text(&ss, ip, sizeof ip);
         tune_socket(s, fd, ss.ss_family);
-        conn_new(s, fd, ip, local);
+        struct transport t;
+        if (transport_kinds[TRANSPORT_PLAIN]->wrap(&t, fd, NULL) != 0) {
+            close(fd);
+            continue;
+        }
+        conn_new(&s->conns, &t);
     }
 }
 
@@ -231,7 +214,8 @@ static void store_notify(void *arg)
 static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
-    conn_idle_sweep(w->data, ev_now(loop));
+    struct server *s = w->data;
+    conn_idle_sweep(&s->conns, ev_now(loop));
 }
 
 /* idle_cb does nothing: an active idle watcher only keeps the loop from blocking. */
@@ -265,22 +249,11 @@ static void job_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     engine_run_timers(&s->eng, ev_now(loop));
 }
 
-/* flush_dirty writes the output of every conn on the flush list. */
-static void flush_dirty(struct server *s)
-{
-    struct conn *c;
-    while ((c = conn_pop_dirty(s)) != NULL)
-        if (!c->closing)
-            conn_flush(c);
-}
-
 /* flush_lazy writes the output of every conn on the lazy list. */
 static void flush_lazy(struct server *s)
 {
-    struct conn *c;
     ev_timer_stop(s->loop, &s->lazy_timer);
-    while ((c = conn_pop_lazy(s)) != NULL)
-        conn_flush(c);
+    conn_flush_lazy(&s->conns);
 }
 
 /* spin_cb runs when a busy poll found nothing: poll again while the window is open. */
@@ -303,7 +276,9 @@ static void lazy_cb(struct ev_loop *loop, ev_idle *w, int revents)
         flush_lazy(s);
         return;
     }
-    double left = s->lazy_since + s->cfg->reply_batch - ev_now(loop);
+    double since = 0;
+    conn_have_lazy(&s->conns, &since);
+    double left = since + s->cfg->reply_batch - ev_now(loop);
     ev_timer_set(&s->lazy_timer, left > 0 ? left : 0, 0.);
     ev_timer_start(loop, &s->lazy_timer);
 }
@@ -319,29 +294,23 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)revents;
     struct server *s = w->data;
-    conn_run_deferred(s);
+    double lazy_since = 0;
+    conn_run_deferred(&s->conns);
     admin_continue(&s->eng);
     store_flush(&s->eng);
-    flush_dirty(s);
-    if (s->lazy != NULL && ev_now(loop) - s->lazy_since >= s->cfg->reply_batch)
+    conn_flush_dirty(&s->conns);
+    if (conn_have_lazy(&s->conns, &lazy_since) &&
+        ev_now(loop) - lazy_since >= s->cfg->reply_batch)
         flush_lazy(s);
-    int freed = 0;
-    while (s->closing != NULL) {
-        struct conn *c = s->closing;
-        s->closing = c->close_next;
-        conn_free(c);
-        freed = 1;
-        /* freeing may have queued output for others (re-queued jobs wake workers) */
-        flush_dirty(s);
-    }
+    size_t freed = conn_free_closed(&s->conns);
     arm_job_timer(s);
-    if (admin_ready(&s->eng) || s->deferred != NULL)
+    if (admin_ready(&s->eng) || conn_have_deferred(&s->conns))
         ev_idle_start(s->loop, &s->listing_idle); /* more to do: poll, do not sleep */
     else
         ev_idle_stop(s->loop, &s->listing_idle);
-    if (s->lazy != NULL && s->stop_after_flush)
+    if (conn_have_lazy(&s->conns, NULL) && s->stop_after_flush)
         flush_lazy(s);
-    if (s->lazy != NULL && !ev_is_active(&s->lazy_timer))
+    if (conn_have_lazy(&s->conns, NULL) && !ev_is_active(&s->lazy_timer))
         ev_idle_start(s->loop, &s->lazy_idle); /* poll without blocking: is more input ready? */
     else
         ev_idle_stop(s->loop, &s->lazy_idle);
@@ -355,7 +324,7 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         ev_break(s->loop, EVBREAK_ALL);
         return;
     }
-    if (freed && s->paused && s->nconns < s->cfg->max_connections &&
+    if (freed > 0 && s->paused && conn_count(&s->conns) < s->cfg->max_connections &&
         !ev_is_active(&s->resume_timer))
         resume_listeners(s);
 }
@@ -427,15 +396,14 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
-    s->rbuf = malloc(SERVER_READ_SIZE);
-    if (s->rbuf == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     static const struct engine_ops ops = {eng_output, eng_close, eng_shutdown, eng_now,
                                          eng_resume};
     if (engine_init(&s->eng, cfg, &ops, s) != 0) {
         snprintf(err, errlen, "cannot initialise the job engine");
+        return -1;
+    }
+    if (conn_ctx_init(&s->conns, s->loop, &s->eng, cfg, &s->spin) != 0) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
 
@@ -544,18 +512,7 @@ void server_destroy(struct server *s)
     /* the store first: what finished before the stop is written now, and the teardown below
      * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
     store_close(&s->eng);
-    /* close every connection: gather them from the engine's peer list */
-    while (s->eng.peers != NULL) {
-        struct conn *c = (struct conn *)s->eng.peers;
-        if (!c->closing)
-            conn_close(c);
-        /* conn_free detaches it from the peer list */
-        s->closing = NULL;
-        conn_free(c);
-    }
-    s->closing = NULL;
-    s->dirty = s->dirty_tail = NULL;
-    s->lazy = s->lazy_tail = NULL;
+    conn_ctx_destroy(&s->conns); /* every connection, then the shared buffer */
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
     /* only the socket this process bound, and only if it is still there (not replaced) */
@@ -576,7 +533,6 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_usr1);
     ev_async_stop(s->loop, &s->store_async);
     engine_destroy(&s->eng);
-    free(s->rbuf);
     ev_loop_destroy(s->loop);
     s->loop = NULL;
 }

@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* transport: the table of transport kinds (transport.h). */
+#include "transport.h"
+
+const struct transport_kind *const transport_kinds[TRANSPORT_MAX] = {
+    [TRANSPORT_PLAIN] = &transport_tcp,
+};
