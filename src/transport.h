@@ -65,6 +65,7 @@ struct transport_kind {
 /* The kinds, indexed by enum transport_id: the one table a new transport is added to. */
 enum transport_id {
     TRANSPORT_PLAIN, /* TCP and unix sockets (transport_tcp.c) */
+    TRANSPORT_LOOP,  /* in-memory pipe for unit tests (transport_loop.c); not configurable */
     /* TRANSPORT_TLS: later */
     TRANSPORT_MAX
 };
