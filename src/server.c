@@ -137,10 +137,18 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
+/* accept_proto makes the connection for a socket accepted on a listener of each protocol (the
+ * table a new kind of listener, e.g. HTTP, adds its entry to). */
+static struct conn *(*const accept_proto[LISTEN_PROTO_MAX])(struct conn_ctx *x,
+                                                            const struct transport *t) = {
+    [LISTEN_GEARMAN] = conn_new,
+};
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
     struct server *s = w->data;
+    const struct listener *lis = &s->lis[w - s->lis_io];
     spin_input(&s->spin, ev_now(loop));
     for (int burst = 0; burst < 64; burst++) {
         if (conn_count(&s->conns) >= s->cfg->max_connections) {
@@ -167,11 +175,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         tune_socket(s, fd, ss.ss_family);
         struct transport t;
-        if (transport_kinds[TRANSPORT_PLAIN]->wrap(&t, fd, NULL) != 0) {
+        if (lis->transport->wrap(&t, fd, lis->transport_arg) != 0) {
             close(fd);
             continue;
         }
-        conn_new(&s->conns, &t);
+        accept_proto[lis->proto](&s->conns, &t);
     }
 }
 
@@ -420,11 +428,16 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         if (fd < 0)
             return -1;
         s->unix_bound = 1;
+        memset(&s->lis[s->nlis], 0, sizeof s->lis[s->nlis]);
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
+        s->lis[s->nlis].proto = LISTEN_GEARMAN;
         s->nlis++;
     }
     for (int i = 0; i < s->nlis; i++) {
+        /* one kind configured today: Gearman over plain sockets */
+        s->lis[i].transport = transport_kinds[TRANSPORT_PLAIN];
+        s->lis[i].transport_arg = NULL;
         ev_io_init(&s->lis_io[i], accept_cb, s->lis[i].fd, EV_READ);
         s->lis_io[i].data = s;
         ev_io_start(s->loop, &s->lis_io[i]);

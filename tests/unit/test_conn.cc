@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 extern "C" {
 #include "config.h"
 #include "conn.h"
 #include "engine.h"
+#include "listen.h"
 #include "proto.h"
 #include "transport.h"
 #include "transport_loop.h"
@@ -136,6 +139,23 @@ TEST(Conn, TableHasTheLoopTransport)
     EXPECT_EQ(transport_kinds[TRANSPORT_PLAIN], &transport_tcp);
     EXPECT_EQ(transport_kinds[TRANSPORT_LOOP], &transport_loop);
     EXPECT_STREQ(transport_kinds[TRANSPORT_LOOP]->name, "loop");
+}
+
+TEST(Conn, TcpListenersSpeakGearmanAndLeaveTheTransportToTheCaller)
+{
+    listener lis[LISTEN_MAX];
+    memset(lis, 0xA5, sizeof lis); // garbage, as on the stack
+    char host[] = "127.0.0.1";
+    char *hosts[] = {host};
+    char err[256];
+    int port = 0;
+    int n = listen_tcp(hosts, 1, 0, 8, lis, LISTEN_MAX, &port, err, sizeof err);
+    ASSERT_EQ(n, 1) << err;
+    EXPECT_GT(port, 0);
+    EXPECT_EQ(lis[0].proto, LISTEN_GEARMAN);
+    EXPECT_EQ(lis[0].transport, nullptr);
+    EXPECT_EQ(lis[0].transport_arg, nullptr);
+    close(lis[0].fd);
 }
 
 TEST(Conn, EchoRoundTripAndPeerName)
