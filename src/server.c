@@ -298,20 +298,50 @@ static void lazy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     flush_lazy(w->data);
 }
 
-static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+/* ------------------------------------------------------------ before the loop sleeps
+ *
+ * before_sleep (the ev_prepare watcher: libev runs it once per loop iteration, after every
+ * callback of the iteration and before it polls) does the work those callbacks left, in this
+ * order:
+ *
+ *  1. input that waited (conn_run_deferred): connections whose input stopped at a reply quota
+ *     get one more turn; then admin listings (admin_continue) write their next slice. First,
+ *     because what they produce (replies, durable submits, wake-ups) must join the steps below
+ *     in this same iteration.
+ *  2. store hand-off (store_flush): the durable submits of this iteration go to the committer
+ *     thread as one batch (group commit); their JOB_CREATED waits for its answer
+ *     (store_async_cb). After 1, which may add to the batch; before 3, so the batch is on its
+ *     way while we write.
+ *  3. writes (conn_flush_dirty): every connection with output to send now, PEER_URGENT first
+ *     (a worker's next job, a client's result), one writev each; then the lazy batch if its
+ *     first reply has waited --reply-batch.
+ *  4. closes (conn_free_closed): connections closed during the iteration are freed here, never
+ *     inside a callback. A free re-queues a lost worker's jobs and may wake other workers: their
+ *     output is written right after each free. After 3, so output queued for a connection
+ *     before it closed (an ERROR) was written.
+ *  5. timers (arm_job_timer): the one job timer is pointed at the engine's earliest deadline,
+ *     after every step that may have added or removed one.
+ *  6. how to wait: the loop keeps polling without sleeping while listings or deferred input
+ *     remain, while lazy replies wait for a poll that finds no input (lazy_cb), or while busy
+ *     polling (spin.h); otherwise it sleeps in its poll. Stopping writes the lazy replies now.
+ *  7. stop or resume: after an admin shutdown, stop once the replies are written (graceful: and
+ *     no job runs any more); otherwise listeners paused at --max-connections resume once a
+ *     close made room.
+ */
+
+/* write_output is step 3: the dirty list, then the lazy batch once it has waited long enough. */
+static void write_output(struct server *s)
 {
-    (void)revents;
-    struct server *s = w->data;
     double lazy_since = 0;
-    conn_run_deferred(&s->conns);
-    admin_continue(&s->eng);
-    store_flush(&s->eng);
     conn_flush_dirty(&s->conns);
     if (conn_have_lazy(&s->conns, &lazy_since) &&
-        ev_now(loop) - lazy_since >= s->cfg->reply_batch)
+        ev_now(s->loop) - lazy_since >= s->cfg->reply_batch)
         flush_lazy(s);
-    size_t freed = conn_free_closed(&s->conns);
-    arm_job_timer(s);
+}
+
+/* choose_wait is step 6: start the idle watchers that keep the loop polling, stop the others. */
+static void choose_wait(struct server *s)
+{
     if (admin_ready(&s->eng) || conn_have_deferred(&s->conns))
         ev_idle_start(s->loop, &s->listing_idle); /* more to do: poll, do not sleep */
     else
@@ -328,6 +358,11 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         ev_idle_start(s->loop, &s->spin_idle);
     else
         ev_idle_stop(s->loop, &s->spin_idle);
+}
+
+/* stop_or_resume is step 7; freed is how many connections step 4 freed. */
+static void stop_or_resume(struct server *s, size_t freed)
+{
     if (s->stop_after_flush && (!s->eng.shutting_down || s->eng.nrunning == 0)) {
         ev_break(s->loop, EVBREAK_ALL);
         return;
@@ -335,6 +370,21 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     if (freed > 0 && s->paused && conn_count(&s->conns) < s->cfg->max_connections &&
         !ev_is_active(&s->resume_timer))
         resume_listeners(s);
+}
+
+static void before_sleep(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    conn_run_deferred(&s->conns);                /* 1. input that waited */
+    admin_continue(&s->eng);                     /*    and admin listings */
+    store_flush(&s->eng);                        /* 2. store hand-off */
+    write_output(s);                             /* 3. writes */
+    size_t freed = conn_free_closed(&s->conns);  /* 4. closes */
+    arm_job_timer(s);                            /* 5. timers */
+    choose_wait(s);                              /* 6. how to wait */
+    stop_or_resume(s, freed);                    /* 7. stop or resume */
 }
 
 static void term_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -461,7 +511,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_timer_init(&s->job_timer, job_timer_cb, 0., 0.);
     s->job_timer.data = s;
     s->job_timer_at = -1;
-    ev_prepare_init(&s->flush_watcher, flush_cb);
+    ev_prepare_init(&s->flush_watcher, before_sleep);
     s->flush_watcher.data = s;
     ev_prepare_start(s->loop, &s->flush_watcher);
 

@@ -30,7 +30,7 @@ struct server {
     unsigned user_timeout_ms;         /* TCP_USER_TIMEOUT for accepted sockets, 0 = OS default */
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
-    ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
+    ev_prepare flush_watcher;         /* runs before_sleep: the work before the loop polls */
     ev_async store_async;             /* the store's committer thread wakes the loop */
     ev_idle listing_idle;             /* keeps the loop polling while admin listings remain */
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
