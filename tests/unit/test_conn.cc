@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 extern "C" {
+#include "admin.h"
 #include "config.h"
 #include "conn.h"
 #include "engine.h"
@@ -64,13 +65,15 @@ struct Shell {
         EXPECT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         EXPECT_EQ(conn_ctx_init(&conns, loop, &eng, &cfg, nullptr), 0);
         ev_prepare_init(&prep, [](struct ev_loop *, ev_prepare *w, int) {
-            auto *x = static_cast<conn_ctx *>(w->data);
+            auto *sh = static_cast<Shell *>(w->data);
+            conn_ctx *x = &sh->conns;
             conn_run_deferred(x);
+            admin_continue(&sh->eng);
             conn_flush_dirty(x);
             conn_flush_lazy(x);
             conn_free_closed(x);
         });
-        prep.data = &conns;
+        prep.data = this;
         ev_prepare_start(loop, &prep);
     }
 
@@ -304,6 +307,44 @@ TEST(Conn, WriteThatWantsReadRetriesWhenReadable)
     EXPECT_EQ(Shell::take(lp), res(CMD_ECHO_RES, "tls"));
     EXPECT_FALSE(c->write_wants_read);
     EXPECT_EQ(lp->closed, 0);
+}
+
+TEST(Conn, InputWaitsWhileLongRepliesAreWrittenAndKeepsOrder)
+{
+    Shell sh;
+    loop_pipe *lw, *la, *lb;
+    conn *w = sh.connect(&lw);
+    conn *a = sh.connect(&la);
+    conn *b = sh.connect(&lb);
+    std::string can;
+    for (int i = 0; i < 300; i++) // a 'status' reply of some 60 KB
+        can += req(CMD_CAN_DO, std::string(180, 'f') + std::to_string(i));
+    sh.send(w, lw, can);
+    sh.send(a, la, "status\n");
+    std::string one = Shell::take(la);
+    ASSERT_GT(one.size(), 40000u);
+    std::string in, want;
+    for (int i = 0; i < 6; i++) {
+        in += "status\n";
+        want += one;
+    }
+    buf_append(&la->to_server, in.data(), in.size());
+    ev_feed_event(sh.loop, &a->rio, EV_READ);
+    ev_run(sh.loop, EVRUN_NOWAIT);
+    ev_feed_event(sh.loop, &a->rio, EV_READ); // more input is said to be there
+    ev_run(sh.loop, EVRUN_NOWAIT);
+    EXPECT_LT(buf_len(&la->from_server), want.size());
+    EXPECT_FALSE(ev_is_active(&a->rio)); // not read while the replies before it are written
+    sh.send(b, lb, req(CMD_ECHO_REQ, "b")); // another connection is served meanwhile
+    EXPECT_EQ(Shell::take(lb), res(CMD_ECHO_RES, "b"));
+    for (int turns = 0; buf_len(&la->from_server) < want.size() && turns < 100; turns++)
+        ev_run(sh.loop, EVRUN_NOWAIT);
+    EXPECT_FALSE(conn_have_deferred(&sh.conns));
+    sh.turn();
+    std::string got = Shell::take(la);
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want);
+    EXPECT_TRUE(ev_is_active(&a->rio)); // reading again
 }
 
 TEST(Conn, JobFlowsBetweenTwoConnections)
