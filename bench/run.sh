@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/run.sh: run every spur-bench scenario against spurd and three gearmand configurations and
-# print a table of medians with spurd/gearmand ratios. Builds nothing: point it at binaries.
+# print a table of medians with spurd/gearmand ratios; bg-submit also runs against answer-server,
+# the answer-only ceiling. Builds nothing: point it at binaries.
 #
 # Every server listens on 127.0.0.1 only, on a free port, and is started fresh for every run of
 # every scenario (so queued jobs, connections and memory from one run never leak into the next).
@@ -15,10 +16,11 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SPURD=${SPURD:-$top/build/src/spurd}
 SPUR_BENCH=${SPUR_BENCH:-$top/build/bench/spur-bench}
 GEARMAND=${GEARMAND:-/usr/sbin/gearmand}
+ANSWER_SERVER=${ANSWER_SERVER:-$top/build/bench/answer-server}
 runs=3
 drain_runs=3
 drain_jobs=1000000
-servers="spurd,gearmand-t0,gearmand,gearmand-hb"
+servers="spurd,gearmand-t0,gearmand,gearmand-hb,answer-only"
 scenarios="bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout"
 out=""
 run_timeout=120
@@ -31,17 +33,24 @@ Usage: bench/run.sh [OPTIONS] [-- EXTRA_SPUR_BENCH_ARGS]
 Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/gearmand ratios.
 
   --spurd=PATH        spurd binary (env SPURD; default build/src/spurd)
+  --spurd-base=PATH   a second spurd to compare with, e.g. built from the commit before a change
+                      (env SPURD_BASE); adds the server spurd-base and a 'vs base' column
   --bench=PATH        spur-bench binary (env SPUR_BENCH; default build/bench/spur-bench)
   --gearmand=PATH     gearmand binary (env GEARMAND; default /usr/sbin/gearmand)
+  --answer-server=PATH  answer-only server (env ANSWER_SERVER; default build/bench/answer-server)
   --runs=N            runs per server and scenario (default 3)
   --drain-runs=N      runs of the drain scenario (default 3, medians as the bar asks; one
                       1M-job queue-and-drain of a gearmand with its default 991 hash buckets
                       takes about 4 minutes on 2 cores, so --drain-runs=1 saves 20 minutes)
   --drain-jobs=N      jobs queued and drained by the drain scenario (default 1000000)
-  --servers=LIST      any of spurd,gearmand-t0,gearmand,gearmand-hb (default: all)
+  --servers=LIST      any of spurd,spurd-base,gearmand-t0,gearmand,gearmand-hb,answer-only
+                      (default: all but spurd-base, which is added when --spurd-base is given)
                         gearmand-t0   gearmand -t 0
                         gearmand      gearmand with its default threads (4)
                         gearmand-hb   gearmand --hashtable-buckets 1000003 (default threads)
+                        answer-only   bench/answer-server: answers SUBMIT_JOB_BG with JOB_CREATED
+                                      and keeps no job state; runs bg-submit only, and the
+                                      table's 'vs ceiling' column is spurd / answer-only
   --scenarios=LIST    default bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout
   --timeout=S         wall-time bound of one run (default 120; drain: --drain-timeout=S, 900)
   --out=DIR           keep logs and raw results here (default: a new directory under /tmp)
@@ -54,12 +63,14 @@ for arg in "$@"; do
     if [ "${seen_dashdash:-0}" = 1 ]; then bench_args+=("$arg"); continue; fi
     case $arg in
         --spurd=*) SPURD=${arg#*=} ;;
+        --spurd-base=*) SPURD_BASE=${arg#*=} ;;
         --bench=*) SPUR_BENCH=${arg#*=} ;;
         --gearmand=*) GEARMAND=${arg#*=} ;;
+        --answer-server=*) ANSWER_SERVER=${arg#*=} ;;
         --runs=*) runs=${arg#*=} ;;
         --drain-runs=*) drain_runs=${arg#*=} ;;
         --drain-jobs=*) drain_jobs=${arg#*=} ;;
-        --servers=*) servers=${arg#*=} ;;
+        --servers=*) servers=${arg#*=}; servers_given=1 ;;
         --scenarios=*) scenarios=${arg#*=} ;;
         --timeout=*) run_timeout=${arg#*=} ;;
         --drain-timeout=*) drain_timeout=${arg#*=} ;;
@@ -69,6 +80,11 @@ for arg in "$@"; do
         *) echo "run.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
     esac
 done
+if [ -n "${SPURD_BASE:-}" ] && [ "${servers_given:-0}" != 1 ]; then
+    servers="spurd,spurd-base,${servers#spurd,}"
+fi
+# answer_only_runs SCENARIO says whether the answer-only server takes part in it.
+answer_only_runs() { [ "$1" = bg-submit ]; }
 for n in "$runs" "$drain_runs" "$drain_jobs" "$run_timeout" "$drain_timeout"; do
     case $n in ''|*[!0-9]*|0) echo "run.sh: counts and timeouts must be positive integers" >&2; exit 2 ;; esac
 done
@@ -130,11 +146,18 @@ start_server() {
     local name=$1 dir=$2 try port
     mkdir -p "$dir"
     case $name in
-        spurd)
-            [ -x "$SPURD" ] || { echo "spurd not found at $SPURD" >"$dir/start.err"; return 1; }
+        spurd|spurd-base|answer-only)
+            local bin=$SPURD
+            [ "$name" = spurd-base ] && bin=$SPURD_BASE
+            [ "$name" = answer-only ] && bin=$ANSWER_SERVER
+            [ -x "$bin" ] || { echo "$name not found at $bin" >"$dir/start.err"; return 1; }
             rm -f "$dir/port"
-            "$SPURD" --port=0 --listen=127.0.0.1 --port-file="$dir/port" \
-                --log-file="$dir/server.log" >>"$dir/server.out" 2>&1 &
+            if [ "$name" = answer-only ]; then
+                "$bin" --listen=127.0.0.1 --port-file="$dir/port" >>"$dir/server.out" 2>&1 &
+            else
+                "$bin" --port=0 --listen=127.0.0.1 --port-file="$dir/port" \
+                    --log-file="$dir/server.log" >>"$dir/server.out" 2>&1 &
+            fi
             srv_pid=$!
             for _ in $(seq 200); do
                 [ -s "$dir/port" ] && break
@@ -143,7 +166,7 @@ start_server() {
             done
             srv_port=$(cat "$dir/port" 2>/dev/null)
             if [ -z "$srv_port" ] || ! wait_listening "$srv_port" "$srv_pid"; then
-                echo "spurd did not start (see $dir/server.out)" >"$dir/start.err"
+                echo "$name did not start (see $dir/server.out)" >"$dir/start.err"
                 stop_server
                 return 1
             fi
@@ -179,11 +202,15 @@ IFS=, read -r -a scenario_list <<<"$scenarios"
 total=0
 for sc in "${scenario_list[@]}"; do
     n=$runs; [ "$sc" = drain ] && n=$drain_runs
-    total=$((total + n * ${#server_list[@]}))
+    for srv in "${server_list[@]}"; do
+        [ "$srv" = answer-only ] && ! answer_only_runs "$sc" && continue
+        total=$((total + n))
+    done
 done
 echo "spur-bench comparison: ${#server_list[@]} servers x ${#scenario_list[@]} scenarios" \
      "($runs runs each, drain $drain_runs x $drain_jobs jobs); logs in $out"
 echo "  spurd: $SPURD"
+[ -n "${SPURD_BASE:-}" ] && echo "  spurd-base: $SPURD_BASE"
 echo "  gearmand: $GEARMAND ($("$GEARMAND" --version 2>&1 | grep -m1 . | cut -c1-40))"
 echo "  bench: $SPUR_BENCH; $(nproc) CPUs"
 
@@ -194,6 +221,7 @@ for sc in "${scenario_list[@]}"; do
     if [ "$sc" = drain ]; then n=$drain_runs; t=$drain_timeout; extra=(--jobs="$drain_jobs"); fi
     for run in $(seq "$n"); do
         for srv in "${server_list[@]}"; do
+            [ "$srv" = answer-only ] && ! answer_only_runs "$sc" && continue
             count=$((count + 1))
             dir=$out/$srv/$sc-$run
             printf '[%d/%d] %-12s %-13s run %d: ' "$count" "$total" "$srv" "$sc" "$run"
@@ -266,7 +294,9 @@ fanout p999_us lower p99.9_us
 fanout cpu_us_per_job lower cpu_us/job"
 
 echo
-echo "Medians (ratio = spurd / best gearmand configuration for that row; '*' = some runs failed)"
+echo "Medians (ratio = spurd / best gearmand configuration for that row; vs base = spurd /"
+echo "spurd-base when it ran; vs ceiling = spurd / answer-only, the server that answers and keeps"
+echo "no job state, for bg-submit jobs/s; '*' = some runs failed)"
 awk -v servers="$servers" -v scenarios="$scenarios" -v rows="$rows" '
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
@@ -286,24 +316,37 @@ END {
     split(scenarios, want, ","); for (i in want) wanted[want[i]] = 1
     printf "%-14s %-13s", "scenario", "metric"
     for (i = 1; i <= ns; i++) printf " %13s", sv[i]
-    printf " %8s %s\n", "ratio", "(better)"
+    printf " %8s", "ratio"
+    for (i = 1; i <= ns; i++) if (sv[i] == "spurd-base") printf " %8s", "vs base"
+    for (i = 1; i <= ns; i++) if (sv[i] == "answer-only") printf " %10s", "vs ceiling"
+    printf " %s\n", "(better)"
     nr = split(rows, rl, "\n")
     for (r = 1; r <= nr; r++) {
         split(rl[r], f, " "); sc = f[1]; m = f[2]; dir = f[3]; label = f[4]
         if (!(sc in wanted)) continue
         printf "%-14s %-13s", sc, label
-        best = ""; sp = ""
+        best = ""; sp = ""; base = ""; hasbase = 0; ceil = ""; hasceil = 0
         for (i = 1; i <= ns; i++) {
             k = sv[i] SUBSEP sc SUBSEP m
             if (k in vals) {
                 v = median(vals[k]); cell = fmt(v) ((sv[i] SUBSEP sc) in failed ? "*" : "")
                 if (sv[i] == "spurd") sp = v
+                else if (sv[i] == "spurd-base") base = v
+                else if (sv[i] == "answer-only") ceil = v
                 else if (best == "" || (dir == "higher" ? v > best : v < best)) best = v
             } else cell = "n/a"
+            if (sv[i] == "spurd-base") hasbase = 1
+            if (sv[i] == "answer-only") hasceil = 1
             printf " %13s", cell
         }
-        if (sp != "" && best != "" && best > 0) printf " %8.2f %s\n", sp / best, dir
-        else printf " %8s %s\n", "n/a", dir
+        if (sp != "" && best != "" && best > 0) printf " %8.2f", sp / best
+        else printf " %8s", "n/a"
+        if (hasbase && sp != "" && base != "" && base > 0) printf " %8.2f", sp / base
+        else if (hasbase) printf " %8s", "n/a"
+        if (hasceil && sc == "bg-submit" && m == "jobs_per_s" && sp != "" && ceil != "" && ceil > 0)
+            printf " %10.2f", sp / ceil
+        else if (hasceil) printf " %10s", (sc == "bg-submit" && m == "jobs_per_s") ? "n/a" : ""
+        printf " %s\n", dir
     }
 }' "$results"
 

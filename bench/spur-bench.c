@@ -54,11 +54,14 @@
 /* ------------------------------------------------------------------------------------ options */
 
 /* enum scenario_id names the scenarios. */
-enum scenario_id { SC_BG_SUBMIT, SC_RT_LATENCY, SC_RT_THROUGHPUT, SC_DRAIN, SC_IDLE, SC_FANOUT };
+enum scenario_id {
+    SC_BG_SUBMIT, SC_RT_LATENCY, SC_RT_THROUGHPUT, SC_DRAIN, SC_IDLE, SC_FANOUT, SC_COALESCE
+};
 
 /* scenario_names is indexed by enum scenario_id. */
 static const char *const scenario_names[] = {"bg-submit", "rt-latency", "rt-throughput",
-                                             "drain",     "idle-conns", "fanout"};
+                                             "drain",     "idle-conns", "fanout",
+                                             "coalesce"};
 
 /* struct options holds the command line; -1 means "the scenario's default". */
 struct options {
@@ -78,6 +81,11 @@ struct options {
     double stall_s;       /* give up after this long without any packet from the server */
     long long max_anomalies; /* give up once this many anomalies were counted */
     const char *label;    /* free text echoed as server= in the RESULT line */
+    long long ballast_jobs; /* background jobs queued on an unworked function before measuring */
+    long ballast_clients; /* connections that each hold one unworked foreground job */
+    long idle_workers;    /* connections registered for the measured function that sleep and
+                             ignore NOOP */
+    long waiters;         /* coalesce: client connections submitting each job (same unique) */
 };
 
 /* ----------------------------------------------------------------------------------- utilities */
@@ -320,7 +328,15 @@ struct anomalies {
 };
 
 /* enum role says what a connection does. */
-enum role { ROLE_CLIENT, ROLE_WORKER, ROLE_IDLE, ROLE_PROBE };
+enum role { ROLE_CLIENT, ROLE_WORKER, ROLE_IDLE, ROLE_PROBE, ROLE_BALLAST, ROLE_WAITER };
+
+/* enum idle_kind says what an idle connection sends once connected, and what answer proves that
+ * the server accepted and served it. */
+enum idle_kind {
+    IDLE_ECHO,   /* ECHO_REQ "idle" -> ECHO_RES (idle-conns, coalesce waiters) */
+    IDLE_CLIENT, /* SUBMIT_JOB on the ballast function nobody works -> JOB_CREATED */
+    IDLE_WORKER, /* CAN_DO the measured function, PRE_SLEEP, ECHO_REQ -> ECHO_RES; NOOPs ignored */
+};
 
 /* enum worker_state is a worker's place in the GRAB / PRE_SLEEP / NOOP cycle. */
 enum worker_state {
@@ -350,6 +366,8 @@ struct conn {
     int worker_no;           /* worker: 0..workers-1, selects its functions in fanout */
     uint64_t worked;         /* worker: jobs it completed */
     uint64_t echo_seq;       /* probe: sequence number of the outstanding echo */
+    int noop_held;           /* coalesce worker: a NOOP arrived before the round was created */
+    uint64_t round_seen;     /* coalesce waiter: 1 + the last round it saw completed */
 };
 
 /* struct bench is the whole state of one scenario run. */
@@ -399,6 +417,21 @@ struct bench {
     long idle_pending;       /* idle connections being opened */
     int idle_opening;        /* the loop keeps opening idle connections */
     long idle_next;          /* idle connections started */
+    long idle_target;        /* idle connections to open in the current opening phase */
+    enum idle_kind idle_kind; /* what those connections do */
+    int spread_src;          /* bind idle connections to 127.0.0.1-8 (more than 28k of them) */
+    uint64_t idle_noops;     /* NOOPs the idle workers received and ignored */
+    /* ballast: state that the measured phase must not notice */
+    char ballast_fn[96];     /* the function nobody works */
+    size_t ballast_fn_len;   /* its length */
+    uint64_t ballast_sent;   /* ballast background jobs submitted */
+    uint64_t ballast_acked;  /* ballast background jobs acknowledged (or refused) */
+    /* coalesce */
+    uint64_t round;          /* the job (round) every waiter is submitting */
+    long round_created;      /* waiters that got JOB_CREATED for it */
+    long round_done;         /* waiters that got its WORK_COMPLETE */
+    uint64_t t_wc;           /* when the worker queued the round's WORK_COMPLETE */
+    struct conn *cworker;    /* the coalesce worker */
     struct conn *probe;      /* the echo-latency connection */
     uint64_t echo_target;    /* echoes to do in the current probe phase */
     uint64_t echo_done;      /* echoes verified in the current probe phase */
@@ -679,15 +712,31 @@ static void send_empty(struct bench *b, struct conn *c, uint32_t cmd)
     send_packet(b, c, cmd, NULL, 0);
 }
 
-/* socket_new creates a non-blocking TCP socket with TCP_NODELAY and starts connecting it.
+/* socket_new_from creates a non-blocking TCP socket with TCP_NODELAY and starts connecting it.
+ * With src >= 0 and an IPv4 server, the socket is first bound to the source address
+ * 127.0.0.(1 + src) (port chosen at connect time), so more connections than one source
+ * address has ephemeral ports can reach one server port over loopback.
  * Returns the fd and sets *in_progress, or -1 with errno set. */
-static int socket_new(struct bench *b, int *in_progress)
+static int socket_new_from(struct bench *b, int *in_progress, long src)
 {
     int fd = socket(b->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (src >= 0 && b->addr.ss_family == AF_INET) {
+#ifdef IP_BIND_ADDRESS_NO_PORT
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+#endif
+        struct sockaddr_in sin = {.sin_family = AF_INET};
+        sin.sin_addr.s_addr = htonl(0x7f000001u + (uint32_t)src);
+        if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+    }
     *in_progress = 0;
     if (connect(fd, (struct sockaddr *)&b->addr, b->addrlen) != 0) {
         if (errno != EINPROGRESS) {
@@ -699,6 +748,12 @@ static int socket_new(struct bench *b, int *in_progress)
         *in_progress = 1;
     }
     return fd;
+}
+
+/* socket_new is socket_new_from with the default source address. */
+static int socket_new(struct bench *b, int *in_progress)
+{
+    return socket_new_from(b, in_progress, -1);
 }
 
 /* connect_wait connects a socket and waits up to five seconds for the handshake.
@@ -759,11 +814,14 @@ static size_t job_func(const struct bench *b, uint64_t job)
 }
 
 /* worker_can_do reports whether worker w registered function f: worker w has every function
- * whose index is w modulo the number of workers. */
+ * whose index is w modulo the number of workers (with fewer functions than workers, worker w has
+ * function w modulo the number of functions). */
 static int worker_can_do(const struct bench *b, int w, size_t f)
 {
     if (b->nfuncs == 1)
         return 1; /* one function: every worker has it */
+    if (b->nfuncs < (size_t)b->opt.workers) /* fewer functions than workers: w has w mod n */
+        return (size_t)w % b->nfuncs == f;
     return (int)(f % (size_t)b->opt.workers) == w;
 }
 
@@ -960,10 +1018,18 @@ static void worker_assign(struct bench *b, struct conn *c, const struct pb_packe
     unsigned char *result = scratch(b, pkt->data_len);
     transform((const unsigned char *)pkt->data, pkt->data_len, result);
     struct proto_arg args[2] = {{pkt->arg[0], pkt->len[0]}, {result, pkt->data_len}};
+    if (b->opt.scenario == SC_COALESCE)
+        b->t_wc = now_ns();
     send_packet(b, c, CMD_WORK_COMPLETE, args, 2);
     c->worked++;
     if (b->drain_phase && job != JOB_NONE && !(b->jstate[job] & (J_DONE | J_FAILED)))
         job_resolve(b, job, 0, verified, 0, 1);
+    if (b->opt.scenario == SC_COALESCE) { /* sleep at once: the next round wakes it */
+        send_empty(b, c, CMD_PRE_SLEEP);
+        c->wstate = WS_SLEEP;
+        b->sleeps++;
+        return;
+    }
     send_empty(b, c, CMD_GRAB_JOB_UNIQ);
     c->wstate = WS_GRAB;
 }
@@ -989,6 +1055,11 @@ static void worker_packet(struct bench *b, struct conn *c, const struct pb_packe
         b->sleeps++;
         return;
     case CMD_NOOP:
+        if (c->wstate == WS_SLEEP && b->opt.scenario == SC_COALESCE &&
+            b->round_created < b->opt.waiters) {
+            c->noop_held = 1; /* grab once every waiter has joined the job */
+            return;
+        }
         if (c->wstate == WS_SLEEP) {
             send_empty(b, c, CMD_GRAB_JOB_UNIQ);
             c->wstate = WS_GRAB;
@@ -1089,7 +1160,22 @@ static void probe_packet(struct bench *b, struct conn *c, const struct pb_packet
 /* idle_packet handles a reply on an idle connection: only its one opening ECHO_RES is expected. */
 static void idle_packet(struct bench *b, struct conn *c, const struct pb_packet *pkt)
 {
-    if (pkt->cmd == CMD_ECHO_RES && c->connecting == 2) {
+    if (pkt->cmd == CMD_NOOP && b->idle_kind == IDLE_WORKER) {
+        b->idle_noops++; /* a sleeping idle worker is woken and ignores it */
+        return;
+    }
+    if (pkt->cmd == CMD_JOB_CREATED && c->connecting == 2 && b->idle_kind == IDLE_CLIENT) {
+        c->connecting = 0;
+        b->idle_pending--;
+        if (pkt->len[0] > 0 && pkt->len[0] <= PROTO_HANDLE_MAX) {
+            b->idle_open++;
+        } else {
+            b->an.wrong++;
+            anomaly(b, "JOB_CREATED with a %zu-byte handle on a ballast client", pkt->len[0]);
+        }
+        return;
+    }
+    if (pkt->cmd == CMD_ECHO_RES && c->connecting == 2 && b->idle_kind != IDLE_CLIENT) {
         c->connecting = 0;
         b->idle_pending--;
         if (pkt->data_len == 4 && memcmp(pkt->data, "idle", 4) == 0) {
@@ -1119,6 +1205,19 @@ static void idle_connected(struct bench *b, struct conn *c)
         return;
     }
     c->connecting = 2;
+    if (b->idle_kind == IDLE_CLIENT) {
+        char unique[32];
+        int ul = snprintf(unique, sizeof unique, "c%" PRIu32, c->index);
+        struct proto_arg args[3] = {
+            {b->ballast_fn, b->ballast_fn_len}, {unique, (size_t)ul}, {"ballast-client", 14}};
+        send_packet(b, c, CMD_SUBMIT_JOB, args, 3);
+        return;
+    }
+    if (b->idle_kind == IDLE_WORKER) {
+        struct proto_arg f = {b->fnames[0], b->fname_len[0]};
+        send_packet(b, c, CMD_CAN_DO, &f, 1);
+        send_empty(b, c, CMD_PRE_SLEEP);
+    }
     struct proto_arg a = {"idle", 4};
     send_packet(b, c, CMD_ECHO_REQ, &a, 1);
 }
@@ -1127,9 +1226,9 @@ static void idle_connected(struct bench *b, struct conn *c)
  * being opened. */
 static void idle_open_more(struct bench *b)
 {
-    while (b->idle_pending < b->opt.connect_window && b->idle_next < b->opt.conns) {
+    while (b->idle_pending < b->opt.connect_window && b->idle_next < b->idle_target) {
         int in_progress;
-        int fd = socket_new(b, &in_progress);
+        int fd = socket_new_from(b, &in_progress, b->spread_src ? b->idle_next % 8 : -1);
         b->idle_next++;
         if (fd < 0) {
             b->an.disconnects++;
@@ -1145,6 +1244,142 @@ static void idle_open_more(struct bench *b)
     }
 }
 
+/* ------------------------------------------------------------------------------------ ballast */
+
+#define BALLAST_CONNS 4      /* connections that queue the ballast background jobs */
+#define BALLAST_WINDOW 256   /* outstanding ballast submits per connection */
+#define BALLAST_PAYLOAD 64   /* payload bytes of a ballast job */
+
+/* ballast_refill submits ballast background jobs on c until its window is full or all are out.
+ * They go to the ballast function, which no worker ever registers, so they stay queued. */
+static void ballast_refill(struct bench *b, struct conn *c)
+{
+    static const char payload[BALLAST_PAYLOAD] = "ballast";
+    while (c->fd >= 0 && c->inflight < BALLAST_WINDOW &&
+           b->ballast_sent < (uint64_t)b->opt.ballast_jobs) {
+        char unique[24];
+        int ul = snprintf(unique, sizeof unique, "b%" PRIu64, b->ballast_sent++);
+        struct proto_arg args[3] = {
+            {b->ballast_fn, b->ballast_fn_len}, {unique, (size_t)ul}, {payload, sizeof payload}};
+        send_packet(b, c, CMD_SUBMIT_JOB_BG, args, 3);
+        c->inflight++;
+    }
+}
+
+/* ballast_packet counts the acknowledgement of a ballast job and refills the window. */
+static void ballast_packet(struct bench *b, struct conn *c, const struct pb_packet *pkt)
+{
+    if ((pkt->cmd == CMD_JOB_CREATED || pkt->cmd == CMD_ERROR) && c->inflight > 0) {
+        if (pkt->cmd == CMD_ERROR) {
+            b->an.errors++;
+            anomaly(b, "ballast job refused: ERROR %.*s", (int)pkt->len[0], pkt->arg[0]);
+        }
+        c->inflight--;
+        b->ballast_acked++;
+        ballast_refill(b, c);
+        return;
+    }
+    b->an.unexpected++;
+    anomaly(b, "ballast connection received %s", proto_cmd_name(pkt->cmd));
+}
+
+/* ------------------------------------------------------------------------------- coalesce */
+
+/* waiter_round_start makes every waiter submit the current round's job: same function, same
+ * unique (the round number), same payload, so the server should coalesce them into one job. */
+static void waiter_round_start(struct bench *b)
+{
+    uint64_t r = b->round;
+    char unique[24];
+    int ul = snprintf(unique, sizeof unique, "%" PRIu64, r);
+    unsigned char *payload = scratch(b, b->payload);
+    gen_payload(b->seed, r, payload, b->payload);
+    struct proto_arg args[3] = {
+        {b->fnames[0], b->fname_len[0]}, {unique, (size_t)ul}, {payload, b->payload}};
+    b->round_created = b->round_done = 0;
+    b->jstate[r] |= J_SUBMITTED;
+    b->t_submit[r] = now_ns();
+    for (size_t i = 0; i < b->nconns; i++)
+        if (b->conns[i]->role == ROLE_WAITER && b->conns[i]->fd >= 0)
+            send_packet(b, b->conns[i], CMD_SUBMIT_JOB, args, 3);
+}
+
+/* waiter_packet handles a packet on a coalesce waiter: every waiter must get the same handle
+ * for the round, then exactly one WORK_COMPLETE with the right result. The worker grabs only
+ * once every waiter has its JOB_CREATED, so all of them are attached before the job runs. */
+static void waiter_packet(struct bench *b, struct conn *c, const struct pb_packet *pkt)
+{
+    uint64_t r = b->round;
+    if (r >= b->njobs) {
+        b->an.unexpected++;
+        anomaly(b, "waiter received %s after the last round", proto_cmd_name(pkt->cmd));
+        return;
+    }
+    uint32_t job = (uint32_t)r;
+    switch (pkt->cmd) {
+    case CMD_JOB_CREATED:
+        if (b->round_created >= b->opt.waiters) {
+            b->an.unexpected++;
+            anomaly(b, "more JOB_CREATED than waiters in round %" PRIu64, r);
+            return;
+        }
+        if (b->round_created == 0) {
+            job_set_handle(b, job, pkt->arg[0], pkt->len[0]);
+        } else if (!job_handle_is(b, job, pkt->arg[0], pkt->len[0])) {
+            b->an.wrong++;
+            anomaly(b, "round %" PRIu64 " not coalesced: handle %.*s, first waiter got %.*s", r,
+                    (int)pkt->len[0], pkt->arg[0], (int)b->h_len[job],
+                    b->harena.p + b->h_off[job]);
+        }
+        b->jstate[job] |= J_CREATED;
+        if (++b->round_created == b->opt.waiters && b->cworker != NULL &&
+            b->cworker->noop_held && b->cworker->wstate == WS_SLEEP) {
+            b->cworker->noop_held = 0;
+            send_empty(b, b->cworker, CMD_GRAB_JOB_UNIQ);
+            b->cworker->wstate = WS_GRAB;
+        }
+        return;
+    case CMD_WORK_COMPLETE: {
+        if (!job_handle_is(b, job, pkt->arg[0], pkt->len[0]) || c->round_seen == r + 1) {
+            b->an.unexpected++;
+            anomaly(b, "WORK_COMPLETE %.*s on a waiter in round %" PRIu64 " (duplicate or stray)",
+                    (int)pkt->len[0], pkt->arg[0], r);
+            return;
+        }
+        c->round_seen = r + 1;
+        unsigned char *want = scratch(b, 2 * b->payload);
+        gen_payload(b->seed, r, want, b->payload);
+        transform(want, b->payload, want + b->payload);
+        uint64_t t = now_ns();
+        if (pkt->data_len == b->payload && memcmp(pkt->data, want + b->payload, b->payload) == 0) {
+            b->ok++;
+            b->lat[b->nlat++] = t - b->t_wc;
+        } else {
+            b->an.wrong++;
+            anomaly(b, "wrong result for round %" PRIu64, r);
+        }
+        if (++b->round_done < b->opt.waiters)
+            return;
+        b->jstate[job] |= J_DONE | J_GONE;
+        b->resolved++;
+        b->t_last = t;
+        if (++b->round < b->njobs)
+            waiter_round_start(b);
+        return;
+    }
+    case CMD_ERROR:
+    case CMD_WORK_FAIL:
+    case CMD_WORK_EXCEPTION:
+        b->an.errors++;
+        anomaly(b, "waiter received %s", proto_cmd_name(pkt->cmd));
+        return;
+    default:
+        break;
+    }
+    b->an.unexpected++;
+    anomaly(b, "waiter received %s", proto_cmd_name(pkt->cmd));
+}
+
 /* --------------------------------------------------------------------------------- event loop */
 
 /* dispatch hands one parsed packet to its connection's role. */
@@ -1155,6 +1390,8 @@ static void dispatch(struct bench *b, struct conn *c, const struct pb_packet *pk
     case ROLE_WORKER: worker_packet(b, c, pkt); break;
     case ROLE_IDLE: idle_packet(b, c, pkt); break;
     case ROLE_PROBE: probe_packet(b, c, pkt); break;
+    case ROLE_BALLAST: ballast_packet(b, c, pkt); break;
+    case ROLE_WAITER: waiter_packet(b, c, pkt); break;
     }
 }
 
@@ -1297,9 +1534,23 @@ static int done_workers_synced(const struct bench *b)
 }
 static int done_idle_open(const struct bench *b)
 {
-    return b->idle_next >= b->opt.conns && b->idle_pending == 0;
+    return b->idle_next >= b->idle_target && b->idle_pending == 0;
 }
 static int done_echoes(const struct bench *b) { return b->echo_done >= b->echo_target; }
+static int done_ballast_jobs(const struct bench *b)
+{
+    return b->ballast_acked >= (uint64_t)b->opt.ballast_jobs;
+}
+/* done_workers_asleep: every worker told NO_JOB and sleeping. */
+static int done_workers_asleep(const struct bench *b)
+{
+    for (size_t i = 0; i < b->nconns; i++) {
+        const struct conn *c = b->conns[i];
+        if (c->role == ROLE_WORKER && c->fd >= 0 && c->wstate != WS_SLEEP)
+            return 0;
+    }
+    return 1;
+}
 
 /* -------------------------------------------------------------------------------- reporting */
 
@@ -1552,6 +1803,60 @@ static void close_role(struct bench *b, enum role role, int abort_conn)
     b->closing = was;
 }
 
+/* open_idle opens n more idle connections of the given kind (at most --connect-window at once)
+ * and waits until the server answered each. Returns 0, or -1 (anomalies counted). */
+static int open_idle(struct bench *b, long n, enum idle_kind kind, const char *phase)
+{
+    b->idle_kind = kind;
+    b->idle_target = b->idle_next + n;
+    long want = b->idle_open + n;
+    b->idle_opening = 1;
+    int rc = run_loop(b, done_idle_open, phase);
+    b->idle_opening = 0;
+    if (rc == 0 && b->idle_open != want) {
+        b->an.missing += (uint64_t)(want - b->idle_open);
+        anomaly(b, "%s: %ld connections never answered", phase, want - b->idle_open);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* ballast_setup builds the state the measured phase runs beside, and which must not slow it
+ * down: --ballast-jobs background jobs queued on a function nobody works, --ballast-clients
+ * connections each waiting for one such foreground job, --idle-workers connections registered
+ * for the measured function that sleep and ignore every NOOP. Returns 0, or -1. */
+static int ballast_setup(struct bench *b, struct result *r)
+{
+    uint64_t t = now_ns();
+    if (b->opt.ballast_jobs > 0) {
+        for (int i = 0; i < BALLAST_CONNS; i++) {
+            struct conn *c = connect_wait(b, ROLE_BALLAST);
+            if (c == NULL)
+                return -1;
+            ballast_refill(b, c);
+        }
+        if (run_loop(b, done_ballast_jobs, "ballast: queueing jobs") != 0)
+            return -1;
+        printf("  ballast: %lld background jobs queued on %s in %.3f s\n", b->opt.ballast_jobs,
+               b->ballast_fn, (double)(now_ns() - t) / 1e9);
+    }
+    if (b->opt.ballast_clients > 0 &&
+        open_idle(b, b->opt.ballast_clients, IDLE_CLIENT, "ballast: clients") != 0)
+        return -1;
+    if (b->opt.idle_workers > 0 &&
+        open_idle(b, b->opt.idle_workers, IDLE_WORKER, "ballast: idle workers") != 0)
+        return -1;
+    if (b->opt.ballast_clients > 0 || b->opt.idle_workers > 0)
+        printf("  ballast: %ld clients with one unworked job, %ld sleeping workers that ignore "
+               "NOOP, open after %.3f s\n", b->opt.ballast_clients, b->opt.idle_workers,
+               (double)(now_ns() - t) / 1e9);
+    result_kv(r, "ballast_jobs", "%lld", b->opt.ballast_jobs);
+    result_kv(r, "ballast_clients", "%ld", b->opt.ballast_clients);
+    result_kv(r, "idle_workers", "%ld", b->opt.idle_workers);
+    result_kv(r, "setup_s", "%.3f", (double)(now_ns() - t) / 1e9);
+    return 0;
+}
+
 /* run_bg_submit: pipelined SUBMIT_JOB_BG on --clients connections (window 64), acknowledgement
  * latency. Nothing drains the queue: the server holds every job until it is restarted. */
 static int run_bg_submit(struct bench *b)
@@ -1563,7 +1868,7 @@ static int run_bg_submit(struct bench *b)
     int finished = 0;
     uint64_t t0 = 0;
     struct cpu_mark m = {-1};
-    if (start_clients(b, b->opt.clients) == 0) {
+    if (ballast_setup(b, &r) == 0 && start_clients(b, b->opt.clients) == 0) {
         m = cpu_start(b);
         t0 = now_ns();
         clients_refill(b);
@@ -1594,7 +1899,8 @@ static int run_roundtrip(struct bench *b)
     int finished = 0;
     uint64_t t0 = 0;
     struct cpu_mark m = {-1};
-    if (start_workers(b) == 0 && run_loop(b, done_workers_synced, "worker registration") == 0 &&
+    if (ballast_setup(b, &r) == 0 && start_workers(b) == 0 &&
+        run_loop(b, done_workers_synced, "worker registration") == 0 &&
         start_clients(b, b->opt.clients) == 0) {
         m = cpu_start(b);
         t0 = now_ns();
@@ -1612,6 +1918,64 @@ static int run_roundtrip(struct bench *b)
     result_latency(b, &r, "submit-to-WORK_COMPLETE");
     result_cpu(b, &r, "cpu_us_per_job", m, b->ok);
     result_kv(&r, "pre_sleeps", "%" PRIu64, b->sleeps);
+    if (b->opt.idle_workers > 0)
+        result_kv(&r, "idle_noops", "%" PRIu64, b->idle_noops);
+    return result_finish(b, &r, finished);
+}
+
+/* run_coalesce: --waiters client connections submit every job with the same unique; the server
+ * should run it once (one worker) and send its WORK_COMPLETE to every waiter. Rounds run one at
+ * a time: all waiters submit, the worker grabs once all have JOB_CREATED, every waiter gets the
+ * result, then the next round. jobs_per_s counts completions delivered to waiters; the latency
+ * is from the worker queueing WORK_COMPLETE to each waiter parsing it. */
+static int run_coalesce(struct bench *b)
+{
+    struct result r;
+    result_begin(b, &r);
+    printf("coalesce: %" PRIu64 " jobs of %zu bytes, each submitted by %ld waiters with the same "
+           "unique, 1 worker\n", b->njobs, b->payload, b->opt.waiters);
+    int finished = 0;
+    uint64_t t0 = 0;
+    struct cpu_mark m = {-1};
+    free(b->lat);
+    b->lat = xcalloc(b->njobs * (uint64_t)b->opt.waiters, sizeof *b->lat);
+    uint64_t ts = now_ns();
+    if (open_idle(b, b->opt.waiters, IDLE_ECHO, "coalesce: opening waiters") == 0) {
+        for (size_t i = 0; i < b->nconns; i++)
+            if (b->conns[i]->role == ROLE_IDLE)
+                b->conns[i]->role = ROLE_WAITER;
+        result_kv(&r, "setup_s", "%.3f", (double)(now_ns() - ts) / 1e9);
+        if (start_workers(b) == 0 && run_loop(b, done_workers_synced, "worker registration") == 0) {
+            for (size_t i = 0; i < b->nconns; i++)
+                if (b->conns[i]->role == ROLE_WORKER)
+                    b->cworker = b->conns[i];
+            workers_grab(b);
+            if (run_loop(b, done_workers_asleep, "worker asleep") == 0) {
+                m = cpu_start(b);
+                t0 = now_ns();
+                waiter_round_start(b);
+                finished = run_loop(b, done_all_worked, "coalesce") == 0;
+            }
+        }
+    }
+    if (!finished) {
+        uint64_t want = b->njobs * (uint64_t)b->opt.waiters;
+        if (b->ok < want) {
+            b->an.missing += want - b->ok;
+            anomaly(b, "%" PRIu64 " of %" PRIu64 " completions never arrived", want - b->ok, want);
+        }
+    }
+    double cps = rate(b->ok, t0, b->t_last);
+    printf("  %" PRIu64 " completions (%" PRIu64 " jobs x %ld waiters) in %.3f s: %.0f "
+           "completions/s\n", b->ok, b->resolved, b->opt.waiters,
+           b->t_last > t0 ? (double)(b->t_last - t0) / 1e9 : 0.0, cps);
+    result_kv(&r, "waiters", "%ld", b->opt.waiters);
+    result_kv(&r, "rounds", "%" PRIu64, b->resolved);
+    result_kv(&r, "rounds_per_s", "%.1f", rate(b->resolved, t0, b->t_last));
+    result_kv(&r, "jobs", "%" PRIu64, b->ok);
+    result_kv(&r, "jobs_per_s", "%.0f", cps);
+    result_latency(b, &r, "WORK_COMPLETE fan-out");
+    result_cpu(b, &r, "cpu_us_per_job", m, b->ok);
     return result_finish(b, &r, finished);
 }
 
@@ -1734,6 +2098,8 @@ static int run_idle(struct bench *b)
         printf("  baseline echo latency: p50 %.1f us, p99 %.1f us\n", base_p50, base_p99);
         rss0 = proc_rss_bytes(b->opt.server_pid);
         uint64_t to = now_ns();
+        b->idle_kind = IDLE_ECHO;
+        b->idle_target = b->opt.conns;
         b->idle_opening = 1;
         int opened = run_loop(b, done_idle_open, "idle-conns: opening");
         b->idle_opening = 0;
@@ -1794,13 +2160,15 @@ static void usage(FILE *out)
         "  drain          queue --jobs background jobs, drain with workers; jobs/s, RSS per job\n"
         "  idle-conns     --conns idle connections; RSS per connection, ECHO latency\n"
         "  fanout         --functions function names spread over the workers; jobs/s, latency\n"
+        "  coalesce       --waiters clients submit each job with the same unique; one worker;\n"
+        "                 completions delivered per second, WORK_COMPLETE fan-out latency\n"
         "\n"
         "Options (defaults depend on the scenario):\n"
         "  --host=ADDR          server address (default 127.0.0.1)\n"
         "  --port=PORT          server port (default 4730)\n"
         "  --jobs=N             jobs (echo round trips for idle-conns)\n"
         "                       bg-submit 200000, rt-latency 20000, rt-throughput 100000,\n"
-        "                       drain 1000000, idle-conns 10000, fanout 50000\n"
+        "                       drain 1000000, idle-conns 10000, fanout 50000, coalesce 100\n"
         "  --clients=N          client connections (default 4)\n"
         "  --workers=N          worker connections (default 4)\n"
         "  --window=N           outstanding submits per client: bg-submit/drain 64,\n"
@@ -1809,6 +2177,12 @@ static void usage(FILE *out)
         "  --functions=N        function names in fanout (default 10000)\n"
         "  --conns=N            idle connections in idle-conns (default 10000)\n"
         "  --connect-window=N   idle connections opened at once (default 16)\n"
+        "  --waiters=N          coalesce: clients submitting each job (default 100)\n"
+        "Ballast, built before measuring (bg-submit, rt-latency, rt-throughput, fanout):\n"
+        "  --ballast-jobs=N     background jobs queued on a function no worker has\n"
+        "  --ballast-clients=N  connections each waiting for one foreground job of that function\n"
+        "  --idle-workers=N     connections registered for the measured function that sleep\n"
+        "                       (PRE_SLEEP) and ignore every NOOP\n"
         "  --server-pid=PID     sample the server's RSS and CPU time in /proc\n"
         "  --timeout=SECONDS    wall-time bound for the whole run (default 600)\n"
         "  --stall=SECONDS      give up after this long without a packet (default 15)\n"
@@ -1849,7 +2223,7 @@ static void parse_args(int argc, char **argv, struct options *o)
     enum {
         O_SCENARIO = 1000, O_HOST, O_PORT, O_JOBS, O_CLIENTS, O_WORKERS, O_WINDOW, O_PAYLOAD,
         O_FUNCTIONS, O_CONNS, O_CONNECT_WINDOW, O_PID, O_TIMEOUT, O_STALL, O_MAX_ANOMALIES, O_LABEL,
-        O_HELP
+        O_HELP, O_BALLAST_JOBS, O_BALLAST_CLIENTS, O_IDLE_WORKERS, O_WAITERS
     };
     static const struct option longopts[] = {
         {"scenario", required_argument, NULL, O_SCENARIO},
@@ -1869,6 +2243,10 @@ static void parse_args(int argc, char **argv, struct options *o)
         {"max-anomalies", required_argument, NULL, O_MAX_ANOMALIES},
         {"label", required_argument, NULL, O_LABEL},
         {"help", no_argument, NULL, O_HELP},
+        {"ballast-jobs", required_argument, NULL, O_BALLAST_JOBS},
+        {"ballast-clients", required_argument, NULL, O_BALLAST_CLIENTS},
+        {"idle-workers", required_argument, NULL, O_IDLE_WORKERS},
+        {"waiters", required_argument, NULL, O_WAITERS},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -1910,6 +2288,16 @@ static void parse_args(int argc, char **argv, struct options *o)
             o->max_anomalies = opt_long("max-anomalies", optarg, 0, LLONG_MAX);
             break;
         case O_LABEL: o->label = optarg; break;
+        case O_BALLAST_JOBS:
+            o->ballast_jobs = opt_long("ballast-jobs", optarg, 0, (long long)MAX_JOBS);
+            break;
+        case O_BALLAST_CLIENTS:
+            o->ballast_clients = (long)opt_long("ballast-clients", optarg, 0, 1000000);
+            break;
+        case O_IDLE_WORKERS:
+            o->idle_workers = (long)opt_long("idle-workers", optarg, 0, 1000000);
+            break;
+        case O_WAITERS: o->waiters = (long)opt_long("waiters", optarg, 1, 1000000); break;
         case O_HELP: usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -1920,8 +2308,8 @@ static void parse_args(int argc, char **argv, struct options *o)
         usage(stderr);
         exit(2);
     }
-    static const long long default_jobs[] = {200000, 20000, 100000, 1000000, 10000, 50000};
-    static const int default_window[] = {64, 1, 32, 64, 1, 32};
+    static const long long default_jobs[] = {200000, 20000, 100000, 1000000, 10000, 50000, 100};
+    static const int default_window[] = {64, 1, 32, 64, 1, 32, 1};
     if (o->jobs < 0)
         o->jobs = default_jobs[o->scenario];
     if (o->window < 0)
@@ -1938,8 +2326,17 @@ static void parse_args(int argc, char **argv, struct options *o)
         o->conns = 10000;
     if (o->scenario != SC_FANOUT)
         o->functions = 1;
-    if (o->scenario == SC_FANOUT && o->functions < o->workers)
-        die("--functions (%d) must be at least --workers (%d)", o->functions, o->workers);
+    if (o->waiters <= 0)
+        o->waiters = 100;
+    if (o->scenario == SC_COALESCE) {
+        o->workers = 1;
+        if ((unsigned long long)o->jobs * (unsigned long long)o->waiters > 100000000ull)
+            die("coalesce: --jobs x --waiters must be at most 100000000");
+    }
+    if ((o->ballast_jobs || o->ballast_clients || o->idle_workers) &&
+        (o->scenario == SC_DRAIN || o->scenario == SC_IDLE || o->scenario == SC_COALESCE))
+        die("--ballast-jobs, --ballast-clients and --idle-workers apply to bg-submit, "
+            "rt-latency, rt-throughput and fanout");
 }
 
 /* raise_nofile lifts RLIMIT_NOFILE to at least need descriptors (raising the hard limit too when
@@ -1980,7 +2377,7 @@ static void bench_free(struct bench *b)
     b->closing = 1;
     for (size_t i = 0; i < b->nconns; i++) {
         struct conn *c = b->conns[i];
-        conn_close(b, c, c->role == ROLE_IDLE);
+        conn_close(b, c, c->role == ROLE_IDLE || c->role == ROLE_WAITER);
         bytes_free(&c->in);
         bytes_free(&c->out);
         free(c->pend);
@@ -2015,7 +2412,13 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     rlim_t need = 256 + (rlim_t)b->opt.clients + (rlim_t)b->opt.workers +
-                  (b->opt.scenario == SC_IDLE ? (rlim_t)b->opt.conns : 0);
+                  (b->opt.scenario == SC_IDLE ? (rlim_t)b->opt.conns : 0) +
+                  (b->opt.scenario == SC_COALESCE ? (rlim_t)b->opt.waiters : 0) +
+                  (rlim_t)b->opt.ballast_clients + (rlim_t)b->opt.idle_workers;
+    /* one loopback source address has about 28k ephemeral ports toward one server port */
+    b->spread_src = b->opt.ballast_clients + b->opt.idle_workers +
+                    (b->opt.scenario == SC_COALESCE ? b->opt.waiters : 0) +
+                    (b->opt.scenario == SC_IDLE ? b->opt.conns : 0) > 16000;
     if (raise_nofile(need) != 0)
         die("cannot raise the open-file limit to %lu (try ulimit -n)", (unsigned long)need);
 
@@ -2033,6 +2436,9 @@ int main(int argc, char **argv)
     b->payload = (size_t)b->opt.payload;
     b->background = b->opt.scenario == SC_BG_SUBMIT || b->opt.scenario == SC_DRAIN;
     make_functions(b, (size_t)b->opt.functions);
+    b->ballast_fn_len = (size_t)snprintf(b->ballast_fn, sizeof b->ballast_fn,
+                                         "spur-bench-%s-%s-ballast",
+                                         scenario_names[b->opt.scenario], b->tag);
     jobs_alloc(b, (uint64_t)b->opt.jobs);
 
     int rc = 2;
@@ -2043,6 +2449,7 @@ int main(int argc, char **argv)
     case SC_FANOUT: rc = run_roundtrip(b); break;
     case SC_DRAIN: rc = run_drain(b); break;
     case SC_IDLE: rc = run_idle(b); break;
+    case SC_COALESCE: rc = run_coalesce(b); break;
     }
     bench_free(b);
     return rc;

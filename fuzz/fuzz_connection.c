@@ -7,10 +7,11 @@
  * one allocation made to fail (out of memory). The engine runs memory-only: the durable store
  * (store.c) writes from a committer thread, which a deterministic fuzz target leaves out.
  *
- * The bytes take the real path: conn.c's read paths (peer_feed, or reading behind a partial
- * packet and peer_process), framing, dispatch, the job engine and admin. Each operation ends like
+ * The bytes take the real path: conn.c's read paths (session_feed, or reading behind a partial
+ * packet and session_process), framing, dispatch, the job engine and admin. Each operation ends like
  * one loop iteration of server.c (admin listings continue, closed peers are torn down), and then:
- *   - engine_check() must pass (each job in exactly one place, counters match queues);
+ *   - engine_check() and session_check() must pass (each job in exactly one place, counters
+ *     match queues, running lists and waiters belong to their connection);
  *   - every timer in the heap belongs to a live future or running job, and the heap is ordered;
  *   - every waiter and every running job points at a live peer's client or worker state;
  *   - no job is flagged JOB_STORED (there is no store);
@@ -36,6 +37,7 @@
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
+#include "session.h"
 
 #define NSLOTS 6        /* peers alive at once */
 #define MAX_OPS 3000    /* operations played per input */
@@ -172,7 +174,7 @@ static int run_noting_lines(struct peer *p, const char *data, size_t n, int proc
 {
     uint64_t before = S.eng.stats.lines;
     alloc_armed = 1;
-    int rc = process ? peer_process(p) : peer_feed(p, data, n);
+    int rc = process ? session_process(p) : session_feed(p, data, n);
     alloc_armed = 0;
     if (S.eng.stats.lines != before) {
         struct slot *s = slot_of(p);
@@ -210,6 +212,8 @@ static void check_all(void)
     char err[256];
     int rc = engine_check(e, err, sizeof err);
     FUZZ_CHECK(rc == 0, "engine_check: %s", err);
+    rc = session_check(e, err, sizeof err);
+    FUZZ_CHECK(rc == 0, "session_check: %s", err);
 
     /* Timers are checked through the heap's count only (its layout is the engine's business):
      * every heap entry belongs to a future job or a running job with a CAN_DO_TIMEOUT, and a
@@ -344,7 +348,7 @@ static void close_now(int k)
     if (s->p == NULL)
         return;
     alloc_armed = 1; /* a detach that re-queues jobs may allocate (timers, wake-ups) */
-    peer_detach(s->p);
+    session_detach(s->p);
     alloc_armed = 0;
     free(s->p);
     s->p = NULL;
@@ -501,7 +505,7 @@ static void add_arg(struct reader *r, struct bytes *b)
 /* build_packet builds a request from the input: a command, then its arguments joined by NULs. */
 static void build_packet(struct reader *r, struct bytes *out)
 {
-    static const uint32_t odd[] = {0, 43, 65535, 0x80000000u, 0xffffffffu, 5, 24};
+    static const uint32_t odd[] = {0, CMD_MAX, 65535, 0x80000000u, 0xffffffffu, 5, 24};
     uint8_t c = rd_u8(r);
     uint8_t flags = rd_u8(r);
     uint32_t cmd = c % 50;
@@ -612,7 +616,7 @@ static void teardown(void)
 {
     for (int k = 0; k < NSLOTS; k++)
         close_now(k);
-    FUZZ_CHECK(S.eng.npeers == 0 && S.eng.peers == NULL, "peers left after detaching all");
+    FUZZ_CHECK(S.eng.npeers == 0 && list_empty(&S.eng.peers), "peers left after detaching all");
     FUZZ_CHECK(S.eng.listings == NULL, "a listing outlived its peer");
     check_all();
     engine_destroy(&S.eng);

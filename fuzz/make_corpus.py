@@ -25,6 +25,7 @@ WORK_EXCEPTION, OPTION_REQ, WORK_DATA, WORK_WARNING, GRAB_JOB_UNIQ = 25, 26, 28,
 SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW, SUBMIT_JOB_LOW_BG = 32, 33, 34
 SUBMIT_JOB_SCHED, SUBMIT_JOB_EPOCH, SUBMIT_REDUCE_JOB, SUBMIT_REDUCE_JOB_BACKGROUND = 35, 36, 37, 38
 GRAB_JOB_ALL, GET_STATUS_UNIQUE = 39, 41
+CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto.h)
 
 
 def b(x):
@@ -59,7 +60,7 @@ def proto_bin_seeds():
     s["too_large_16bit"] = b"\x01\x01\x00" + pkt(SUBMIT_JOB, "f", "u", size=0x7fffffff)
     s["size_max32"] = b"\x02\xff\xff\xff\xff" + pkt(ECHO_REQ, size=0xffffffff) + b"abc"
     s["commands_out_of_range"] = b"\x03" + b"".join(
-        pkt(c, "junk") for c in (0, 43, 65535, 0x80000000, 0xffffffff))
+        pkt(c, "junk") for c in (0, CMD_MAX, 65535, 0x80000000, 0xffffffff))
     s["missing_nuls"] = b"\x03" + pkt(SUBMIT_JOB, "fonly") + pkt(WORK_STATUS, "h") + \
         pkt(SUBMIT_JOB_SCHED, "f", "u", "*") + pkt(ECHO_REQ, "after")
     s["zero_size_submit"] = b"\x03" + pkt(SUBMIT_JOB, size=0) + pkt(SUBMIT_JOB_BG, "f", "u", "d")
@@ -186,7 +187,7 @@ def connection_seeds():
                b"cancel job H:f:2\ngetpid\nverbose\nbogus\n\n") + drain(2)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
-    s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(43, "x") +
+    s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +
                                                  pkt(0x80000000, "") + pkt(0xffffffff, "")) + \
         raw(0, pkt(SUBMIT_JOB, "f0") + pkt(SUBMIT_JOB, size=0) + pkt(ECHO_REQ, "e" * 100) +
             pkt(ECHO_REQ, "ok") + pkt(ECHO_REQ, "r", magic=b"\0RES")) + drain(0) + \

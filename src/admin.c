@@ -91,7 +91,7 @@ static void set_pnext(struct admin_listing *l, struct peer *q)
 /* peer_after returns the peer after q in the engine's list, or NULL when q is the last. */
 static struct peer *peer_after(const struct engine *e, const struct peer *q)
 {
-    return q->next == e->peers ? NULL : q->next;
+    return peer_of(list_next(&e->peers, &q->node));
 }
 
 static void listing_free(struct peer *p)
@@ -243,7 +243,7 @@ static void start_listing(struct peer *p, enum listing_kind kind)
         if (l->wnext != NULL)
             l->wnext->wprev = l;
         e->worker_listings = l;
-        set_pnext(l, e->peers);
+        set_pnext(l, peer_of(list_first(&e->peers)));
     } else if (fm != NULL) {
         fm->marker = 1;
         l->fmark = fm;
@@ -316,7 +316,7 @@ int admin_ready(const struct engine *e)
 
 void admin_peer_gone(struct peer *p)
 {
-    if (p->cursors > 0 && p->next != NULL)
+    if (p->cursors > 0 && list_linked(&p->node))
         for (struct admin_listing *l = p->eng->worker_listings; l != NULL; l = l->wnext)
             if (l->pnext == p)
                 set_pnext(l, peer_after(p->eng, p));

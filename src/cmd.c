@@ -120,20 +120,14 @@ struct submit_kind {
 static int submit_kind(uint32_t cmd, struct submit_kind *k)
 {
     memset(k, 0, sizeof *k);
-    k->prio = PRIO_NORMAL;
-    switch (cmd) {
-    case CMD_SUBMIT_JOB: break;
-    case CMD_SUBMIT_JOB_BG: k->background = 1; break;
-    case CMD_SUBMIT_JOB_HIGH: k->prio = PRIO_HIGH; break;
-    case CMD_SUBMIT_JOB_HIGH_BG: k->prio = PRIO_HIGH; k->background = 1; break;
-    case CMD_SUBMIT_JOB_LOW: k->prio = PRIO_LOW; break;
-    case CMD_SUBMIT_JOB_LOW_BG: k->prio = PRIO_LOW; k->background = 1; break;
-    case CMD_SUBMIT_JOB_EPOCH: k->background = 1; k->epoch = 1; break;
-    case CMD_SUBMIT_JOB_SCHED: k->background = 1; k->sched = 1; break;
-    case CMD_SUBMIT_REDUCE_JOB: k->reduce = 1; break;
-    case CMD_SUBMIT_REDUCE_JOB_BACKGROUND: k->reduce = 1; k->background = 1; break;
-    default: return -1;
-    }
+    uint32_t f = proto_cmd_flags(cmd);
+    if (!(f & PROTO_F_SUBMIT))
+        return -1;
+    k->prio = (f & PROTO_F_HIGH) ? PRIO_HIGH : (f & PROTO_F_LOW) ? PRIO_LOW : PRIO_NORMAL;
+    k->background = !!(f & PROTO_F_DURABLE);
+    k->epoch = !!(f & PROTO_F_EPOCH);
+    k->sched = !!(f & PROTO_F_SCHED);
+    k->reduce = !!(f & PROTO_F_REDUCE);
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "engine.h"
 #include "log.h"
+#include "session.h"
 #include "spin.h"
 
 #define CONN_IOV_MAX 64 /* iovecs per writev */
@@ -37,8 +38,8 @@ int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
 void conn_ctx_destroy(struct conn_ctx *x)
 {
     /* every conn is on the engine's peer list until conn_free detaches it */
-    while (x->eng != NULL && x->eng->peers != NULL) {
-        struct conn *c = (struct conn *)x->eng->peers;
+    while (x->eng != NULL && !list_empty(&x->eng->peers)) {
+        struct conn *c = (struct conn *)peer_of(list_first(&x->eng->peers));
         if (!c->closing)
             conn_close(c);
         conn_free(c);
@@ -187,7 +188,7 @@ void conn_free(struct conn *c)
     list_del(&c->lazy_node);
     list_del(&c->close_node);
     list_del(&c->defer_node);
-    peer_detach(&c->peer);
+    session_detach(&c->peer);
     (void)transport_shutdown(&c->tr); /* best effort, as the last write */
     transport_close(&c->tr);
     x->nconns--;
@@ -242,18 +243,16 @@ static void note_partial(struct conn *c)
 void conn_idle_sweep(struct conn_ctx *x, double now)
 {
     double limit = x->cfg->idle_timeout;
-    struct peer *p = x->eng->peers;
-    if (p == NULL || limit <= 0)
+    if (limit <= 0)
         return;
-    do {
-        struct conn *c = (struct conn *)p;
-        p = p->next;
+    list_for_each_safe(n, next, &x->eng->peers) {
+        struct conn *c = (struct conn *)peer_of(n);
         if (c->partial_since > 0 && !c->closing && now - c->partial_since >= limit) {
             log_info("closing fd %d (%s): a packet left unfinished for %.0fs (--idle-timeout)",
                      c->peer.fd, c->peer.ip, now - c->partial_since);
             conn_close(c);
         }
-    } while (p != x->eng->peers);
+    }
 }
 
 static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -289,14 +288,14 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         n = transport_read(&c->tr, buf_tail(&p->in), CONN_READ_SIZE);
         if (n > 0) {
             buf_commit(&p->in, (size_t)n);
-            peer_process(p);
+            session_process(p);
             note_partial(c);
             return;
         }
     } else {
         n = transport_read(&c->tr, x->rbuf, CONN_READ_SIZE);
         if (n > 0) {
-            peer_feed(p, x->rbuf, (size_t)n);
+            session_feed(p, x->rbuf, (size_t)n);
             note_partial(c);
             return;
         }
@@ -322,7 +321,7 @@ void conn_resume(struct conn *c)
 {
     if (c->closing)
         return;
-    peer_process(&c->peer);
+    session_process(&c->peer);
     note_partial(c);
     if (!c->closing && !c->eof && !peer_busy(&c->peer) && !(c->peer.flags & PEER_DEFERRED))
         ev_io_start(c->ctx->loop, &c->rio);

@@ -24,6 +24,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->cfg = cfg;
     e->ops = *ops;
     e->shell = shell;
+    list_node_init(&e->peers);
     if (cfg->job_handle_prefix != NULL) {
         snprintf(e->prefix, sizeof e->prefix, "%s", cfg->job_handle_prefix);
     } else {
@@ -199,31 +200,12 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
             return fail(err, errlen, "fd %d: on the held list without a held GRAB", w->peer->fd);
         if (w->held_until < last)
             return fail(err, errlen, "held GRABs out of deadline order");
+        if (func_has_work(w))
+            return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
+                        w->peer->fd);
         if ((w->held_next == NULL) != (w == e->held_tail))
             return fail(err, errlen, "held list tail mismatch");
         last = w->held_until;
-    }
-    const struct peer *p = e->peers;
-    if (p != NULL) {
-        do {
-            if (p->worker != NULL) {
-                uint32_t n = 0;
-                for (const struct job *j = p->worker->running; j != NULL; j = j->next) {
-                    if (j->state != JOB_RUNNING || j->worker != p->worker)
-                        return fail(err, errlen, "fd %d: bad job in running list", p->fd);
-                    n++;
-                }
-                if (n != p->worker->nrunning)
-                    return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
-                if (p->worker->held && func_has_work(p->worker))
-                    return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it",
-                                p->fd);
-            }
-            for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
-                if (w->client != p)
-                    return fail(err, errlen, "fd %d: waiter of another client", p->fd);
-            p = p->next;
-        } while (p != e->peers);
     }
     return 0;
 }

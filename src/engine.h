@@ -10,6 +10,7 @@
 #include "config.h"
 #include "heap.h"
 #include "hmap.h"
+#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,7 +53,7 @@ struct engine {
     const struct config *cfg;     /* settings (borrowed, outlives the engine) */
     struct engine_ops ops;        /* the shell's callbacks */
     void *shell;                  /* the shell's own pointer, for its callbacks */
-    struct peer *peers;           /* all connected peers, oldest first (circular via prev) */
+    struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */
     size_t npeers;                /* peers in the list */
     struct engine_stats stats;    /* counters */
     int shutting_down;            /* graceful shutdown: no new assignments, wait for running */
@@ -96,7 +97,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 void engine_destroy(struct engine *e);
 
 /* engine_check verifies the engine's invariants by walking every structure: each job is in
- * exactly one place, every counter matches its queue, ready lists match non-empty queues.
+ * exactly one place, every counter matches its queue, ready lists match non-empty queues, no
+ * held GRAB while a job is ready for it. The per-connection part is session_check.
  * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests and the
  * fuzzer. It writes only the functions' scratch counters (func.check). */
 int engine_check(const struct engine *e, char *err, size_t errlen);

@@ -1,21 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* peer: one connection as the engine sees it: framing, sniffing, dispatch and reply queueing. */
+/* peer: one connection's state and its output queue (replies, urgency, limits, the memory
+ * budget). The input side is session.c. */
 #include "peer.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin.h"
-#include "cmd.h"
 #include "engine.h"
-#include "func.h"
 #include "job.h"
 #include "log.h"
-#include "proto_admin.h"
-#include "proto_bin.h"
-#include "store.h"
 
-static struct log_limit bad_input_limit = {1.0, 0, 0};
+static struct log_limit output_limit = {1.0, 0, 0};
 static struct log_limit shed_limit = {1.0, 0, 0};
 
 /* account updates p's share of e->buffered; sheds when the total grew past the budget. */
@@ -58,13 +53,13 @@ int peer_shed(struct engine *e)
 {
     size_t limit = e->cfg->max_buffer_memory;
     int n = 0;
-    while (limit != 0 && e->buffered > limit && e->peers != NULL) {
-        struct peer *victim = NULL, *p = e->peers;
-        do {
+    while (limit != 0 && e->buffered > limit && !list_empty(&e->peers)) {
+        struct peer *victim = NULL;
+        list_for_each(it, &e->peers) {
+            struct peer *p = peer_of(it);
             if (!(p->flags & PEER_CLOSING) && p->held > 0 && worse(p, victim))
                 victim = p;
-            p = p->next;
-        } while (p != e->peers);
+        }
         if (victim == NULL)
             break;
         e->stats.shed++;
@@ -85,6 +80,7 @@ int peer_shed(struct engine *e)
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local)
 {
     memset(p, 0, sizeof *p);
+    list_node_init(&p->node);
     p->eng = e;
     p->fd = fd;
     snprintf(p->ip, sizeof p->ip, "%s", ip ? ip : "-");
@@ -98,36 +94,16 @@ void peer_attach(struct peer *p)
 {
     struct engine *e = p->eng;
     p->seq = e->peer_seq++;
-    if (e->peers == NULL) {
-        e->peers = p;
-        p->next = p->prev = p;
-    } else {
-        struct peer *last = e->peers->prev;
-        p->prev = last;
-        p->next = e->peers;
-        last->next = p;
-        e->peers->prev = p;
-    }
+    list_push_back(&e->peers, &p->node);
     e->npeers++;
     e->stats.connections++;
 }
 
-void peer_detach(struct peer *p)
+void peer_unlink(struct peer *p)
 {
     struct engine *e = p->eng;
-    store_peer_gone(p->eng, p);
-    cmd_peer_gone(p);
-    admin_peer_gone(p);
-    if (p->next != NULL) {
-        if (p->next == p) {
-            e->peers = NULL;
-        } else {
-            p->prev->next = p->next;
-            p->next->prev = p->prev;
-            if (e->peers == p)
-                e->peers = p->next;
-        }
-        p->next = p->prev = NULL;
+    if (list_linked(&p->node)) {
+        list_del(&p->node);
         e->npeers--;
     }
     buf_free(&p->in);
@@ -151,7 +127,7 @@ void peer_close(struct peer *p)
 static int queued(struct peer *p)
 {
     if (outq_pending(&p->out) > p->eng->cfg->max_output) {
-        log_limited(&bad_input_limit, LOG_WARNING, __FILE__, __LINE__,
+        log_limited(&output_limit, LOG_WARNING, __FILE__, __LINE__,
                     "closing fd %d (%s): %zu unread reply bytes exceed --max-output-buffer",
                     p->fd, p->ip, outq_pending(&p->out));
         peer_close(p);
@@ -183,15 +159,10 @@ int peer_write(struct peer *p, const void *data, size_t n)
  * (conn_mark_dirty). */
 static void mark_write(struct peer *p, uint32_t cmd)
 {
-    int to_worker = cmd == CMD_NOOP || cmd == CMD_JOB_ASSIGN || cmd == CMD_JOB_ASSIGN_UNIQ ||
-                    cmd == CMD_JOB_ASSIGN_ALL;
-    int lazy = !to_worker && cmd != CMD_NO_JOB && p->waiters != NULL &&
-               p->waiters->pnext != NULL;
-    if (to_worker || (!lazy && (cmd == CMD_WORK_COMPLETE || cmd == CMD_WORK_FAIL ||
-                                cmd == CMD_WORK_EXCEPTION)))
-        p->flags |= PEER_URGENT;
-    else if (!lazy)
-        p->flags |= PEER_NOW;
+    uint32_t f = proto_cmd_flags(cmd);
+    if (!(f & PROTO_F_TO_WORKER) && p->waiters != NULL && p->waiters->pnext != NULL)
+        return; /* lazy: a client with more jobs in flight */
+    p->flags |= (f & PROTO_F_URGENT) ? PEER_URGENT : PEER_NOW;
 }
 
 /* put_packet queues a response: header, the arguments separated by NULs (and one after the last
@@ -277,188 +248,4 @@ int peer_send_error(struct peer *p, const char *code, const char *text)
 {
     struct proto_arg a[2] = {{code, strlen(code)}, {text, strlen(text)}};
     return peer_send(p, CMD_ERROR, a, 2);
-}
-
-/* bad_input logs malformed input at a rate-limited level. */
-static void bad_input(struct peer *p, const char *what, uint32_t cmd)
-{
-    p->eng->stats.protocol_errors++;
-    log_limited(&bad_input_limit, LOG_WARNING, __FILE__, __LINE__,
-                "fd %d (%s): %s (command %u)", p->fd, p->ip, what, cmd);
-}
-
-/* parse_one handles the packet or line at data[0..n). Returns bytes used (0 = need more),
- * or -1 when the connection must close. */
-static long parse_one(struct peer *p, const char *data, size_t n)
-{
-    struct engine *e = p->eng;
-    if (p->worker != NULL && p->worker->held)
-        cmd_grab_release(e, p->worker); /* the worker did not wait: NO_JOB before anything else */
-    if (p->discard > 0) {
-        size_t d = p->discard < n ? (size_t)p->discard : n;
-        p->discard -= d;
-        return (long)d;
-    }
-    if (p->flags & PEER_SKIP_LINE) {
-        const char *nl = memchr(data, '\n', n);
-        if (nl == NULL)
-            return (long)n;
-        p->flags &= ~PEER_SKIP_LINE;
-        return (long)(nl - data + 1);
-    }
-    if (data[0] != '\0') {
-        size_t len, used;
-        switch (pa_find_line(data, n, e->cfg->max_line, &len, &used)) {
-        case PA_NEED_MORE:
-            return 0;
-        case PA_TOO_LONG: {
-            bad_input(p, "admin line too long", 0);
-            admin_line_too_long(p);
-            /* drop through the newline if it is here already, else until it arrives */
-            const char *nl = memchr(data, '\n', n);
-            if (nl != NULL)
-                return (long)(nl - data + 1);
-            p->flags |= PEER_SKIP_LINE;
-            return (long)n;
-        }
-        case PA_OK:
-            e->stats.lines++;
-            admin_line(p, data, len);
-            return (long)used;
-        }
-    }
-
-    struct pb_packet pkt;
-    size_t used = 0;
-    enum pb_status st = pb_parse(data, n, PROTO_MAGIC_REQ, e->cfg->max_packet, &pkt, &used);
-    switch (st) {
-    case PB_NEED_MORE:
-        return 0;
-    case PB_BAD_MAGIC:
-        bad_input(p, "bad magic, closing", 0);
-        return -1;
-    case PB_WRONG_MAGIC:
-        bad_input(p, "response magic from a client", pkt.cmd);
-        peer_send_error(p, PROTO_ERR_INVALID_MAGIC, "Request magic expected");
-        return (long)used;
-    case PB_TOO_LARGE:
-        bad_input(p, "packet larger than --max-packet-size", pkt.cmd);
-        peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Packet larger than max-packet-size");
-        p->discard = pkt.size;
-        return (long)used;
-    case PB_BAD_COMMAND:
-        bad_input(p, "unknown command", pkt.cmd);
-        peer_send_error(p, PROTO_ERR_INVALID_COMMAND, "Invalid command expected");
-        return (long)used;
-    case PB_BAD_ARGS:
-        bad_input(p, "missing argument separators", pkt.cmd);
-        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Malformed arguments");
-        return (long)used;
-    case PB_OK:
-        e->stats.packets++;
-        cmd_dispatch(p, &pkt);
-        return (long)used;
-    }
-    return -1;
-}
-
-/* is_durable_submit reports whether cmd creates a background job (its reply may wait on the store). */
-static int is_durable_submit(uint32_t cmd)
-{
-    return cmd == CMD_SUBMIT_JOB_BG || cmd == CMD_SUBMIT_JOB_HIGH_BG ||
-           cmd == CMD_SUBMIT_JOB_LOW_BG || cmd == CMD_SUBMIT_JOB_EPOCH ||
-           cmd == CMD_SUBMIT_JOB_SCHED || cmd == CMD_SUBMIT_REDUCE_JOB_BACKGROUND;
-}
-
-static int is_submit(uint32_t cmd)
-{
-    return is_durable_submit(cmd) || cmd == CMD_SUBMIT_JOB || cmd == CMD_SUBMIT_JOB_HIGH ||
-           cmd == CMD_SUBMIT_JOB_LOW || cmd == CMD_SUBMIT_REDUCE_JOB;
-}
-
-/* must_wait reports whether the packet at data must wait: while the store replays, submits
- * wait (so restored jobs keep their order ahead of new ones); while p has replies held on the
- * store, anything but another background submit waits (so replies stay in request order). */
-static int must_wait(struct peer *p, const char *data, size_t n)
-{
-    int replaying = p->eng->replaying;
-    if (p->pending_acks == 0 && !replaying)
-        return 0;
-    if (p->discard > 0 || (p->flags & PEER_SKIP_LINE))
-        return 0;
-    if (data[0] != '\0')
-        return p->pending_acks > 0; /* admin lines answer during a replay */
-    if (n < PROTO_HEADER_SIZE)
-        return 0;
-    uint32_t cmd = proto_get32(data + 4);
-    if (replaying && is_submit(cmd)) {
-        p->flags |= PEER_WAIT_REPLAY;
-        return 1;
-    }
-    return p->pending_acks > 0 && !is_durable_submit(cmd);
-}
-
-/* run parses data[0..n) until it is used up or incomplete; *left gets the unused count. */
-static int run(struct peer *p, const char *data, size_t n, size_t *left)
-{
-    size_t off = 0;
-    size_t quota = outq_pending(&p->out) + PEER_OUTPUT_QUOTA;
-    uint64_t packets = p->eng->queued_packets + PEER_PACKET_QUOTA;
-    p->flags &= ~PEER_DEFERRED;
-    while (off < n && !(p->flags & PEER_CLOSING) && !peer_busy(p)) {
-        if (outq_pending(&p->out) > quota || p->eng->queued_packets > packets) {
-            p->flags |= PEER_DEFERRED; /* enough replies for now: the rest next iteration */
-            break;
-        }
-        if (must_wait(p, data + off, n - off))
-            break;
-        long used = parse_one(p, data + off, n - off);
-        if (used < 0) {
-            peer_close(p);
-            return -1;
-        }
-        if (used == 0)
-            break;
-        off += (size_t)used;
-    }
-    *left = (p->flags & PEER_CLOSING) ? 0 : n - off;
-    return 0;
-}
-
-int peer_feed(struct peer *p, const char *data, size_t n)
-{
-    if (p->flags & PEER_CLOSING)
-        return 0;
-    if (buf_len(&p->in) > 0) {
-        if (buf_append(&p->in, data, n) != 0) {
-            peer_close(p);
-            return -1;
-        }
-        return peer_process(p);
-    }
-    size_t left;
-    if (run(p, data, n, &left) != 0)
-        return -1;
-    if (left > 0) {
-        if (buf_append(&p->in, data + (n - left), left) != 0) {
-            peer_close(p);
-            return -1;
-        }
-        account(p); /* a partial packet is held: it counts against the budget */
-    }
-    return 0;
-}
-
-int peer_process(struct peer *p)
-{
-    size_t left;
-    size_t n = buf_len(&p->in);
-    if (n == 0)
-        return 0;
-    if (run(p, buf_head(&p->in), n, &left) != 0)
-        return -1;
-    buf_consume(&p->in, n - left);
-    buf_shrink(&p->in);
-    account(p);
-    return 0;
 }

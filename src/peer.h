@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* peer: one connection as the engine sees it: input bytes in, replies out. Pure: the shell
- * (conn) owns the socket and calls peer_feed with what it read. */
+/* peer: one connection's state as the engine sees it, and its output queue: replies are queued
+ * here (put_packet: urgency from the command table, --max-output-buffer, --max-buffer-memory)
+ * and the shell writes them. Pure. The input side (sniffing, framing, dispatch, teardown
+ * fan-out) is session.h's. */
 #ifndef SPUR_PEER_H
 #define SPUR_PEER_H
 
@@ -8,6 +10,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "list.h"
 #include "outq.h"
 #include "proto.h"
 
@@ -38,7 +41,7 @@ enum {
                                   iteration */
 };
 
-/* PEER_OUTPUT_QUOTA is how many bytes of replies one peer_feed or peer_process may queue before
+/* PEER_OUTPUT_QUOTA is how many bytes of replies one session_feed or session_process may queue before
  * it stops and leaves the remaining input for the next loop iteration (PEER_DEFERRED), so a
  * connection that pipelines cheap requests with large replies (admin status, ECHO) cannot keep
  * the loop from others, and does not queue up to the output limits in one go. */
@@ -52,8 +55,7 @@ enum {
 /* struct peer is one connection's protocol state. */
 struct peer {
     struct engine *eng;   /* owner */
-    struct peer *next;    /* engine's list of peers */
-    struct peer *prev;    /* engine's list of peers */
+    struct list_node node; /* in engine->peers while attached */
     struct buf in;        /* unparsed input (a partial packet or line) */
     struct outq out;      /* replies not yet written */
     uint64_t discard;     /* body bytes of an oversize packet still to drop */
@@ -72,21 +74,23 @@ struct peer {
     char ip[48];          /* peer address as text, for 'workers' */
 };
 
+/* peer_of returns the peer whose engine->peers link is n, or NULL for NULL (so it takes
+ * list_first and list_next as they are). */
+static inline struct peer *peer_of(const struct list_node *n)
+{
+    return n != NULL ? container_of(n, struct peer, node) : NULL;
+}
+
 /* peer_init prepares p for engine e with the socket number and printable address. */
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local);
 
 /* peer_attach adds p to the engine's list of peers. */
 void peer_attach(struct peer *p);
 
-/* peer_detach removes p from the engine and releases everything the engine holds for it
- * (the engine re-queues its jobs); its output queue is cleared. */
-void peer_detach(struct peer *p);
-
-/* peer_feed handles n input bytes: complete packets and lines are dispatched, a partial one is
- * kept in p->in, and so is the rest when the replies passed a quota (PEER_DEFERRED: the shell
- * calls peer_process again in the next loop iteration). Returns 0, or -1 when the connection
- * must be closed (framing lost, no memory). */
-int peer_feed(struct peer *p, const char *data, size_t n);
+/* peer_unlink removes p from the engine's list of peers and frees its buffers; its output queue
+ * is cleared. The last step of session_detach, which first releases what cmd, admin and the
+ * store hold for p. */
+void peer_unlink(struct peer *p);
 
 /* peer_busy reports whether p must not take more input now: a 'show' listing is still being
  * written, and later requests wait so replies stay in request order. */
@@ -98,10 +102,6 @@ static inline int peer_waiting(const struct peer *p)
 {
     return p->pending_acks > 0 || (p->flags & PEER_WAIT_REPLAY);
 }
-
-/* peer_process handles the bytes already in p->in (after the shell read into it directly).
- * Returns 0 or -1 as peer_feed. */
-int peer_process(struct peer *p);
 
 /* peer_send queues one binary response packet with these arguments; the last argument is the
  * body tail (no NUL after it). Returns 0 or -1 (out of memory: the peer is being closed). */

@@ -66,6 +66,27 @@ enum proto_cmd_id {
     CMD_MAX = 43 /* one past the last command */
 };
 
+/* Command flags: what the server does with a command, beyond its argument shape. The command
+ * table is the one place these facts are written; code asks proto_cmd_flags instead of listing
+ * command numbers. */
+enum proto_cmd_flag {
+    PROTO_F_SUBMIT = 1u << 0,    /* a SUBMIT_* request: creates (or joins) a job */
+    PROTO_F_DURABLE = 1u << 1,   /* a background submit: no client waits on the job, the store
+                                    (if any) writes it, and JOB_CREATED waits for that write */
+    PROTO_F_HIGH = 1u << 2,      /* a submit at high priority */
+    PROTO_F_LOW = 1u << 3,       /* a submit at low priority */
+    PROTO_F_EPOCH = 1u << 4,     /* a submit whose argument 2 is a unix time to run at */
+    PROTO_F_SCHED = 1u << 5,     /* a submit whose arguments 2..6 are cron fields */
+    PROTO_F_REDUCE = 1u << 6,    /* a submit whose argument 2 is the reducer, 3 the aggregator */
+    PROTO_F_TO_WORKER = 1u << 7, /* a reply only workers get (NOOP, NO_JOB, JOB_ASSIGN*): never
+                                    held back to batch a client's replies */
+    PROTO_F_URGENT = 1u << 8,    /* its receiver idles until it arrives (a worker's wake-up or
+                                    next job, a client's result): written first in this loop
+                                    iteration, unless batched */
+    PROTO_F_RESULT = 1u << 9,    /* a job's final outcome sent to its clients (WORK_COMPLETE,
+                                    WORK_FAIL, WORK_EXCEPTION) */
+};
+
 /* struct proto_cmd describes how a command's body splits into arguments.
  * has_data=1: argc NUL-terminated arguments, then an opaque tail (may be empty, may hold NULs).
  * has_data=0: argc-1 NUL-terminated arguments, then the last argument runs to the end of the
@@ -75,11 +96,23 @@ struct proto_cmd {
     const char *name; /* gearmand's name without the GEARMAN_COMMAND_ prefix, e.g. "SUBMIT_JOB" */
     uint8_t argc;     /* number of arguments, not counting the data tail */
     uint8_t has_data; /* 1 if an opaque data tail follows the arguments */
+    uint16_t flags;   /* PROTO_F_* */
 };
+
+/* proto_cmd_table is the command table, indexed by id (0..CMD_MAX-1). Read it through
+ * proto_cmd_info and proto_cmd_flags. */
+extern const struct proto_cmd proto_cmd_table[CMD_MAX];
 
 /* proto_cmd_info returns the table entry for id, or NULL for any id outside 0..42.
  * Safe for every 32-bit value. */
 const struct proto_cmd *proto_cmd_info(uint32_t id);
+
+/* proto_cmd_flags returns id's PROTO_F_* flags, 0 for any id outside the table. O(1), inline:
+ * put_packet asks it for every reply. */
+static inline uint32_t proto_cmd_flags(uint32_t id)
+{
+    return id < CMD_MAX ? proto_cmd_table[id].flags : 0;
+}
 
 /* proto_cmd_name returns the command's name, or "UNKNOWN" (never NULL). */
 const char *proto_cmd_name(uint32_t id);

@@ -587,16 +587,12 @@ static void finish_replay(struct engine *e, int failed)
         if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
             func_wake(e, f);
     /* submits that waited for the replay are handled now, in order */
-    struct peer *p = e->peers;
-    if (p != NULL) {
-        do {
-            struct peer *next = p->next;
-            if (p->flags & PEER_WAIT_REPLAY) {
-                p->flags &= ~PEER_WAIT_REPLAY;
-                e->ops.resume(e, p);
-            }
-            p = next;
-        } while (p != e->peers);
+    list_for_each_safe(n, next, &e->peers) {
+        struct peer *p = peer_of(n);
+        if (p->flags & PEER_WAIT_REPLAY) {
+            p->flags &= ~PEER_WAIT_REPLAY;
+            e->ops.resume(e, p);
+        }
     }
 }
 

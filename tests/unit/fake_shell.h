@@ -14,6 +14,7 @@ extern "C" {
 #include "config.h"
 #include "engine.h"
 #include "peer.h"
+#include "session.h"
 }
 
 struct FakeShell {
@@ -38,7 +39,7 @@ struct FakeShell {
                 f->graceful = g;
             },
             [](engine *e) { return static_cast<FakeShell *>(e->shell)->clock; },
-            [](engine *, peer *p) { peer_process(p); },
+            [](engine *, peer *p) { session_process(p); },
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
     }
@@ -47,7 +48,7 @@ struct FakeShell {
     {
         for (auto &p : peers)
             if (p->eng != nullptr)
-                peer_detach(p.get());
+                session_detach(p.get());
         engine_destroy(&eng);
         config_free(&cfg);
     }
@@ -63,7 +64,7 @@ struct FakeShell {
 
     void disconnect(peer *p)
     {
-        peer_detach(p);
+        session_detach(p);
         p->eng = nullptr;
     }
 
@@ -105,9 +106,9 @@ struct FakeShell {
     // deferred at a reply quota (PEER_DEFERRED), so a test may feed any amount at once.
     static int feed(peer *p, const std::string &bytes)
     {
-        int rc = peer_feed(p, bytes.data(), bytes.size());
+        int rc = session_feed(p, bytes.data(), bytes.size());
         while (rc == 0 && (p->flags & PEER_DEFERRED) && !(p->flags & PEER_CLOSING))
-            rc = peer_process(p);
+            rc = session_process(p);
         return rc;
     }
 };

@@ -116,6 +116,7 @@ TEST_F(AdminTest, ConcurrentListingsShareOneBudgetPerIteration)
     }
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
 }
 
 // `status` is written in slices too: 600k functions used to be cut at the output limit.
@@ -178,6 +179,7 @@ TEST_F(AdminTest, JobsFinishedDuringListingAreSkipped)
     EXPECT_LE(lines, (size_t)ADMIN_SLICE + 5 + 1);
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
 }
 
 TEST_F(AdminTest, ListingWaitsForSlowReader)
@@ -319,6 +321,7 @@ TEST_F(AdminWorkersTest, LongWorkersIsWrittenInSlicesAndIdentical)
     EXPECT_EQ(out, rows(all) + ".\n");
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
 }
 
 // Peers that go while a `workers` listing is in progress: the one it would list next, one
@@ -379,4 +382,5 @@ TEST_F(AdminWorkersTest, PeersClosingMidListingAreSafe)
     EXPECT_EQ(f.eng.listings, nullptr);
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
 }

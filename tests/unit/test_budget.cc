@@ -315,7 +315,7 @@ TEST_F(BudgetTest, PipelinedRequestsStopAtTheOutputQuotaAndResume)
     string in;
     for (int i = 0; i < 60; i++) // 600 KB of replies asked for in one read: several turns
         in += e10k;
-    ASSERT_EQ(peer_feed(p, in.data(), in.size()), 0); // (FakeShell::feed would run it all)
+    ASSERT_EQ(session_feed(p, in.data(), in.size()), 0); // (FakeShell::feed would run it all)
     EXPECT_TRUE(p->flags & PEER_DEFERRED) << "input stops once the replies pass the quota";
     size_t first = outq_pending(&p->out);
     EXPECT_GT(first, (size_t)PEER_OUTPUT_QUOTA);
@@ -325,7 +325,7 @@ TEST_F(BudgetTest, PipelinedRequestsStopAtTheOutputQuotaAndResume)
     string out = take(p);
     int turns = 1;
     while (p->flags & PEER_DEFERRED) {
-        ASSERT_EQ(peer_process(p), 0); // the shell's next loop iteration
+        ASSERT_EQ(session_process(p), 0); // the shell's next loop iteration
         out += take(p);
         turns++;
         ASSERT_LE(turns, 60); // at least one request per turn

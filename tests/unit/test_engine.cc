@@ -76,6 +76,7 @@ class EngineTest : public ::testing::Test {
     {
         char err[256];
         ASSERT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+        ASSERT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
     }
     void send(peer *p, uint32_t cmd, const string &body)
     {

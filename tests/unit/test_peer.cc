@@ -29,7 +29,7 @@ TEST_F(PeerTest, ByteAtATimeKeepsPartialPacket)
     peer *p = f.connect();
     string in = FakeShell::req(CMD_ECHO_REQ, "slow") + "version\r\n";
     for (char c : in)
-        ASSERT_EQ(peer_feed(p, &c, 1), 0);
+        ASSERT_EQ(session_feed(p, &c, 1), 0);
     string out = FakeShell::take(p);
     string want = FakeShell::res(CMD_ECHO_RES, "slow") + "OK " PACKAGE_VERSION "\n";
     EXPECT_EQ(out, want);
@@ -57,7 +57,7 @@ TEST_F(PeerTest, ResponseMagicAnsweredAndStreamContinues)
 TEST_F(PeerTest, UnknownCommandsAnsweredAndStreamContinues)
 {
     peer *p = f.connect();
-    for (uint32_t cmd : {0u, 43u, 65535u, 0x80000000u, 0xffffffffu}) {
+    for (uint32_t cmd : {0u, (uint32_t)CMD_MAX, 65535u, 0x80000000u, 0xffffffffu}) {
         ASSERT_EQ(FakeShell::feed(p, FakeShell::req(cmd, "junk")), 0);
         EXPECT_EQ(FakeShell::take(p),
                   FakeShell::res(CMD_ERROR, string("INVALID_COMMAND\0Invalid command expected", 40)))
@@ -125,11 +125,13 @@ TEST_F(PeerTest, PeersListedInConnectOrder)
     peer *b = f.connect();
     peer *c = f.connect();
     EXPECT_EQ(f.eng.npeers, 3u);
-    EXPECT_EQ(f.eng.peers, a);
-    EXPECT_EQ(a->next, b);
-    EXPECT_EQ(b->next, c);
+    EXPECT_EQ(peer_of(list_first(&f.eng.peers)), a);
+    EXPECT_EQ(peer_of(list_next(&f.eng.peers, &a->node)), b);
+    EXPECT_EQ(peer_of(list_next(&f.eng.peers, &b->node)), c);
+    EXPECT_EQ(list_next(&f.eng.peers, &c->node), nullptr);
     f.disconnect(b);
-    EXPECT_EQ(a->next, c);
+    EXPECT_FALSE(list_linked(&b->node));
+    EXPECT_EQ(peer_of(list_next(&f.eng.peers, &a->node)), c);
     EXPECT_EQ(f.eng.npeers, 2u);
 }
 

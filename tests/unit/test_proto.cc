@@ -2,6 +2,7 @@
 // Unit tests for the command table and the header/packet encoder.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 extern "C" {
@@ -20,7 +21,7 @@ TEST(ProtoTable, EveryCommandHasItsNumber)
 
 TEST(ProtoTable, OutOfRangeIsNullForAny32BitValue)
 {
-    const uint32_t bad[] = {43, 64, 65535, 0x7fffffffu, 0x80000000u, 0xffffffffu};
+    const uint32_t bad[] = {CMD_MAX, 64, 65535, 0x7fffffffu, 0x80000000u, 0xffffffffu};
     for (uint32_t id : bad) {
         EXPECT_EQ(proto_cmd_info(id), nullptr) << id;
         EXPECT_STREQ(proto_cmd_name(id), "UNKNOWN");
@@ -43,6 +44,80 @@ TEST(ProtoTable, ArgumentShapesMatchGearmand)
         EXPECT_EQ(c->has_data, w.data) << c->name;
     }
     EXPECT_STREQ(proto_cmd_name(CMD_SUBMIT_REDUCE_JOB_BACKGROUND), "SUBMIT_REDUCE_JOB_BACKGROUND");
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool has(uint32_t id, uint32_t flag) { return (proto_cmd_flags(id) & flag) != 0; }
+
+TEST(ProtoFlags, SubmitsAreExactlyTheSubmitCommands)
+{
+    for (uint32_t id = 0; id < CMD_MAX; id++) {
+        const proto_cmd *c = proto_cmd_info(id);
+        EXPECT_EQ(has(id, PROTO_F_SUBMIT), starts_with(c->name, "SUBMIT_")) << c->name;
+        const uint32_t submit_only = PROTO_F_DURABLE | PROTO_F_HIGH | PROTO_F_LOW |
+                                     PROTO_F_EPOCH | PROTO_F_SCHED | PROTO_F_REDUCE;
+        if (!has(id, PROTO_F_SUBMIT)) {
+            EXPECT_EQ(proto_cmd_flags(id) & submit_only, 0u) << c->name;
+        }
+        EXPECT_FALSE(has(id, PROTO_F_HIGH) && has(id, PROTO_F_LOW)) << c->name;
+        EXPECT_EQ(c->flags, proto_cmd_flags(id)) << c->name;
+    }
+}
+
+// What each submit's reply needs: a background one (JOB_CREATED may wait on the store, no
+// client waits on the job) is DURABLE; the arguments the handler reads are in the table's argc.
+TEST(ProtoFlags, EverySubmitHasTheFlagsItsReplyNeeds)
+{
+    struct { uint32_t id; uint32_t flags; int argc; } want[] = {
+        {CMD_SUBMIT_JOB, 0, 2},
+        {CMD_SUBMIT_JOB_BG, PROTO_F_DURABLE, 2},
+        {CMD_SUBMIT_JOB_HIGH, PROTO_F_HIGH, 2},
+        {CMD_SUBMIT_JOB_HIGH_BG, PROTO_F_HIGH | PROTO_F_DURABLE, 2},
+        {CMD_SUBMIT_JOB_LOW, PROTO_F_LOW, 2},
+        {CMD_SUBMIT_JOB_LOW_BG, PROTO_F_LOW | PROTO_F_DURABLE, 2},
+        {CMD_SUBMIT_JOB_EPOCH, PROTO_F_EPOCH | PROTO_F_DURABLE, 3},
+        {CMD_SUBMIT_JOB_SCHED, PROTO_F_SCHED | PROTO_F_DURABLE, 7},
+        {CMD_SUBMIT_REDUCE_JOB, PROTO_F_REDUCE, 4},
+        {CMD_SUBMIT_REDUCE_JOB_BACKGROUND, PROTO_F_REDUCE | PROTO_F_DURABLE, 4},
+    };
+    int submits = 0;
+    for (uint32_t id = 0; id < CMD_MAX; id++)
+        submits += has(id, PROTO_F_SUBMIT);
+    EXPECT_EQ(submits, (int)(sizeof want / sizeof want[0])) << "a submit missing below";
+    for (auto &w : want) {
+        const proto_cmd *c = proto_cmd_info(w.id);
+        EXPECT_EQ(proto_cmd_flags(w.id), PROTO_F_SUBMIT | w.flags) << c->name;
+        EXPECT_EQ(c->argc, w.argc) << c->name;
+        EXPECT_EQ(c->has_data, 1) << c->name;
+        bool bg = strstr(c->name, "_BG") != nullptr || strstr(c->name, "BACKGROUND") != nullptr ||
+                  w.id == CMD_SUBMIT_JOB_EPOCH || w.id == CMD_SUBMIT_JOB_SCHED;
+        EXPECT_EQ(has(w.id, PROTO_F_DURABLE), bg) << c->name;
+    }
+}
+
+// Reply urgency (put_packet): a worker's wake-up and next job, and a client's result, go first.
+TEST(ProtoFlags, RepliesToWorkersAndResultsAreMarked)
+{
+    for (uint32_t id = 0; id < CMD_MAX; id++) {
+        const proto_cmd *c = proto_cmd_info(id);
+        bool assign = starts_with(c->name, "JOB_ASSIGN");
+        bool to_worker = assign || id == CMD_NOOP || id == CMD_NO_JOB;
+        bool result = id == CMD_WORK_COMPLETE || id == CMD_WORK_FAIL || id == CMD_WORK_EXCEPTION;
+        EXPECT_EQ(has(id, PROTO_F_TO_WORKER), to_worker) << c->name;
+        EXPECT_EQ(has(id, PROTO_F_RESULT), result) << c->name;
+        EXPECT_EQ(has(id, PROTO_F_URGENT), assign || id == CMD_NOOP || result) << c->name;
+        EXPECT_FALSE(has(id, PROTO_F_SUBMIT) && (to_worker || result)) << c->name;
+    }
+}
+
+TEST(ProtoFlags, OutOfRangeHasNoFlags)
+{
+    for (uint32_t id : {(uint32_t)CMD_MAX, 65535u, 0x80000000u, 0xffffffffu})
+        EXPECT_EQ(proto_cmd_flags(id), 0u) << id;
 }
 
 TEST(ProtoEncode, HeaderIsBigEndian)

@@ -181,7 +181,7 @@ TEST(ProtoBin, GarbageMagicDetectedEarly)
 
 TEST(ProtoBin, UnknownCommandNumbersAreSafe)
 {
-    const uint32_t bad[] = {0, 43, 65535, 0x80000000u, 0xffffffffu};
+    const uint32_t bad[] = {0, CMD_MAX, 65535, 0x80000000u, 0xffffffffu};
     for (uint32_t cmd : bad) {
         pb_packet p;
         size_t used = 0;

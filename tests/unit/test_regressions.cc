@@ -49,7 +49,7 @@ TEST_F(RegressionTest, ResumeAfterLongListingWithNothingBuffered)
     EXPECT_EQ(c->in.data, nullptr) << "nothing is buffered while the listing is written";
     int rounds = 0;
     while (f.eng.listings != nullptr && rounds++ < 10)
-        admin_continue(&f.eng); // the last slice resumes the peer: peer_process on empty input
+        admin_continue(&f.eng); // the last slice resumes the peer: session_process on empty input
     EXPECT_EQ(f.eng.listings, nullptr);
     string out = FakeShell::take(c);
     EXPECT_EQ(out.substr(out.size() - 2), ".\n");
@@ -57,4 +57,5 @@ TEST_F(RegressionTest, ResumeAfterLongListingWithNothingBuffered)
     EXPECT_EQ(FakeShell::take(c), "OK " PACKAGE_VERSION "\n");
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
 }

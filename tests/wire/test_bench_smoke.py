@@ -6,6 +6,7 @@ $SPUR_BUILDDIR/bench/spur-bench (set by `make check`).
 """
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -56,3 +57,50 @@ def test_bench_reports_unreachable_server_as_failure():
     assert int(r["anomalies"]) > 0
     assert int(r["jobs"]) == 0
     assert proc.returncode != 0
+
+
+@pytest.mark.parametrize("scenario,extra,jobs", [
+    ("rt-throughput", ["--ballast-jobs=300", "--ballast-clients=20", "--idle-workers=10"], 200),
+    ("coalesce", ["--waiters=20", "--jobs=5"], 100),  # 5 jobs x 20 waiters
+    ("fanout", ["--functions=2", "--jobs=200"], 200),
+])
+def test_bench_scaling_scenarios_finish_without_anomalies(both, scenario, extra, jobs):
+    """The scaling curves' building blocks (bench/curves.sh) against spurd and gearmand: ballast,
+    coalesced jobs with many waiters, fewer functions than workers."""
+    if scenario == "rt-throughput":
+        extra = extra + ["--jobs=200"]
+    proc, r = run_bench(both.addr, scenario, *extra, pid=both.proc.pid)
+    assert r["anomalies"] == "0", proc.stderr
+    assert r["status"] == "ok", proc.stderr
+    assert int(r["jobs"]) == jobs  # every job (every waiter's completion) verified
+    if scenario == "coalesce":
+        assert r["rounds"] == "5"
+    if scenario == "rt-throughput":
+        assert (r["ballast_jobs"], r["ballast_clients"], r["idle_workers"]) == ("300", "20", "10")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_answer_server_answers_bg_submit(tmp_path):
+    """bench/answer-server, run.sh's answer-only ceiling: every SUBMIT_JOB_BG gets a unique
+    JOB_CREATED handle, checked by spur-bench; SIGTERM ends it with status 0."""
+    builddir = os.environ.get("SPUR_BUILDDIR")
+    path = os.environ.get("SPUR_ANSWER_SERVER") or (
+        builddir and os.path.join(builddir, "bench", "answer-server"))
+    if not path:
+        pytest.skip("set SPUR_ANSWER_SERVER or SPUR_BUILDDIR (run through `make check`)")
+    port_file = tmp_path / "port"
+    srv = subprocess.Popen([path, "--port=0", "--port-file=%s" % port_file])
+    try:
+        deadline = time.monotonic() + 10
+        while not port_file.exists():  # written (by rename) once the socket listens
+            assert srv.poll() is None, "answer-server exited"
+            assert time.monotonic() < deadline, "answer-server wrote no port file"
+            time.sleep(0.01)
+        port = int(port_file.read_text())
+        proc, r = run_bench(("127.0.0.1", port), "bg-submit", "--jobs=2000", pid=srv.pid)
+        assert r["anomalies"] == "0", proc.stderr
+        assert r["status"] == "ok", proc.stderr
+        assert int(r["jobs"]) == 2000
+    finally:
+        srv.terminate()
+        assert srv.wait(timeout=10) == 0

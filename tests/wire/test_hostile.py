@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import EXTERNAL
-from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, ECHO_REQ, ECHO_RES, ERROR, GRAB_JOB,
+from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CMD_MAX, ECHO_REQ, ECHO_RES, ERROR, GRAB_JOB,
                           JOB_ASSIGN, JOB_CREATED, NO_JOB, REQ, RES, SUBMIT_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, Conn, packet)
 from gearman_wire import admin_status as status, rss_kib
@@ -108,7 +108,7 @@ def bystander(server):
 
 # ------------------------------------------------------------------ framing kept: ERROR packets
 
-@pytest.mark.parametrize("cmd", [0, 43, 65535, 1 << 31, (1 << 32) - 1])
+@pytest.mark.parametrize("cmd", [0, CMD_MAX, 65535, 1 << 31, (1 << 32) - 1])
 def test_unknown_command_number_gets_error_and_stream_continues(server, bystander, cmd):
     c = server.connect()
     c.send(packet(cmd, b"junk\0more") + packet(ECHO_REQ, b"next"))
