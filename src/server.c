@@ -530,9 +530,15 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
 
 int server_start(struct server *s, char *err, size_t errlen)
 {
-    const struct config *cfg = s->cfg;
     if (store_open(&s->eng, &cmd_store_sink, store_notify, s, err, errlen) != 0)
         return -1;
+    log_notice("spurd listening on port %d", s->port);
+    return 0;
+}
+
+int server_write_port_file(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
     if (cfg->port_file != NULL) {
         char text[32];
         snprintf(text, sizeof text, "%d\n", s->port);
@@ -542,7 +548,6 @@ int server_start(struct server *s, char *err, size_t errlen)
             return -1;
         }
     }
-    log_notice("spurd listening on port %d", s->port);
     return 0;
 }
 

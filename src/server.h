@@ -53,10 +53,14 @@ struct server {
  * after it). Returns 0, or -1 with a message in err; server_destroy cleans up either way. */
 int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen);
 
-/* server_start opens the store (which starts its committer thread and replays the stored jobs)
- * and writes the --port-file. Call after server_init and after any fork. Returns 0, or -1 with
- * a message in err. */
+/* server_start opens the store (which starts its committer thread and replays the stored jobs).
+ * Call after server_init and after any fork. Returns 0, or -1 with a message in err. */
 int server_start(struct server *s, char *err, size_t errlen);
+
+/* server_write_port_file writes the bound port to --port-file, if one is set. Scripts and tests
+ * take that file as the sign that spurd is up, so main calls it last, once the store is open and
+ * the pid file is written. Returns 0, or -1 with a message in err. */
+int server_write_port_file(struct server *s, char *err, size_t errlen);
 
 /* server_run runs the loop until shutdown. Returns the exit code. */
 int server_run(struct server *s);
