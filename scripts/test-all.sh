@@ -2,11 +2,25 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs what is missing, then builds and runs the whole test suite twice: a normal build and an
 # AddressSanitizer + UndefinedBehaviorSanitizer build. Slow tests run too (SPUR_SLOW=1).
+# As root on a machine with dpkg, it first runs scripts/test-packages.sh (build the Debian
+# packages in a temporary copy, lintian, install, run the installed spurd, purge), printing its
+# last line; SPUR_SKIP_PACKAGES=1 skips that (e.g. where the packages are installed for real).
 # Exits non-zero if any test fails. The output ends with the test runners' own summaries.
 set -e
 cd "$(dirname "$0")/.."
 top=$(pwd)
 sh scripts/deps.sh test
+packages=0
+if [ "${SPUR_SKIP_PACKAGES:-0}" != "1" ] && [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null 2>&1
+then
+    packages=1
+    sh scripts/deps.sh package
+fi
+# configure refuses an out-of-tree build beside an in-tree one: clean that first
+if [ -f config.status ]; then
+    echo "cleaning the in-tree build (make distclean) for the out-of-tree build"
+    make distclean >/dev/null || rm -f config.status
+fi
 autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 export SPUR_SLOW="${SPUR_SLOW:-1}"
 jobs=$(nproc)
@@ -35,6 +49,25 @@ run_build() {
     return $rc
 }
 
+# run_packages runs scripts/test-packages.sh with its output in build-packages/, and prints its
+# result line (and the end of its log on a failure). It works on a copy of the tree, so the
+# builds below are not affected, and it purges what it installed.
+run_packages() {
+    dir="$top/build-packages"
+    rm -rf "$dir" && mkdir -p "$dir"
+    echo "=== Debian packages: scripts/test-packages.sh"
+    if sh scripts/test-packages.sh >"$dir/test-packages.log" 2>&1; then
+        echo "--- packages: $(tail -n 1 "$dir/test-packages.log")"
+        return 0
+    fi
+    tail -n 40 "$dir/test-packages.log"
+    echo "--- packages: FAIL (log: $dir/test-packages.log)"
+    return 1
+}
+
+if [ "$packages" = 1 ]; then
+    run_packages || status=1
+fi
 if [ "${SPUR_SKIP_NORMAL:-0}" != "1" ]; then
     export SPUR_FUZZ=1  # the fuzz smoke test runs in this build only
     run_build normal || status=1

@@ -202,7 +202,8 @@ void config_usage(FILE *out)
         "      --libsqlite3-table=T   gearmand queue table to import (default gearman_queue)\n"
         "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
         "  -R, --round-robin          accepted: round-robin across functions is always on\n"
-        "      --config-file=FILE     read more options from FILE (split on white space)\n"
+        "      --config-file=FILE     read options from FILE first (also @FILE; repeatable): as on\n"
+        "                             the command line, # comments, '' and \"\" quoting\n"
         "      --syslog               also log to syslog(3) (facility daemon)\n"
         "      --coredump             accepted and ignored\n"
         "  -t, --threads=N            accepted: spurd runs one event loop on one thread\n"
@@ -321,54 +322,171 @@ static void set_str(char **dst, const char *src)
     *dst = strdup(src);
 }
 
-/* read_config_file splits the file's contents on white space into words appended to *words.
- * Returns 0, or -1 if the file cannot be read. */
-static int read_config_file(const char *path, char ***words, int *nwords)
+/* word_add appends the n bytes at w as a new word to *words. Returns 0, or -1 out of memory. */
+static int word_add(char ***words, int *nwords, const char *w, size_t n)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
+    char **nw = realloc(*words, sizeof **words * (size_t)(*nwords + 1));
+    if (nw == NULL)
         return -1;
-    char tok[4096];
-    size_t tl = 0;
-    int ch;
-    for (;;) {
-        ch = fgetc(f);
-        if (ch == EOF || ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
-            if (tl > 0) {
-                char **nw = realloc(*words, sizeof **words * (size_t)(*nwords + 1));
-                if (nw == NULL)
-                    break;
-                *words = nw;
-                tok[tl] = '\0';
-                nw[(*nwords)++] = strdup(tok);
-                tl = 0;
-            }
-            if (ch == EOF)
-                break;
-        } else if (tl + 1 < sizeof tok) {
-            tok[tl++] = (char)ch;
-        }
-    }
-    fclose(f);
+    *words = nw;
+    char *copy = malloc(n + 1);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, w, n);
+    copy[n] = '\0';
+    nw[(*nwords)++] = copy;
     return 0;
 }
 
-/* find_config_file returns the --config-file value in argv, or NULL. */
-static const char *find_config_file(int argc, char **argv)
+int config_split_line(const char *line, char ***words, int *nwords, char *err, size_t errlen)
 {
-    const char *found = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (strncmp(argv[i], "--config-file=", 14) == 0)
-            found = argv[i] + 14;
-        else if (strcmp(argv[i], "--config-file") == 0 && i + 1 < argc)
-            found = argv[++i];
+    size_t len = strlen(line);
+    char *w = malloc(len + 1); /* a word is never longer than its line */
+    if (w == NULL)
+        return errf(err, errlen, "out of memory");
+    size_t wl = 0;
+    int inword = 0;           /* a word has begun (it may still be empty: "") */
+    char quote = 0;           /* the open quote, or 0 */
+    int rc = 0;
+    for (const char *p = line;; p++) {
+        char ch = *p;
+        if (quote != 0) {
+            if (ch == '\0') {
+                rc = errf(err, errlen, "unterminated %s quote",
+                          quote == '"' ? "double" : "single");
+                break;
+            }
+            if (ch == quote) {
+                quote = 0;
+            } else if (quote == '"' && ch == '\\' && (p[1] == '"' || p[1] == '\\')) {
+                w[wl++] = *++p;
+            } else {
+                w[wl++] = ch;
+            }
+            continue;
+        }
+        if (ch == '\0' || ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' ||
+            (ch == '#' && !inword)) {
+            if (inword && word_add(words, nwords, w, wl) != 0) {
+                rc = errf(err, errlen, "out of memory");
+                break;
+            }
+            inword = 0;
+            wl = 0;
+            if (ch == '\0' || ch == '#') /* '#' starting a word: a comment to the end */
+                break;
+            continue;
+        }
+        inword = 1;
+        if (ch == '"' || ch == '\'') {
+            quote = ch;
+        } else if (ch == '\\') {
+            if (p[1] == '\0' || p[1] == '\n' || p[1] == '\r') {
+                rc = errf(err, errlen, "backslash at the end of the line");
+                break;
+            }
+            w[wl++] = *++p;
+        } else {
+            w[wl++] = ch;
+        }
     }
-    return found;
+    free(w);
+    return rc;
 }
 
-static int apply(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out)
+/* struct cfiles lists the config files named on the command line, in order (borrowed). */
+struct cfiles {
+    const char **name; /* the paths, pointing into argv */
+    int n;             /* entries in name */
+};
+
+/* add_cfile appends path to files. Returns 0, or -1 out of memory. */
+static int add_cfile(struct cfiles *files, const char *path)
+{
+    const char **nn = realloc(files->name, sizeof *nn * (size_t)(files->n + 1));
+    if (nn == NULL)
+        return -1;
+    files->name = nn;
+    nn[files->n++] = path;
+    return 0;
+}
+
+static int apply(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out,
+                 struct cfiles *files, int in_file);
+
+/* free_words frees n words and the array. */
+static void free_words(char **words, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(words[i]);
+    free(words);
+}
+
+/* apply_file reads the config file at path line by line and applies each line's options to c.
+ * Errors are "PATH:LINE: message", or "cannot read config file PATH: reason". Returns 0 or -1. */
+static int apply_file(struct config *c, const char *path, char *err, size_t errlen, FILE *out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return errf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0;
+    int rc = 0;
+    char why[400];
+    errno = 0;
+    while ((n = getline(&line, &cap, f)) != -1) {
+        lineno++;
+        if ((size_t)n > CONFIG_MAX_FILE_LINE) {
+            rc = errf(err, errlen, "%s:%d: line longer than %d bytes", path, lineno,
+                      CONFIG_MAX_FILE_LINE);
+            break;
+        }
+        if (memchr(line, '\0', (size_t)n) != NULL) {
+            rc = errf(err, errlen, "%s:%d: NUL byte in the line", path, lineno);
+            break;
+        }
+        char **words = NULL;
+        int nwords = 0;
+        if (config_split_line(line, &words, &nwords, why, sizeof why) != 0) {
+            free_words(words, nwords);
+            rc = errf(err, errlen, "%s:%d: %s", path, lineno, why);
+            break;
+        }
+        if (nwords > 0) {
+            char **argv = calloc((size_t)nwords + 2, sizeof *argv);
+            if (argv == NULL) {
+                free_words(words, nwords);
+                rc = errf(err, errlen, "out of memory");
+                break;
+            }
+            argv[0] = (char *)"spurd";
+            memcpy(argv + 1, words, sizeof *words * (size_t)nwords);
+            int r = apply(c, nwords + 1, argv, why, sizeof why, out, NULL, 1);
+            free(argv);
+            free_words(words, nwords);
+            if (r != 0) {
+                rc = r < 0 ? errf(err, errlen, "%s:%d: %s", path, lineno, why) : r;
+                break;
+            }
+        }
+        errno = 0;
+    }
+    if (rc == 0 && ferror(f))
+        rc = errf(err, errlen, "cannot read config file %s: %s", path,
+                  strerror(errno != 0 ? errno : EIO));
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* apply parses argv (argv[0] is skipped) into c. in_file: argv is one line of a config file,
+ * where another config file may not be named. files, when not NULL, collects the config files
+ * named (--config-file=FILE or @FILE) instead of ignoring them. Returns 0, 1 after --help or
+ * --version, or -1 with a message in err. */
+static int apply(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out,
+                 struct cfiles *files, int in_file)
 {
     long v;
     unsigned long long sz;
@@ -376,8 +494,19 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
     int opt;
     optind = 0; /* GNU getopt: reinitialise */
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":b:df:hj:l:L:p:P:q:r:Rt:u:Vw:", long_opts, NULL)) != -1) {
+    /* "-": a word that is not an option comes back as opt 1, in order (for @FILE) */
+    while ((opt = getopt_long(argc, argv, "-:b:df:hj:l:L:p:P:q:r:Rt:u:Vw:", long_opts, NULL)) !=
+           -1) {
         switch (opt) {
+        case 1:
+            if (optarg[0] == '@' && optarg[1] != '\0' && !in_file) {
+                if (files != NULL && add_cfile(files, optarg + 1) != 0)
+                    return errf(err, errlen, "out of memory");
+                break;
+            }
+            if (in_file && optarg[0] != '-' && strchr(optarg, '=') != NULL)
+                return errf(err, errlen, "unexpected word '%s' (write --%s)", optarg, optarg);
+            return errf(err, errlen, "unexpected argument '%s'", optarg);
         case 'b':
             if (parse_long(optarg, 1, INT_MAX, &v) != 0)
                 return errf(err, errlen, "invalid --backlog value '%s'", optarg);
@@ -441,7 +570,12 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
         case 'r':
             return errf(err, errlen, "--protocol=%s is not supported by spurd", optarg);
         case 'R': break;
-        case OPT_CONFIG_FILE: break; /* read before the command line */
+        case OPT_CONFIG_FILE: /* read before the command line */
+            if (in_file)
+                return errf(err, errlen, "--config-file cannot be used in a config file");
+            if (files != NULL && add_cfile(files, optarg) != 0)
+                return errf(err, errlen, "out of memory");
+            break;
         case OPT_SYSLOG: c->syslog = 1; break;
         case OPT_COREDUMP: break;
         case 't':
@@ -604,28 +738,19 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
 
 int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out)
 {
-    char **words = NULL;
-    int nwords = 0;
-    const char *cf = find_config_file(argc, argv);
-    if (cf != NULL && read_config_file(cf, &words, &nwords) != 0)
-        return errf(err, errlen, "cannot read --config-file '%s'", cf);
-
-    /* the file's words come first so the command line wins */
-    int total = 1 + nwords + (argc - 1);
-    char **all = calloc((size_t)total + 1, sizeof *all);
-    if (all == NULL)
-        return errf(err, errlen, "out of memory");
-    all[0] = argv[0];
-    for (int i = 0; i < nwords; i++)
-        all[1 + i] = words[i];
-    for (int i = 1; i < argc; i++)
-        all[nwords + i] = argv[i];
-
-    int rc = apply(c, total, all, err, errlen, out);
-    for (int i = 0; i < nwords; i++)
-        free(words[i]);
-    free(words);
-    free(all);
+    /* a first pass over the command line, into a scratch config, finds the config files (as
+     * getopt sees them: abbreviations included) and reports command-line errors first */
+    struct cfiles files = {NULL, 0};
+    struct config scratch;
+    config_defaults(&scratch);
+    int rc = apply(&scratch, argc, argv, err, errlen, out, &files, 0);
+    config_free(&scratch);
+    /* the files' options first, in order, so the command line wins */
+    for (int i = 0; rc == 0 && i < files.n; i++)
+        rc = apply_file(c, files.name[i], err, errlen, out);
+    free(files.name);
+    if (rc == 0)
+        rc = apply(c, argc, argv, err, errlen, out, NULL, 0);
     if (rc == 0) {
         if (c->queue_type && strcasecmp(c->queue_type, "libsqlite3") == 0 && c->sqlite_db == NULL)
             return errf(err, errlen, "-q libsqlite3 needs --libsqlite3-db=FILE");

@@ -12,6 +12,7 @@ extern "C" {
 #endif
 
 #define CONFIG_MAX_LISTEN 16 /* -L may be given this many times */
+#define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
 
 /* enum admin_shutdown_policy says who may run the admin shutdown command. */
 enum admin_shutdown_policy {
@@ -97,11 +98,24 @@ void config_defaults(struct config *c);
  * physical memory, at least 256 MiB. */
 size_t config_default_buffer_memory(void);
 
-/* config_parse parses argv (argv[0] is the program name) into c, after the arguments of the
- * config file named by --config-file (default none). Later values win.
- * Returns 0 on success; 1 when --help or --version was printed to out (exit 0); -1 on an error,
- * with a message in err (errlen bytes). */
+/* config_parse parses argv (argv[0] is the program name) into c, after the options of the
+ * config files named by --config-file=FILE or @FILE (none by default; several are read in
+ * order). Later values win, so the command line overrides the files. A config file holds
+ * options as on the command line, one or more per line, an option's value on its line; blank
+ * lines and '#' comments are skipped and words are quoted as config_split_line says. Errors
+ * in a file read "FILE:LINE: message"; an unreadable file "cannot read config file FILE:
+ * strerror". Returns 0 on success; 1 when --help or --version was printed to out (exit 0);
+ * -1 on an error, with a message in err (errlen bytes). */
 int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out);
+
+/* config_split_line splits one config-file line into words appended to *words (*nwords of
+ * them; each word malloc'd, the caller frees them and the array, also on an error). Words are
+ * separated by white space; a '#' that starts a word starts a comment to the end of the line;
+ * '...' keeps everything up to the next ' as is; "..." does the same, except that \" and \\
+ * stand for " and \; outside quotes a backslash keeps the next character as is. Quotes may
+ * join parts of one word (--log-file="/my dir"/x.log) and "" is an empty word.
+ * Returns 0, or -1 with a message in err (an unterminated quote, a backslash at the end). */
+int config_split_line(const char *line, char ***words, int *nwords, char *err, size_t errlen);
 
 /* config_tcp_user_timeout_ms returns the TCP_USER_TIMEOUT (milliseconds) for accepted sockets,
  * or 0 to leave the OS default: --tcp-user-timeout when given, else, when any keepalive option

@@ -1,148 +1,132 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn: one accepted socket: reading into its peer, flushing its output queue, teardown. */
+/* conn: one accepted connection: reading into its peer, flushing its output queue, teardown. */
 #include "conn.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
+#include "config.h"
+#include "engine.h"
 #include "log.h"
-#include "server.h"
 #include "session.h"
+#include "spin.h"
 
 #define CONN_IOV_MAX 64 /* iovecs per writev */
 
 static void read_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void write_cb(struct ev_loop *loop, ev_io *w, int revents);
 
-struct conn *conn_new(struct server *s, int fd, const char *ip, int local)
+int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
+                  const struct config *cfg, struct spin *spin)
+{
+    memset(x, 0, sizeof *x);
+    x->loop = loop;
+    x->eng = eng;
+    x->cfg = cfg;
+    x->spin = spin;
+    list_node_init(&x->dirty);
+    list_node_init(&x->lazy);
+    list_node_init(&x->closing);
+    list_node_init(&x->deferred);
+    x->rbuf = malloc(CONN_READ_SIZE);
+    return x->rbuf != NULL ? 0 : -1;
+}
+
+void conn_ctx_destroy(struct conn_ctx *x)
+{
+    /* every conn is on the engine's peer list until conn_free detaches it */
+    while (x->eng != NULL && !list_empty(&x->eng->peers)) {
+        struct conn *c = (struct conn *)peer_of(list_first(&x->eng->peers));
+        if (!c->closing)
+            conn_close(c);
+        conn_free(c);
+    }
+    free(x->rbuf);
+    x->rbuf = NULL;
+}
+
+struct conn *conn_new(struct conn_ctx *x, const struct transport *t)
 {
     struct conn *c = calloc(1, sizeof *c);
     if (c == NULL) {
-        close(fd);
+        struct transport tmp = *t;
+        transport_close(&tmp);
         return NULL;
     }
-    c->srv = s;
-    peer_init(&c->peer, &s->eng, fd, ip, local);
+    c->ctx = x;
+    c->tr = *t;
+    int fd = t->fd;
+    char ip[sizeof c->peer.ip];
+    int local = transport_peer_name(&c->tr, ip, sizeof ip);
+    peer_init(&c->peer, x->eng, fd, ip, local);
     peer_attach(&c->peer);
+    list_node_init(&c->dirty_node);
+    list_node_init(&c->lazy_node);
+    list_node_init(&c->close_node);
+    list_node_init(&c->defer_node);
     ev_io_init(&c->rio, read_cb, fd, EV_READ);
     ev_io_init(&c->wio, write_cb, fd, EV_WRITE);
     c->rio.data = c;
     c->wio.data = c;
-    ev_io_start(s->loop, &c->rio);
-    s->nconns++;
+    ev_io_start(x->loop, &c->rio);
+    x->nconns++;
     return c;
-}
-
-static void lazy_unlink(struct conn *c)
-{
-    struct server *s = c->srv;
-    if (c->lazy_prev)
-        c->lazy_prev->lazy_next = c->lazy_next;
-    else
-        s->lazy = c->lazy_next;
-    if (c->lazy_next)
-        c->lazy_next->lazy_prev = c->lazy_prev;
-    else
-        s->lazy_tail = c->lazy_prev;
-    c->lazy_next = c->lazy_prev = NULL;
-    c->lazy = 0;
 }
 
 void conn_mark_dirty(struct conn *c)
 {
-    struct server *s = c->srv;
-    if (c->dirty || c->closing)
+    struct conn_ctx *x = c->ctx;
+    if (list_linked(&c->dirty_node) || c->closing)
         return;
-    if (c->peer.flags & (PEER_URGENT | PEER_NOW) || s->cfg->reply_batch <= 0) {
-        if (c->lazy)
-            lazy_unlink(c);
-        c->dirty = 1;
-        c->dirty_next = NULL;
-        if (c->peer.flags & PEER_URGENT) {
+    if (c->peer.flags & (PEER_URGENT | PEER_NOW) || x->cfg->reply_batch <= 0) {
+        list_del(&c->lazy_node);
+        if (c->peer.flags & PEER_URGENT)
             /* a worker's next job or a client's result goes out before acknowledgements */
-            c->dirty_next = s->dirty;
-            s->dirty = c;
-            if (s->dirty_tail == NULL)
-                s->dirty_tail = c;
-        } else {
-            if (s->dirty_tail)
-                s->dirty_tail->dirty_next = c;
-            else
-                s->dirty = c;
-            s->dirty_tail = c;
-        }
-    } else if (!c->lazy) {
+            list_push_front(&x->dirty, &c->dirty_node);
+        else
+            list_push_back(&x->dirty, &c->dirty_node);
+    } else if (!list_linked(&c->lazy_node)) {
         /* a client with more jobs in flight: its replies wait a little, so that one write
          * carries many of them */
-        c->lazy = 1;
-        if (s->lazy == NULL)
-            s->lazy_since = ev_now(s->loop);
-        c->lazy_next = NULL;
-        c->lazy_prev = s->lazy_tail;
-        if (s->lazy_tail)
-            s->lazy_tail->lazy_next = c;
-        else
-            s->lazy = c;
-        s->lazy_tail = c;
+        if (list_empty(&x->lazy))
+            x->lazy_since = ev_now(x->loop);
+        list_push_back(&x->lazy, &c->lazy_node);
     }
 }
 
-struct conn *conn_pop_dirty(struct server *s)
+void conn_flush_dirty(struct conn_ctx *x)
 {
-    struct conn *c = s->dirty;
-    if (c == NULL)
-        return NULL;
-    s->dirty = c->dirty_next;
-    if (s->dirty == NULL)
-        s->dirty_tail = NULL;
-    c->dirty = 0;
-    c->dirty_next = NULL;
-    return c;
+    struct list_node *n;
+    while ((n = list_first(&x->dirty)) != NULL) {
+        list_del(n);
+        conn_flush(container_of(n, struct conn, dirty_node));
+    }
 }
 
-struct conn *conn_pop_lazy(struct server *s)
+void conn_flush_lazy(struct conn_ctx *x)
 {
-    struct conn *c = s->lazy;
-    if (c != NULL)
-        lazy_unlink(c);
-    return c;
-}
-
-/* defer_unlink takes c off the server's deferred list. */
-static void defer_unlink(struct conn *c)
-{
-    struct server *s = c->srv;
-    if (c->defer_prev)
-        c->defer_prev->defer_next = c->defer_next;
-    else
-        s->deferred = c->defer_next;
-    if (c->defer_next)
-        c->defer_next->defer_prev = c->defer_prev;
-    else
-        s->deferred_tail = c->defer_prev;
-    c->defer_next = c->defer_prev = NULL;
-    c->deferred = 0;
+    struct list_node *n;
+    while ((n = list_first(&x->lazy)) != NULL) {
+        list_del(n);
+        conn_flush(container_of(n, struct conn, lazy_node));
+    }
 }
 
 void conn_close(struct conn *c)
 {
     if (c->closing)
         return;
-    if (c->deferred)
-        defer_unlink(c);
+    list_del(&c->defer_node);
     c->closing = 1;
     c->peer.flags |= PEER_CLOSING;
     peer_account(&c->peer); /* its buffers no longer count: they are freed before the loop sleeps */
-    if (c->lazy)
-        lazy_unlink(c);
-    ev_io_stop(c->srv->loop, &c->rio);
-    c->close_next = c->srv->closing;
-    c->srv->closing = c;
+    list_del(&c->lazy_node);
+    list_del(&c->dirty_node); /* conn_free makes the last write */
+    ev_io_stop(c->ctx->loop, &c->rio);
+    list_push_back(&c->ctx->closing, &c->close_node);
 }
 
 int conn_flush(struct conn *c)
@@ -152,18 +136,26 @@ int conn_flush(struct conn *c)
     while (outq_pending(q) > 0) {
         struct iovec iov[CONN_IOV_MAX];
         int n = outq_iov(q, iov, CONN_IOV_MAX);
-        ssize_t w = writev(c->peer.fd, iov, n);
+        ssize_t w = transport_writev(&c->tr, iov, n);
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (w == TRANSPORT_WANT_WRITE) {
                 if (!ev_is_active(&c->wio))
-                    ev_io_start(c->srv->loop, &c->wio);
+                    ev_io_start(c->ctx->loop, &c->wio);
                 c->peer.flags |= PEER_BLOCKED;
                 peer_account(&c->peer);
                 return 0;
             }
-            log_debug("write to fd %d failed: %s", c->peer.fd, strerror(errno));
+            if (w == TRANSPORT_WANT_READ) {
+                /* the transport must read before it can write (TLS): read_cb flushes again */
+                c->write_wants_read = 1;
+                if (!ev_is_active(&c->rio))
+                    ev_io_start(c->ctx->loop, &c->rio);
+                c->peer.flags |= PEER_BLOCKED;
+                peer_account(&c->peer);
+                return 0;
+            }
+            log_debug("write to %s fd %d failed: %s", c->tr.ops->name, c->peer.fd,
+                      strerror(errno));
             outq_clear(q);
             conn_close(c);
             return -1;
@@ -171,9 +163,10 @@ int conn_flush(struct conn *c)
         outq_consume(q, (size_t)w);
     }
     c->peer.flags &= ~PEER_BLOCKED;
+    c->write_wants_read = 0;
     peer_account(&c->peer);
-    if (ev_is_active(&c->wio))
-        ev_io_stop(c->srv->loop, &c->wio);
+    if (ev_is_active(&c->wio) && !c->read_wants_write)
+        ev_io_stop(c->ctx->loop, &c->wio);
     if (c->eof)
         conn_close(c);
     return 0;
@@ -181,28 +174,47 @@ int conn_flush(struct conn *c)
 
 void conn_free(struct conn *c)
 {
-    struct server *s = c->srv;
+    struct conn_ctx *x = c->ctx;
     /* best effort: replies already queued (an ERROR before a close) still get one try */
     if (outq_pending(&c->peer.out) > 0) {
         struct iovec iov[CONN_IOV_MAX];
         int n = outq_iov(&c->peer.out, iov, CONN_IOV_MAX);
-        ssize_t w = writev(c->peer.fd, iov, n);
+        ssize_t w = transport_writev(&c->tr, iov, n);
         (void)w;
     }
-    ev_io_stop(s->loop, &c->rio);
-    ev_io_stop(s->loop, &c->wio);
+    ev_io_stop(x->loop, &c->rio);
+    ev_io_stop(x->loop, &c->wio);
+    list_del(&c->dirty_node);
+    list_del(&c->lazy_node);
+    list_del(&c->close_node);
+    list_del(&c->defer_node);
     session_detach(&c->peer);
-    close(c->peer.fd);
-    s->nconns--;
+    (void)transport_shutdown(&c->tr); /* best effort, as the last write */
+    transport_close(&c->tr);
+    x->nconns--;
     free(c);
+}
+
+size_t conn_free_closed(struct conn_ctx *x)
+{
+    size_t freed = 0;
+    struct list_node *n;
+    while ((n = list_first(&x->closing)) != NULL) {
+        conn_free(container_of(n, struct conn, close_node));
+        freed++;
+        /* freeing may have queued output for others (re-queued jobs wake workers) */
+        conn_flush_dirty(x);
+    }
+    return freed;
 }
 
 /* on_eof handles the peer's half-close: pending replies are still written, then the conn closes. */
 static void on_eof(struct conn *c)
 {
     c->eof = 1;
-    ev_io_stop(c->srv->loop, &c->rio);
-    if (outq_pending(&c->peer.out) == 0 && !c->dirty && !c->lazy)
+    ev_io_stop(c->ctx->loop, &c->rio);
+    if (outq_pending(&c->peer.out) == 0 && !list_linked(&c->dirty_node) &&
+        !list_linked(&c->lazy_node))
         conn_close(c);
 }
 
@@ -212,36 +224,28 @@ static void note_partial(struct conn *c)
 {
     const struct peer *p = &c->peer;
     if ((p->flags & PEER_DEFERRED) && !c->closing) {
-        if (!c->deferred) {
-            struct server *s = c->srv;
-            c->deferred = 1;
-            c->defer_round = s->defer_round;
-            c->defer_next = NULL;
-            c->defer_prev = s->deferred_tail;
-            if (s->deferred_tail)
-                s->deferred_tail->defer_next = c;
-            else
-                s->deferred = c;
-            s->deferred_tail = c;
+        if (!list_linked(&c->defer_node)) {
+            c->defer_round = c->ctx->defer_round;
+            list_push_back(&c->ctx->deferred, &c->defer_node);
         }
-        ev_io_stop(c->srv->loop, &c->rio);
+        ev_io_stop(c->ctx->loop, &c->rio);
         c->partial_since = 0;
         return;
     }
     if (!peer_busy(p) && (buf_len(&p->in) > 0 || p->discard > 0 || (p->flags & PEER_SKIP_LINE))) {
         if (c->partial_since == 0)
-            c->partial_since = ev_now(c->srv->loop);
+            c->partial_since = ev_now(c->ctx->loop);
     } else {
         c->partial_since = 0;
     }
 }
 
-void conn_idle_sweep(struct server *s, double now)
+void conn_idle_sweep(struct conn_ctx *x, double now)
 {
-    double limit = s->cfg->idle_timeout;
+    double limit = x->cfg->idle_timeout;
     if (limit <= 0)
         return;
-    list_for_each_safe(n, next, &s->eng.peers) {
+    list_for_each_safe(n, next, &x->eng->peers) {
         struct conn *c = (struct conn *)peer_of(n);
         if (c->partial_since > 0 && !c->closing && now - c->partial_since >= limit) {
             log_info("closing fd %d (%s): a packet left unfinished for %.0fs (--idle-timeout)",
@@ -255,25 +259,33 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
     struct conn *c = w->data;
+    struct conn_ctx *x = c->ctx;
     struct peer *p = &c->peer;
     ssize_t n;
-    spin_input(&c->srv->spin, ev_now(loop));
-    if (peer_busy(p) || (peer_waiting(p) && buf_len(&p->in) >= 16 * SERVER_READ_SIZE)) {
+    if (x->spin != NULL)
+        spin_input(x->spin, ev_now(loop));
+    if (c->write_wants_read) {
+        /* the transport's write waited for this: retry it first */
+        c->write_wants_read = 0;
+        if (conn_flush(c) != 0 || c->closing)
+            return;
+    }
+    if (peer_busy(p) || (peer_waiting(p) && buf_len(&p->in) >= 16 * CONN_READ_SIZE)) {
         /* replies must stay in order: read again once the listing is written or the held
          * replies are sent (conn_resume); meanwhile the input buffer stays bounded */
-        ev_io_stop(c->srv->loop, &c->rio);
+        ev_io_stop(loop, &c->rio);
         return;
     }
     if (buf_len(&p->in) > 0) {
         /* a partial packet is pending: read straight behind it */
-        if (buf_reserve(&p->in, SERVER_READ_SIZE) != 0) {
+        if (buf_reserve(&p->in, CONN_READ_SIZE) != 0) {
             conn_close(c);
             return;
         }
         peer_account(p); /* the buffer may have grown: count it before filling it */
         if (c->closing)
             return;
-        n = read(p->fd, buf_tail(&p->in), SERVER_READ_SIZE);
+        n = transport_read(&c->tr, buf_tail(&p->in), CONN_READ_SIZE);
         if (n > 0) {
             buf_commit(&p->in, (size_t)n);
             session_process(p);
@@ -281,9 +293,9 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
             return;
         }
     } else {
-        n = read(p->fd, c->srv->rbuf, SERVER_READ_SIZE);
+        n = transport_read(&c->tr, x->rbuf, CONN_READ_SIZE);
         if (n > 0) {
-            session_feed(p, c->srv->rbuf, (size_t)n);
+            session_feed(p, x->rbuf, (size_t)n);
             note_partial(c);
             return;
         }
@@ -292,9 +304,16 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         on_eof(c);
         return;
     }
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+    if (n == TRANSPORT_WANT_READ)
         return;
-    log_debug("read from fd %d failed: %s", p->fd, strerror(errno));
+    if (n == TRANSPORT_WANT_WRITE) {
+        /* the transport must write before it can read (TLS): write_cb reads again */
+        c->read_wants_write = 1;
+        if (!ev_is_active(&c->wio))
+            ev_io_start(loop, &c->wio);
+        return;
+    }
+    log_debug("read from %s fd %d failed: %s", c->tr.ops->name, p->fd, strerror(errno));
     conn_close(c);
 }
 
@@ -305,17 +324,20 @@ void conn_resume(struct conn *c)
     session_process(&c->peer);
     note_partial(c);
     if (!c->closing && !c->eof && !peer_busy(&c->peer) && !(c->peer.flags & PEER_DEFERRED))
-        ev_io_start(c->srv->loop, &c->rio);
+        ev_io_start(c->ctx->loop, &c->rio);
 }
 
-void conn_run_deferred(struct server *s)
+void conn_run_deferred(struct conn_ctx *x)
 {
     /* each conn that was waiting gets one turn; one that defers again joins the end of the list
      * with the new round and waits for the next iteration */
-    unsigned round = ++s->defer_round;
-    struct conn *c;
-    while ((c = s->deferred) != NULL && c->defer_round != round) {
-        defer_unlink(c);
+    unsigned round = ++x->defer_round;
+    struct list_node *n;
+    while ((n = list_first(&x->deferred)) != NULL) {
+        struct conn *c = container_of(n, struct conn, defer_node);
+        if (c->defer_round == round)
+            break;
+        list_del(n);
         c->peer.flags &= ~PEER_DEFERRED;
         conn_resume(c);
     }
@@ -323,7 +345,13 @@ void conn_run_deferred(struct server *s)
 
 static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-    (void)loop;
-    (void)revents;
-    conn_flush(w->data);
+    struct conn *c = w->data;
+    if (c->read_wants_write) {
+        /* the transport's read waited for this: retry it */
+        c->read_wants_write = 0;
+        read_cb(loop, &c->rio, revents);
+        if (c->closing)
+            return;
+    }
+    conn_flush(c);
 }

@@ -1,59 +1,104 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn: one accepted socket: reading into its peer, flushing its output queue, teardown. */
+/* conn: one accepted connection: reading into its peer through its transport, flushing its
+ * output queue, teardown; and the lists of connections with work left in this loop iteration
+ * (struct conn_ctx), which conn.c alone manages. Knows libev and the engine's peer, not the
+ * server: what it needs from around it is in struct conn_ctx. */
 #ifndef SPUR_CONN_H
 #define SPUR_CONN_H
 
 #include <ev.h>
+#include <stddef.h>
 
+#include "list.h"
 #include "peer.h"
+#include "transport.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct server;
+struct config;
+struct engine;
+struct spin;
 
-/* struct conn is a socket plus the engine's peer for it. */
+#define CONN_READ_SIZE 65536 /* bytes read from a connection at a time */
+
+/* struct conn_ctx is what every connection shares: its surroundings (set by conn_ctx_init,
+ * borrowed) and the lists of connections with work left before the loop sleeps. The owner
+ * embeds it; only conn.c touches the fields, everyone else calls the conn_* functions. */
+struct conn_ctx {
+    struct ev_loop *loop;      /* the loop the watchers run on */
+    struct engine *eng;        /* the engine every peer belongs to */
+    const struct config *cfg;  /* --reply-batch, --idle-timeout */
+    struct spin *spin;         /* told about every input (spin_input), or NULL */
+    char *rbuf;                /* shared read buffer, CONN_READ_SIZE bytes */
+    struct list_node dirty;    /* conns to flush this iteration: PEER_URGENT ones first */
+    struct list_node lazy;     /* conns whose replies wait to be batched */
+    double lazy_since;         /* when the first of those was queued */
+    struct list_node closing;  /* conns to free before the loop sleeps */
+    struct list_node deferred; /* conns with input left for the next iteration */
+    unsigned defer_round;      /* counts conn_run_deferred calls */
+    size_t nconns;             /* open connections */
+};
+
+/* struct conn is a transport plus the engine's peer for it. */
 struct conn {
     struct peer peer;        /* must be first: the engine's view of the connection */
-    struct server *srv;      /* owner */
+    struct conn_ctx *ctx;    /* shared surroundings and lists */
+    struct transport tr;     /* how its bytes move (transport.h) */
     ev_io rio;               /* readable watcher */
-    ev_io wio;               /* writable watcher, active only while the socket is full */
-    struct conn *dirty_next; /* server's list of conns to flush this iteration */
-    struct conn *lazy_next;  /* server's list of conns whose replies wait to be batched */
-    struct conn *lazy_prev;  /* (doubly linked: a flush or a close takes c off it) */
-    struct conn *close_next; /* server's list of conns to free */
-    struct conn *defer_next; /* server's list of conns whose input waits (PEER_DEFERRED) */
-    struct conn *defer_prev; /* (doubly linked: a close takes c off it) */
-    unsigned dirty : 1;      /* on the dirty list */
-    unsigned lazy : 1;       /* on the lazy list */
+    ev_io wio;               /* writable watcher, active only while the transport is full */
+    struct list_node dirty_node; /* on ctx->dirty */
+    struct list_node lazy_node;  /* on ctx->lazy */
+    struct list_node close_node; /* on ctx->closing */
+    struct list_node defer_node; /* on ctx->deferred */
     unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
-    unsigned closing : 1;    /* on the closing list */
-    unsigned deferred : 1;   /* on the deferred list */
-    unsigned defer_round;    /* the server's defer_round when c joined the deferred list */
+    unsigned closing : 1;    /* conn_close was called */
+    unsigned read_wants_write : 1; /* the transport's read waits for the fd to be writable */
+    unsigned write_wants_read : 1; /* the transport's write waits for the fd to be readable */
+    unsigned defer_round;    /* ctx->defer_round when c joined the deferred list */
     double partial_since;    /* when an unfinished packet or line started waiting, 0 if none */
 };
 
-/* conn_new wraps an accepted socket and starts reading it. Returns NULL on failure (fd closed). */
-struct conn *conn_new(struct server *s, int fd, const char *ip, int local);
+/* conn_ctx_init prepares x for connections on loop, with peers in engine eng, settings cfg and
+ * the busy-poll state spin (may be NULL); all borrowed. Returns 0, or -1 when out of memory. */
+int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
+                  const struct config *cfg, struct spin *spin);
 
-/* conn_flush writes as much queued output as the socket takes. Returns 0, or -1 on a write error
- * (the conn is then scheduled for close). */
+/* conn_ctx_destroy frees every connection still open (conn_free) and x's buffer. */
+void conn_ctx_destroy(struct conn_ctx *x);
+
+/* conn_new makes a connection over transport t (copied; conn closes it from now on, also when
+ * this fails) and starts reading it. Returns NULL on failure. */
+struct conn *conn_new(struct conn_ctx *x, const struct transport *t);
+
+/* conn_count returns how many connections are open (freed ones no longer count). */
+static inline size_t conn_count(const struct conn_ctx *x) { return x->nconns; }
+
+/* conn_flush writes as much queued output as the transport takes. Returns 0, or -1 on a write
+ * error (the conn is then scheduled for close). */
 int conn_flush(struct conn *c);
 
-/* conn_close schedules c for teardown after the current callback (idempotent). */
+/* conn_close schedules c for teardown before the loop sleeps (idempotent). */
 void conn_close(struct conn *c);
 
-/* conn_free tears c down now: a last flush attempt, engine detach, watchers, fd, memory. */
+/* conn_free tears c down now: a last flush attempt, engine detach, watchers, transport, memory. */
 void conn_free(struct conn *c);
+
+/* conn_free_closed frees every connection conn_close scheduled, flushing after each the output
+ * its teardown queued for others (re-queued jobs wake workers). Returns how many it freed. */
+size_t conn_free_closed(struct conn_ctx *x);
 
 /* conn_idle_sweep closes every connection whose unfinished packet has waited longer than
  * --idle-timeout (called about once a second when the option is set). */
-void conn_idle_sweep(struct server *s, double now);
+void conn_idle_sweep(struct conn_ctx *x, double now);
 
 /* conn_run_deferred gives every conn whose input was deferred (PEER_DEFERRED) one more turn:
  * each handles input until its replies pass the quota again. Called once per loop iteration. */
-void conn_run_deferred(struct server *s);
+void conn_run_deferred(struct conn_ctx *x);
+
+/* conn_have_deferred reports whether some conn's input waits for the next iteration. */
+static inline int conn_have_deferred(const struct conn_ctx *x) { return !list_empty(&x->deferred); }
 
 /* conn_resume handles input buffered while c's peer was busy and starts reading again. */
 void conn_resume(struct conn *c);
@@ -64,11 +109,20 @@ void conn_resume(struct conn *c);
  * the first of them was queued (server.c). */
 void conn_mark_dirty(struct conn *c);
 
-/* conn_pop_dirty takes the next conn to flush off the server's dirty list, or returns NULL. */
-struct conn *conn_pop_dirty(struct server *s);
+/* conn_flush_dirty writes the output of every conn on the dirty list, emptying it. */
+void conn_flush_dirty(struct conn_ctx *x);
 
-/* conn_pop_lazy takes the first conn off the server's lazy list, or returns NULL. */
-struct conn *conn_pop_lazy(struct server *s);
+/* conn_flush_lazy writes the output of every conn on the lazy list, emptying it. */
+void conn_flush_lazy(struct conn_ctx *x);
+
+/* conn_have_lazy reports whether replies wait to be batched; *since (if not NULL) receives when
+ * the first of them was queued. */
+static inline int conn_have_lazy(const struct conn_ctx *x, double *since)
+{
+    if (since != NULL)
+        *since = x->lazy_since;
+    return !list_empty(&x->lazy);
+}
 
 #ifdef __cplusplus
 }

@@ -100,8 +100,10 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
             }
             if (port == 0)
                 port = get_port(fd);
+            memset(&out[count], 0, sizeof out[count]);
             out[count].fd = fd;
             out[count].family = ai->ai_family;
+            out[count].proto = LISTEN_GEARMAN;
             count++;
         }
         freeaddrinfo(res);

@@ -12,14 +12,29 @@ extern "C" {
 
 #define LISTEN_MAX 32 /* listening sockets at most */
 
-/* struct listener is one bound, listening, non-blocking socket. */
+struct transport_kind;
+
+/* What the connections accepted on a listener speak: selects what accept builds for them
+ * (server.c's accept_proto table). */
+enum listen_proto {
+    LISTEN_GEARMAN, /* the Gearman binary and admin text protocols (conn + peer) */
+    /* LISTEN_HTTP: later (metrics and job submission), with its own entry in accept_proto */
+    LISTEN_PROTO_MAX
+};
+
+/* struct listener is one bound, listening, non-blocking socket, and what its connections are. */
 struct listener {
-    int fd;     /* the socket */
-    int family; /* AF_INET, AF_INET6 or AF_UNIX */
+    int fd;                                 /* the socket */
+    int family;                             /* AF_INET, AF_INET6 or AF_UNIX */
+    enum listen_proto proto;                /* what its connections speak */
+    const struct transport_kind *transport; /* how their bytes move (transport.h) */
+    void *transport_arg;                    /* the kind's per-listener state (a TLS context
+                                               later), or NULL */
 };
 
 /* listen_tcp binds every address of hosts (NULL/0 entries mean all addresses) on port, with
- * SO_REUSEADDR and IPV6_V6ONLY. With port 0 the first socket picks a free port and the rest use
+ * SO_REUSEADDR and IPV6_V6ONLY. The listeners it fills speak LISTEN_GEARMAN with no transport
+ * set: the caller chooses it. With port 0 the first socket picks a free port and the rest use
  * the same one. Appends to out (at most LISTEN_MAX) and returns how many it opened, or -1 with a
  * message in err (errno tells why a bind failed, e.g. EADDRINUSE). *bound_port receives the
  * port. */

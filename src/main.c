@@ -242,6 +242,13 @@ int main(int argc, char **argv)
             goto out;
         }
     }
+    /* the port file last: whoever waits for it may then rely on the pid file and the store */
+    if (server_write_port_file(&srv, err, sizeof err) != 0) {
+        start_failed(err);
+        if (cfg.pid_file != NULL)
+            remove_pid_file(cfg.pid_file);
+        goto out;
+    }
     if (cfg.user != NULL && switch_user(cfg.user, err, sizeof err) != 0) {
         start_failed(err);
         if (cfg.pid_file != NULL)

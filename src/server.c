@@ -22,6 +22,7 @@
 #include "log.h"
 #include "notify.h"
 #include "store.h"
+#include "transport.h"
 
 static struct log_limit accept_limit = {5.0, 0, 0};
 
@@ -111,7 +112,7 @@ static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct server *s = w->data;
-    if (s->nconns < s->cfg->max_connections)
+    if (conn_count(&s->conns) < s->cfg->max_connections)
         resume_listeners(s);
 }
 
@@ -136,34 +137,21 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
-/* addr_text formats the peer address; returns whether it is a local (loopback/unix) peer. */
-static int addr_text(const struct sockaddr_storage *ss, char *out, size_t outlen)
-{
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &in->sin_addr, out, (socklen_t)outlen);
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, out, (socklen_t)outlen);
-        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
-            return 1;
-        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
-            return in6->sin6_addr.s6_addr[12] == 127;
-        return 0;
-    }
-    snprintf(out, outlen, "unix");
-    return 1;
-}
+/* accept_proto makes the connection for a socket accepted on a listener of each protocol (the
+ * table a new kind of listener, e.g. HTTP, adds its entry to). */
+static struct conn *(*const accept_proto[LISTEN_PROTO_MAX])(struct conn_ctx *x,
+                                                            const struct transport *t) = {
+    [LISTEN_GEARMAN] = conn_new,
+};
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
     struct server *s = w->data;
+    const struct listener *lis = &s->lis[w - s->lis_io];
     spin_input(&s->spin, ev_now(loop));
     for (int burst = 0; burst < 64; burst++) {
-        if (s->nconns >= s->cfg->max_connections) {
+        if (conn_count(&s->conns) >= s->cfg->max_connections) {
             log_limited(&accept_limit, LOG_WARNING, __FILE__, __LINE__,
                         "--max-connections (%zu) reached; not accepting", s->cfg->max_connections);
             pause_listeners(s);
@@ -185,10 +173,13 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             }
             return;
         }
-        char ip[INET6_ADDRSTRLEN + 1];
-        int local = addr_text(&ss, ip, sizeof ip);
         tune_socket(s, fd, ss.ss_family);
-        conn_new(s, fd, ip, local);
+        struct transport t;
+        if (lis->transport->wrap(&t, fd, lis->transport_arg) != 0) {
+            close(fd);
+            continue;
+        }
+        accept_proto[lis->proto](&s->conns, &t);
     }
 }
 
@@ -231,7 +222,8 @@ static void store_notify(void *arg)
 static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
-    conn_idle_sweep(w->data, ev_now(loop));
+    struct server *s = w->data;
+    conn_idle_sweep(&s->conns, ev_now(loop));
 }
 
 /* idle_cb does nothing: an active idle watcher only keeps the loop from blocking. */
@@ -265,22 +257,11 @@ static void job_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     engine_run_timers(&s->eng, ev_now(loop));
 }
 
-/* flush_dirty writes the output of every conn on the flush list. */
-static void flush_dirty(struct server *s)
-{
-    struct conn *c;
-    while ((c = conn_pop_dirty(s)) != NULL)
-        if (!c->closing)
-            conn_flush(c);
-}
-
 /* flush_lazy writes the output of every conn on the lazy list. */
 static void flush_lazy(struct server *s)
 {
-    struct conn *c;
     ev_timer_stop(s->loop, &s->lazy_timer);
-    while ((c = conn_pop_lazy(s)) != NULL)
-        conn_flush(c);
+    conn_flush_lazy(&s->conns);
 }
 
 /* spin_cb runs when a busy poll found nothing: poll again while the window is open. */
@@ -303,7 +284,9 @@ static void lazy_cb(struct ev_loop *loop, ev_idle *w, int revents)
         flush_lazy(s);
         return;
     }
-    double left = s->lazy_since + s->cfg->reply_batch - ev_now(loop);
+    double since = 0;
+    conn_have_lazy(&s->conns, &since);
+    double left = since + s->cfg->reply_batch - ev_now(loop);
     ev_timer_set(&s->lazy_timer, left > 0 ? left : 0, 0.);
     ev_timer_start(loop, &s->lazy_timer);
 }
@@ -315,34 +298,59 @@ static void lazy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     flush_lazy(w->data);
 }
 
-static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+/* ------------------------------------------------------------ before the loop sleeps
+ *
+ * before_sleep (the ev_prepare watcher: libev runs it once per loop iteration, after every
+ * callback of the iteration and before it polls) does the work those callbacks left, in this
+ * order:
+ *
+ *  1. input that waited (conn_run_deferred): connections whose input stopped at a reply quota
+ *     get one more turn; then admin listings (admin_continue) write their next slice. First,
+ *     because what they produce (replies, durable submits, wake-ups) must join the steps below
+ *     in this same iteration. The engine's pending wake-ups are done here too
+ *     (engine_drain_ready): a handler drains its own, but a durable batch or the replay
+ *     (store_async_cb) makes jobs ready outside any handler.
+ *  2. store hand-off (store_flush): the durable submits of this iteration go to the committer
+ *     thread as one batch (group commit); their JOB_CREATED waits for its answer
+ *     (store_async_cb). After 1, which may add to the batch; before 3, so the batch is on its
+ *     way while we write.
+ *  3. writes (conn_flush_dirty): every connection with output to send now, PEER_URGENT first
+ *     (a worker's next job, a client's result), one writev each; then the lazy batch if its
+ *     first reply has waited --reply-batch.
+ *  4. closes (conn_free_closed): connections closed during the iteration are freed here, never
+ *     inside a callback. A free re-queues a lost worker's jobs and may wake other workers: their
+ *     output is written right after each free. After 3, so output queued for a connection
+ *     before it closed (an ERROR) was written.
+ *  5. timers (arm_job_timer): the one job timer is pointed at the engine's earliest deadline,
+ *     after every step that may have added or removed one.
+ *  6. how to wait: the loop keeps polling without sleeping while listings or deferred input
+ *     remain, while lazy replies wait for a poll that finds no input (lazy_cb), or while busy
+ *     polling (spin.h); otherwise it sleeps in its poll. Stopping writes the lazy replies now.
+ *  7. stop or resume: after an admin shutdown, stop once the replies are written (graceful: and
+ *     no job runs any more); otherwise listeners paused at --max-connections resume once a
+ *     close made room.
+ */
+
+/* write_output is step 3: the dirty list, then the lazy batch once it has waited long enough. */
+static void write_output(struct server *s)
 {
-    (void)revents;
-    struct server *s = w->data;
-    conn_run_deferred(s);
-    engine_drain_ready(&s->eng); /* wake-ups asked for outside a handler (store replies, replay) */
-    admin_continue(&s->eng);
-    store_flush(&s->eng);
-    flush_dirty(s);
-    if (s->lazy != NULL && ev_now(loop) - s->lazy_since >= s->cfg->reply_batch)
+    double lazy_since = 0;
+    conn_flush_dirty(&s->conns);
+    if (conn_have_lazy(&s->conns, &lazy_since) &&
+        ev_now(s->loop) - lazy_since >= s->cfg->reply_batch)
         flush_lazy(s);
-    int freed = 0;
-    while (s->closing != NULL) {
-        struct conn *c = s->closing;
-        s->closing = c->close_next;
-        conn_free(c);
-        freed = 1;
-        /* freeing may have queued output for others (re-queued jobs wake workers) */
-        flush_dirty(s);
-    }
-    arm_job_timer(s);
-    if (admin_ready(&s->eng) || s->deferred != NULL)
+}
+
+/* choose_wait is step 6: start the idle watchers that keep the loop polling, stop the others. */
+static void choose_wait(struct server *s)
+{
+    if (admin_ready(&s->eng) || conn_have_deferred(&s->conns))
         ev_idle_start(s->loop, &s->listing_idle); /* more to do: poll, do not sleep */
     else
         ev_idle_stop(s->loop, &s->listing_idle);
-    if (s->lazy != NULL && s->stop_after_flush)
+    if (conn_have_lazy(&s->conns, NULL) && s->stop_after_flush)
         flush_lazy(s);
-    if (s->lazy != NULL && !ev_is_active(&s->lazy_timer))
+    if (conn_have_lazy(&s->conns, NULL) && !ev_is_active(&s->lazy_timer))
         ev_idle_start(s->loop, &s->lazy_idle); /* poll without blocking: is more input ready? */
     else
         ev_idle_stop(s->loop, &s->lazy_idle);
@@ -352,13 +360,34 @@ static void flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         ev_idle_start(s->loop, &s->spin_idle);
     else
         ev_idle_stop(s->loop, &s->spin_idle);
+}
+
+/* stop_or_resume is step 7; freed is how many connections step 4 freed. */
+static void stop_or_resume(struct server *s, size_t freed)
+{
     if (s->stop_after_flush && (!s->eng.shutting_down || s->eng.nrunning == 0)) {
         ev_break(s->loop, EVBREAK_ALL);
         return;
     }
-    if (freed && s->paused && s->nconns < s->cfg->max_connections &&
+    if (freed > 0 && s->paused && conn_count(&s->conns) < s->cfg->max_connections &&
         !ev_is_active(&s->resume_timer))
         resume_listeners(s);
+}
+
+static void before_sleep(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    conn_run_deferred(&s->conns);                /* 1. input that waited */
+    engine_drain_ready(&s->eng);                 /*    wake-ups left by the store */
+    admin_continue(&s->eng);                     /*    and admin listings */
+    store_flush(&s->eng);                        /* 2. store hand-off */
+    write_output(s);                             /* 3. writes */
+    size_t freed = conn_free_closed(&s->conns);  /* 4. closes */
+    arm_job_timer(s);                            /* 5. timers */
+    choose_wait(s);                              /* 6. how to wait */
+    stop_or_resume(s, freed);                    /* 7. stop or resume */
 }
 
 static void term_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -428,11 +457,6 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
-    s->rbuf = malloc(SERVER_READ_SIZE);
-    if (s->rbuf == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     static const struct engine_ops ops = {eng_output, eng_close, eng_shutdown, eng_now,
                                          eng_resume};
     if (engine_init(&s->eng, cfg, &ops, s) != 0) {
@@ -440,6 +464,10 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
     engine_set_sink(&s->eng, &cmd_sink);
+    if (conn_ctx_init(&s->conns, s->loop, &s->eng, cfg, &s->spin) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
 
     ev_async_init(&s->store_async, store_async_cb);
     s->store_async.data = s;
@@ -454,11 +482,16 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         if (fd < 0)
             return -1;
         s->unix_bound = 1;
+        memset(&s->lis[s->nlis], 0, sizeof s->lis[s->nlis]);
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
+        s->lis[s->nlis].proto = LISTEN_GEARMAN;
         s->nlis++;
     }
     for (int i = 0; i < s->nlis; i++) {
+        /* one kind configured today: Gearman over plain sockets */
+        s->lis[i].transport = transport_kinds[TRANSPORT_PLAIN];
+        s->lis[i].transport_arg = NULL;
         ev_io_init(&s->lis_io[i], accept_cb, s->lis[i].fd, EV_READ);
         s->lis_io[i].data = s;
         ev_io_start(s->loop, &s->lis_io[i]);
@@ -482,7 +515,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_timer_init(&s->job_timer, job_timer_cb, 0., 0.);
     s->job_timer.data = s;
     s->job_timer_at = -1;
-    ev_prepare_init(&s->flush_watcher, flush_cb);
+    ev_prepare_init(&s->flush_watcher, before_sleep);
     s->flush_watcher.data = s;
     ev_prepare_start(s->loop, &s->flush_watcher);
 
@@ -500,9 +533,15 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
 
 int server_start(struct server *s, char *err, size_t errlen)
 {
-    const struct config *cfg = s->cfg;
     if (store_open(&s->eng, &cmd_store_sink, store_notify, s, err, errlen) != 0)
         return -1;
+    log_notice("spurd listening on port %d", s->port);
+    return 0;
+}
+
+int server_write_port_file(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
     if (cfg->port_file != NULL) {
         char text[32];
         snprintf(text, sizeof text, "%d\n", s->port);
@@ -512,7 +551,6 @@ int server_start(struct server *s, char *err, size_t errlen)
             return -1;
         }
     }
-    log_notice("spurd listening on port %d", s->port);
     return 0;
 }
 
@@ -546,18 +584,7 @@ void server_destroy(struct server *s)
     /* the store first: what finished before the stop is written now, and the teardown below
      * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
     store_close(&s->eng);
-    /* close every connection: gather them from the engine's peer list */
-    while (!list_empty(&s->eng.peers)) {
-        struct conn *c = (struct conn *)peer_of(list_first(&s->eng.peers));
-        if (!c->closing)
-            conn_close(c);
-        /* conn_free detaches it from the peer list */
-        s->closing = NULL;
-        conn_free(c);
-    }
-    s->closing = NULL;
-    s->dirty = s->dirty_tail = NULL;
-    s->lazy = s->lazy_tail = NULL;
+    conn_ctx_destroy(&s->conns); /* every connection, then the shared buffer */
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
     /* only the socket this process bound, and only if it is still there (not replaced) */
@@ -578,7 +605,6 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_usr1);
     ev_async_stop(s->loop, &s->store_async);
     engine_destroy(&s->eng);
-    free(s->rbuf);
     ev_loop_destroy(s->loop);
     s->loop = NULL;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "conn.h"
 #include "engine.h"
 #include "listen.h"
 #include "spin.h"
@@ -14,10 +15,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct conn;
-
-#define SERVER_READ_SIZE 65536 /* bytes read from a socket at a time */
 
 /* struct server owns the loop and everything attached to it. */
 struct server {
@@ -33,27 +30,17 @@ struct server {
     unsigned user_timeout_ms;         /* TCP_USER_TIMEOUT for accepted sockets, 0 = OS default */
     int paused;                       /* listeners stopped (fd limit or max connections) */
     ev_timer resume_timer;            /* restarts listeners after EMFILE */
-    ev_prepare flush_watcher;         /* flushes output and frees closed conns before sleeping */
+    ev_prepare flush_watcher;         /* runs before_sleep: the work before the loop polls */
     ev_async store_async;             /* the store's committer thread wakes the loop */
     ev_idle listing_idle;             /* keeps the loop polling while admin listings remain */
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
     double job_timer_at;              /* the deadline job_timer is armed for, or -1 */
     ev_signal sig_term, sig_int, sig_hup, sig_usr1; /* signal watchers */
-    struct conn *dirty;               /* conns with output a worker waits on, in order */
-    struct conn *dirty_tail;          /* the last of them */
-    struct conn *lazy;                /* conns whose replies wait to be batched (conn.h) */
-    struct conn *lazy_tail;           /* the last of them */
-    double lazy_since;                /* when the first of them was queued */
+    struct conn_ctx conns;            /* the connections and their flush lists (conn.h) */
     ev_idle lazy_idle;                /* runs when a poll finds no input: write the lazy list? */
     ev_timer lazy_timer;              /* writes the lazy list --reply-batch after lazy_since */
     struct spin spin;                 /* adaptive busy polling (--busy-poll) */
     ev_idle spin_idle;                /* active while the loop polls instead of sleeping */
-    struct conn *closing;             /* conns to free (singly linked) */
-    struct conn *deferred;            /* conns with input left for the next iteration (conn.h) */
-    struct conn *deferred_tail;       /* the last of them */
-    unsigned defer_round;             /* counts conn_run_deferred calls */
-    size_t nconns;                    /* open connections */
-    char *rbuf;                       /* shared read buffer, SERVER_READ_SIZE bytes */
     int exit_code;                    /* what main returns */
     int stop_after_flush;             /* admin shutdown: stop once replies are written */
     ev_timer shutdown_timer;          /* bounds a graceful shutdown */
@@ -66,10 +53,14 @@ struct server {
  * after it). Returns 0, or -1 with a message in err; server_destroy cleans up either way. */
 int server_init(struct server *s, const struct config *cfg, char *err, size_t errlen);
 
-/* server_start opens the store (which starts its committer thread and replays the stored jobs)
- * and writes the --port-file. Call after server_init and after any fork. Returns 0, or -1 with
- * a message in err. */
+/* server_start opens the store (which starts its committer thread and replays the stored jobs).
+ * Call after server_init and after any fork. Returns 0, or -1 with a message in err. */
 int server_start(struct server *s, char *err, size_t errlen);
+
+/* server_write_port_file writes the bound port to --port-file, if one is set. Scripts and tests
+ * take that file as the sign that spurd is up, so main calls it last, once the store is open and
+ * the pid file is written. Returns 0, or -1 with a message in err. */
+int server_write_port_file(struct server *s, char *err, size_t errlen);
 
 /* server_run runs the loop until shutdown. Returns the exit code. */
 int server_run(struct server *s);

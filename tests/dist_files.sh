@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Checks the files under dist/ that the packages install against the spurd built here:
-# /etc/spur/spurd.conf (dist/spurd.conf) must be accepted by --config-file (today: one option per
-# line and no comment syntax; a '#' word is rejected), and the unit's ExecStart must be the one
+# /etc/spur/spurd.conf (dist/spurd.conf) must be accepted by --config-file (tests/wire/
+# test_config_file.py checks that it lists every option), and the unit's ExecStart must be the one
 # its documentation promises. Run by `make check` (SPURD, SPUR_SRCDIR set).
 set -e
 : "${SPURD:?}" "${SPUR_SRCDIR:?}"

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <unistd.h>
 #include <string>
 #include <vector>
@@ -188,7 +189,158 @@ TEST(Config, MissingConfigFileIsAnError)
 {
     Parsed p = parse({"--config-file=/nonexistent/spurd.conf"});
     EXPECT_EQ(p.rc, -1);
+    EXPECT_EQ(p.err, "cannot read config file /nonexistent/spurd.conf: No such file or directory");
     config_free(&p.c);
+    Parsed d = parse({"--config-file=/"});
+    EXPECT_EQ(d.rc, -1);
+    EXPECT_EQ(d.err, "cannot read config file /: Is a directory");
+    config_free(&d.c);
+}
+
+// TempFile is a config file with the given text, removed at the end of the test.
+struct TempFile {
+    std::string path;
+    explicit TempFile(const std::string &text)
+    {
+        char p[] = "/tmp/spur-config-XXXXXX";
+        int fd = mkstemp(p);
+        EXPECT_GE(fd, 0);
+        EXPECT_EQ(write(fd, text.data(), text.size()), (ssize_t)text.size());
+        close(fd);
+        path = p;
+    }
+    ~TempFile() { unlink(path.c_str()); }
+};
+
+static std::vector<std::string> split(const char *line, int *rc, std::string *err = nullptr)
+{
+    char **words = nullptr;
+    int n = 0;
+    char e[256] = "";
+    *rc = config_split_line(line, &words, &n, e, sizeof e);
+    std::vector<std::string> v;
+    for (int i = 0; i < n; i++) {
+        v.push_back(words[i]);
+        free(words[i]);
+    }
+    free(words);
+    if (err)
+        *err = e;
+    return v;
+}
+
+TEST(Config, SplitLineCommentsAndQuotes)
+{
+    using V = std::vector<std::string>;
+    int rc;
+    EXPECT_EQ(split("", &rc), V{});
+    EXPECT_EQ(split("   \t\r\n", &rc), V{});
+    EXPECT_EQ(split("# all comment --port=1\n", &rc), V{});
+    EXPECT_EQ(split("   # indented comment\n", &rc), V{});
+    EXPECT_EQ(split("--port=1 # trailing --port=2\n", &rc), (V{"--port=1"}));
+    EXPECT_EQ(split("--port=1\t#tab then comment\n", &rc), (V{"--port=1"}));
+    EXPECT_EQ(split("--job-handle-prefix=a#b\n", &rc), (V{"--job-handle-prefix=a#b"}))
+        << "a '#' inside a word is part of it";
+    EXPECT_EQ(split("-j 5  --backlog=7\r\n", &rc), (V{"-j", "5", "--backlog=7"}));
+    EXPECT_EQ(split("--log-file='/var/log/my spur/x.log'", &rc), (V{"--log-file=/var/log/my spur/x.log"}));
+    EXPECT_EQ(split("--log-file=\"/a b\"/c \"#not a comment\"", &rc),
+              (V{"--log-file=/a b/c", "#not a comment"}));
+    EXPECT_EQ(split("'it''s' \"say \\\"hi\\\" \\\\ \\n\"", &rc), (V{"its", "say \"hi\" \\ \\n"}));
+    EXPECT_EQ(split("'a\\b' a\\ b \\#c", &rc), (V{"a\\b", "a b", "#c"}));
+    EXPECT_EQ(split("\"\" ''", &rc), (V{"", ""})) << "empty quoted words are words";
+    EXPECT_EQ(rc, 0);
+    std::string err;
+    split("--log-file=\"abc\n", &rc, &err);
+    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(err, "unterminated double quote");
+    split("--log-file='abc", &rc, &err);
+    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(err, "unterminated single quote");
+    split("--port=1 \\\n", &rc, &err);
+    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(err, "backslash at the end of the line");
+}
+
+TEST(Config, ConfigFileCommentsQuotingBlankLines)
+{
+    TempFile f("# spurd.conf\n"
+               "\n"
+               "   \n"
+               "--port=4100   # the port\n"
+               "#--backlog=9\n"
+               "--job-handle-prefix=\"H:my host\"\n"
+               "--log-file='/var/log/my spur/spurd.log'\n"
+               "\t--listen=127.0.0.1 -L ::1\n");
+    Parsed p = parse({"--config-file=" + f.path});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.port, 4100);
+    EXPECT_EQ(p.c.backlog, 32) << "a commented option stays at its default";
+    EXPECT_STREQ(p.c.job_handle_prefix, "H:my host");
+    EXPECT_STREQ(p.c.log_file, "/var/log/my spur/spurd.log");
+    ASSERT_EQ(p.c.nlisten, 2);
+    EXPECT_STREQ(p.c.listen[0], "127.0.0.1");
+    EXPECT_STREQ(p.c.listen[1], "::1");
+    config_free(&p.c);
+}
+
+TEST(Config, AtFileIsConfigFile)
+{
+    TempFile f("--port=4200\n--backlog=8\n");
+    Parsed p = parse({"@" + f.path, "--backlog=9"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.port, 4200);
+    EXPECT_EQ(p.c.backlog, 9) << "the command line wins over the file";
+    config_free(&p.c);
+    Parsed m = parse({"@/nonexistent/x.conf"});
+    EXPECT_EQ(m.rc, -1);
+    EXPECT_EQ(m.err, "cannot read config file /nonexistent/x.conf: No such file or directory");
+    config_free(&m.c);
+}
+
+TEST(Config, SeveralConfigFilesInOrderAndAbbreviated)
+{
+    TempFile a("--port=4300\n--backlog=5\n");
+    TempFile b("--port=4301\n");
+    Parsed p = parse({"--config=" + a.path, "--config-file", b.path});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.port, 4301) << "the later file wins";
+    EXPECT_EQ(p.c.backlog, 5) << "an abbreviated --config-file is read too";
+    config_free(&p.c);
+}
+
+TEST(Config, ConfigFileErrorsNameFileAndLine)
+{
+    struct Case {
+        const char *text;
+        const char *err;
+    } cases[] = {
+        {"--port=1\n\n# c\n--foo\n", ":4: unknown option '--foo'"},
+        {"--port=99999\n", ":1: invalid --port value '99999'"},
+        {"--port\n4730\n", ":1: option '--port' needs a value"},
+        {"port=4730\n", ":1: unexpected word 'port=4730' (write --port=4730)"},
+        {"--port=1 extra\n", ":1: unexpected argument 'extra'"},
+        {"\n--log-file=\"x\n", ":2: unterminated double quote"},
+        {"--config-file=/etc/other.conf\n", ":1: --config-file cannot be used in a config file"},
+        {"@/etc/other.conf\n", ":1: unexpected argument '@/etc/other.conf'"},
+        {"--port=1\n--port=\0\n", ":2: NUL byte in the line"},
+    };
+    for (const Case &k : cases) {
+        TempFile f(std::string(k.text, strlen(k.text) + (strstr(k.err, "NUL") ? 2 : 0)));
+        Parsed p = parse({"--config-file=" + f.path});
+        EXPECT_EQ(p.rc, -1) << k.text;
+        EXPECT_EQ(p.err, f.path + k.err) << k.text;
+        config_free(&p.c);
+    }
+    TempFile longline("--port=1 " + std::string(CONFIG_MAX_FILE_LINE, ' ') + "\n");
+    Parsed p = parse({"--config-file=" + longline.path});
+    EXPECT_EQ(p.rc, -1);
+    EXPECT_EQ(p.err, longline.path + ":1: line longer than 4096 bytes");
+    config_free(&p.c);
+    TempFile fits("--port=1" + std::string(CONFIG_MAX_FILE_LINE - 9, ' ') + "\n");
+    Parsed q = parse({"--config-file=" + fits.path});
+    EXPECT_EQ(q.rc, 0) << q.err;
+    EXPECT_EQ(q.c.port, 1);
+    config_free(&q.c);
 }
 
 TEST(Config, ReparseIsIndependent)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import EXTERNAL
+from conftest import free_port, EXTERNAL
 from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NO_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, Conn)
 
@@ -155,13 +155,14 @@ def test_daemon_on_a_relative_unix_socket(spurd, tmp_path, daemons):
 
 
 def test_daemon_pid_file_in_a_missing_directory_fails_with_exit_1(spurd, tmp_path, daemons):
-    r = run_daemon(spurd, tmp_path, "--port=0", "--port-file=d.port", "-l", "d.log",
+    port = free_port()
+    r = run_daemon(spurd, tmp_path, "--port=%d" % port, "--port-file=d.port", "-l", "d.log",
                    "-P", "missing/d.pid")
     assert r.returncode == 1
     assert b"cannot write pid file" in r.stderr and b"missing/d.pid" in r.stderr
+    # the port file is written last, as the sign that spurd is up: a failed start leaves none
+    assert not (tmp_path / "d.port").exists()
     # the daemon that bound the port is gone: nobody listens there any more
-    with open(tmp_path / "d.port") as f:
-        port = int(f.read())
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5)
 

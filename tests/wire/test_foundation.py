@@ -206,6 +206,22 @@ def test_pid_file_written_and_removed(server_factory, tmp_path):
 
 
 @pytest.mark.spur_only
+def test_port_file_written_after_pid_file(tmp_path):
+    spurd = os.environ.get("SPURD")
+    if not spurd or EXTERNAL:
+        pytest.skip("needs the spurd binary")
+    # the port file is the sign that spurd is up, so whoever waits for it may read the pid file:
+    # spurd writes it last, and a start that fails on the pid file leaves no port file behind
+    port_file = tmp_path / "spurd.port"
+    r = subprocess.run([spurd, "--port=0", "--listen=127.0.0.1", "--port-file=" + str(port_file),
+                        "--pid-file=" + str(tmp_path / "missing" / "spurd.pid")],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert b"cannot write pid file" in r.stderr
+    assert not port_file.exists()
+
+
+@pytest.mark.spur_only
 def test_sighup_reopens_log_file(server_factory, tmp_path):
     import signal
     log = tmp_path / "spurd.log"

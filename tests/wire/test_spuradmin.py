@@ -16,6 +16,7 @@ resets, silence), and an independent oracle (`gearadmin_prints`) pins the printi
 SPURADMIN=/path/to/spuradmin  the binary under test (default: $SPUR_BUILDDIR/admin/spuradmin)
 SPUR_GEARADMIN=/path          gearadmin to compare against (default: /usr/bin/gearadmin)
 """
+import difflib
 import os
 import re
 import socket
@@ -72,11 +73,27 @@ def at(addr, *flags):
     return ("-h", addr[0], "-p", str(addr[1])) + flags
 
 
+def _diff(name, expected, got):
+    """A whole unified diff of two byte strings, line by line, bytes shown as repr."""
+    lines = difflib.unified_diff([repr(x) for x in expected.splitlines(keepends=True)],
+                                 [repr(x) for x in got.splitlines(keepends=True)],
+                                 f"{name} expected", f"{name} got", lineterm="", n=1000)
+    return "\n".join(lines)
+
+
 def assert_same(expected, got):
-    """spuradmin's result (got) must equal gearadmin's (expected) byte for byte."""
-    assert got.out == expected.out
-    assert got.err == expected.err
-    assert got.rc == expected.rc
+    """got (spuradmin's result) must equal expected (gearadmin's, or what the test wants) byte
+    for byte. On a difference, the error holds the whole diff of stdout and stderr: raised
+    directly, so pytest's assertion rewriting does not truncate it."""
+    expected, got = Result(*expected), Result(*got)
+    if got == expected:
+        return
+    parts = [f"results differ: exit status expected {expected.rc}, got {got.rc}"]
+    for name in ("out", "err"):
+        a, b = getattr(expected, name), getattr(got, name)
+        if a != b:
+            parts.append(_diff("std" + name, a, b))
+    raise AssertionError("\n".join(parts))
 
 
 def gearadmin_prints(reply):
@@ -101,9 +118,35 @@ def read_list(conn, line):
 
 # ----------------------------------------------------------------------------- server state
 
+def wait_port_idle(server):
+    """Wait until no connection to server's port is left open on the server's side.
+
+    start_gearmand proves gearmand is up with a connection it closes at once, and gearmand
+    closes its end of a connection late (I/O thread, then processing thread, then I/O thread
+    again). Until it has, the probe holds the lowest free descriptor, so the next connection
+    gets the one after it. Twin servers then list the same connections with other descriptors
+    in `workers`. The kernel knows when the server has closed its end: no socket on its port is
+    left ESTABLISHED (01), SYN_RECV (03) or CLOSE_WAIT (08)."""
+    host, port = server.addr
+    local = "%08X:%04X" % (struct.unpack("<I", socket.inet_aton(host))[0], port)
+    deadline = time.monotonic() + 30
+    while True:
+        with open("/proc/net/tcp") as f:
+            rows = [r.split() for r in f.read().splitlines()[1:]]
+        left = [r for r in rows if r[1] == local and r[3] in ("01", "03", "08")]
+        if not left:
+            return
+        assert time.monotonic() < deadline, f"connections to {server.addr} left open: {left}"
+        time.sleep(0.01)  # polling the kernel's table: the state itself is checked
+
+
 def populate(server):
     """Give server functions, background jobs and workers; return the connections holding
-    them open and the job handles. Everything is processed before this returns."""
+    them open and the job handles. Everything is processed before this returns, and each
+    connection before the next one is opened, so that twin servers list them in the same
+    order with the same descriptors (gearmand hands connections accepted together to its I/O
+    thread in reverse order)."""
+    wait_port_idle(server)
     admin = server.connect()
     assert admin.admin("create function made_by_admin\r\n") == b"OK\r\n"
     assert admin.admin("create function dropme\r\n") == b"OK\r\n"
@@ -119,6 +162,7 @@ def populate(server):
     worker.send_packet(SET_CLIENT_ID, b"wkr1")
     worker.send_packet(CAN_DO, b"reverse")
     worker.send_packet(CAN_DO, b"upper")
+    worker.echo_roundtrip()
     idle = server.connect()
     idle.send_packet(CAN_DO, b"idle_func")
     conns = [admin, client, worker, idle]
@@ -270,7 +314,7 @@ def test_list_commands_print_like_gearadmin(populated, gearadmin, spuradmin, fla
     ga = run(gearadmin, *at(server.addr, flag))
     sa = run(spuradmin, *at(server.addr, flag))
     assert_same(ga, sa)
-    assert sa == (0, reply, b"")
+    assert_same(Result(0, reply, b""), sa)
 
 
 def test_show_unique_jobs_keeps_empty_lines(populated, gearadmin, spuradmin):
@@ -291,12 +335,12 @@ def test_single_line_commands_strip_ok(populated, gearadmin, spuradmin, flag, li
     ga = run(gearadmin, *at(server.addr, flag))
     sa = run(spuradmin, *at(server.addr, flag))
     assert_same(ga, sa)
-    assert sa == (0, reply[3:], b"")
+    assert_same(Result(0, reply[3:], b""), sa)
 
 
 def test_getpid_prints_server_pid(gearmand, gearadmin, spuradmin):
     sa = run(spuradmin, *at(gearmand.addr, "--getpid"))
-    assert sa == (0, b"%d\n" % gearmand.proc.pid, b"")
+    assert_same(Result(0, b"%d\n" % gearmand.proc.pid, b""), sa)
     assert_same(run(gearadmin, *at(gearmand.addr, "--getpid")), sa)
 
 
@@ -318,8 +362,8 @@ def test_all_read_flags_in_one_run_use_gearadmin_order(twins, gearadmin, spuradm
     # getpid comes first; the twins differ only in their pids.
     assert ga.out.startswith(b"%d\n" % a.proc.pid)
     assert sa.out.startswith(b"%d\n" % b.proc.pid)
-    assert (sa.rc, sa.out.split(b"\n", 1)[1], sa.err) == \
-        (ga.rc, ga.out.split(b"\n", 1)[1], ga.err)
+    assert_same(ga._replace(out=ga.out.split(b"\n", 1)[1]),
+                sa._replace(out=sa.out.split(b"\n", 1)[1]))
     assert sa.rc == 0 and sa.out.count(b"\n.\n") == 5
 
 
@@ -327,7 +371,7 @@ def test_create_function_then_status(twins, gearadmin, spuradmin):
     (a, _), (b, _) = twins
     ga = run(gearadmin, *at(a.addr, "--create-function=brand_new"))
     sa = run(spuradmin, *at(b.addr, "--create-function=brand_new"))
-    assert sa == (0, b"OK\n", b"")
+    assert_same(Result(0, b"OK\n", b""), sa)
     assert_same(ga, sa)
     ga = run(gearadmin, *at(a.addr, "--status"))
     sa = run(spuradmin, *at(b.addr, "--status"))
@@ -344,7 +388,7 @@ def test_drop_function(twins, gearadmin, spuradmin, name, out, err):
     (a, _), (b, _) = twins
     ga = run(gearadmin, *at(a.addr, "--drop-function=" + name))
     sa = run(spuradmin, *at(b.addr, "--drop-function=" + name))
-    assert sa == (0, out, err)  # an ERR reply still exits 0, as with gearadmin
+    assert_same(Result(0, out, err), sa)  # an ERR reply still exits 0, as with gearadmin
     assert_same(ga, sa)
 
 
@@ -352,11 +396,11 @@ def test_cancel_job_known_and_unknown(twins, gearadmin, spuradmin):
     (a, handles), (b, _) = twins
     ga = run(gearadmin, *at(a.addr, "--cancel-job=" + handles[0].decode()))
     sa = run(spuradmin, *at(b.addr, "--cancel-job=" + handles[0].decode()))
-    assert sa == (0, b"OK\n", b"")
+    assert_same(Result(0, b"OK\n", b""), sa)
     assert_same(ga, sa)
     ga = run(gearadmin, *at(a.addr, "--cancel-job=H:nowhere:999"))
     sa = run(spuradmin, *at(b.addr, "--cancel-job=H:nowhere:999"))
-    assert sa == (0, b"", b"Error: UNKNOWN_JOB\r\n")
+    assert_same(Result(0, b"", b"Error: UNKNOWN_JOB\r\n"), sa)
     assert_same(ga, sa)
     ga = run(gearadmin, *at(a.addr, "--show-jobs"))
     sa = run(spuradmin, *at(b.addr, "--show-jobs"))
@@ -393,7 +437,7 @@ def test_spurd_single_line_commands(server, gearadmin, spuradmin, flag, line):
     conn.close()
     assert reply.startswith(b"OK ")
     sa = run(spuradmin, *at(server.addr, flag))
-    assert sa == (0,) + gearadmin_prints(reply)
+    assert_same(Result(0, *gearadmin_prints(reply)), sa)
     assert_same(run(gearadmin, *at(server.addr, flag)), sa)
     if flag == "--getpid" and server.proc is not None:
         assert sa.out == b"%d\n" % server.proc.pid
@@ -409,7 +453,7 @@ def test_spurd_replies_printed_like_gearadmin(server, gearadmin, spuradmin, flag
     reply = read_list(conn, line) if flag == "--status" else conn.admin(line)
     conn.close()
     sa = run(spuradmin, *at(server.addr, flag))
-    assert sa == (0,) + gearadmin_prints(reply)
+    assert_same(Result(0, *gearadmin_prints(reply)), sa)
     assert_same(run(gearadmin, *at(server.addr, flag)), sa)
 
 
@@ -440,8 +484,8 @@ def test_spurd_populated_all_read_flags(spurd_twins, gearadmin, spuradmin):
     sa = run(spuradmin, *at(b.addr, *flags))
     assert ga.out.startswith(b"%d\n" % a.proc.pid)
     assert sa.out.startswith(b"%d\n" % b.proc.pid)
-    assert (sa.rc, renumber_handles(sa.out.split(b"\n", 1)[1]), sa.err) == \
-        (ga.rc, renumber_handles(ga.out.split(b"\n", 1)[1]), ga.err)
+    assert_same(ga._replace(out=renumber_handles(ga.out.split(b"\n", 1)[1])),
+                sa._replace(out=renumber_handles(sa.out.split(b"\n", 1)[1])))
     assert sa.rc == 0 and b"reverse\t3\t0\t1\n" in sa.out
 
 
@@ -471,7 +515,7 @@ SINGLE_REPLIES = [b"OK\r\n", b"OK\n", b"OK 42\n", b"OK \r\n", b"OK  two spaces\n
 @pytest.mark.parametrize("reply", SINGLE_REPLIES)
 def test_single_line_reply_printing(gearadmin, spuradmin, fake_factory, reply):
     ga, sa, _, _ = both(gearadmin, spuradmin, fake_factory, lambda line: reply, "--getpid")
-    assert sa == (0,) + gearadmin_prints(reply)
+    assert_same(Result(0, *gearadmin_prints(reply)), sa)
     assert_same(ga, sa)
 
 
@@ -484,7 +528,7 @@ LIST_REPLIES = [b".\n", b"f\t1\t0\t0\n.\n", b"f\t1\t0\t0\ng\t0\t0\t0\n.\n",
 @pytest.mark.parametrize("reply", LIST_REPLIES)
 def test_list_reply_printing(gearadmin, spuradmin, fake_factory, reply):
     ga, sa, _, _ = both(gearadmin, spuradmin, fake_factory, lambda line: reply, "--status")
-    assert sa == (0,) + gearadmin_prints(reply)
+    assert_same(Result(0, *gearadmin_prints(reply)), sa)
     assert_same(ga, sa)
 
 
@@ -525,7 +569,7 @@ def test_list_reply_split_across_segments_is_read_to_the_end(spuradmin, fake_fac
     # gearadmin prints only what its first read returns; spuradmin waits for the "." line.
     f = fake_factory(lambda line: [b"f\t1\t0\t0\n", b"g\t2\t0\t0\n", b".\n"])
     sa = run(spuradmin, *at(f.addr, "--status", "--priority-status"))
-    assert sa == (0, b"f\t1\t0\t0\ng\t2\t0\t0\n.\n" * 2, b"")
+    assert_same(Result(0, b"f\t1\t0\t0\ng\t2\t0\t0\n.\n" * 2, b""), sa)
     assert f.lines == [b"prioritystatus\r\n", b"status\r\n"]
 
 
@@ -548,7 +592,7 @@ def test_unreachable_port(gearadmin, spuradmin):
     addr = unused_addr()
     ga = run(gearadmin, *at(addr, "--status"))
     sa = run(spuradmin, *at(addr, "--status"))
-    assert sa == (1, b"", b"Error: Error connecting to 127.0.0.1.\n\n")
+    assert_same(Result(1, b"", b"Error: Error connecting to 127.0.0.1.\n\n"), sa)
     assert_same(ga, sa)
 
 
@@ -556,7 +600,7 @@ def test_unreachable_default_host(gearadmin, spuradmin):
     port = str(free_port())
     ga = run(gearadmin, "-p", port, "--getpid", "--status")
     sa = run(spuradmin, "-p", port, "--getpid", "--status")
-    assert sa == (1, b"", b"Error: Error connecting to localhost.\n\n")
+    assert_same(Result(1, b"", b"Error: Error connecting to localhost.\n\n"), sa)
     assert_same(ga, sa)
 
 
@@ -575,7 +619,7 @@ def test_resolution_failure(gearadmin, spuradmin, args):
 
 def test_server_hangs_up_before_reply(gearadmin, spuradmin, fake_factory):
     ga, sa, _, _ = both(gearadmin, spuradmin, fake_factory, lambda line: None, "--status")
-    assert sa == (1, b"", b"Error: Socket was shutdown while reading from 127.0.0.1\n")
+    assert_same(Result(1, b"", b"Error: Socket was shutdown while reading from 127.0.0.1\n"), sa)
     assert_same(ga, sa)
 
 
@@ -584,7 +628,7 @@ def test_server_hangs_up_after_first_reply(gearadmin, spuradmin, fake_factory):
         return b"OK 77\n" if line == b"getpid\r\n" else None
     ga, sa, ga_lines, sa_lines = both(gearadmin, spuradmin, fake_factory, reply,
                                       "--status", "--getpid")
-    assert sa == (1, b"77\n", b"Error: Socket was shutdown while reading from 127.0.0.1\n")
+    assert_same(Result(1, b"77\n", b"Error: Socket was shutdown while reading from 127.0.0.1\n"), sa)
     assert sa_lines == ga_lines == [b"getpid\r\n", b"status\r\n"]
     assert_same(ga, sa)
 
@@ -597,13 +641,13 @@ def test_server_hangs_up_mid_reply(spuradmin, fake_factory, flag, partial):
     # An incomplete reply followed by end of file is an error, and nothing of it is printed.
     f = fake_factory(lambda line: [partial, None])
     sa = run(spuradmin, *at(f.addr, flag))
-    assert sa == (1, b"", b"Error: Socket was shutdown while reading from 127.0.0.1\n")
+    assert_same(Result(1, b"", b"Error: Socket was shutdown while reading from 127.0.0.1\n"), sa)
 
 
 def test_server_resets_connection(gearadmin, spuradmin, fake_factory):
     ga, sa, _, _ = both(gearadmin, spuradmin, fake_factory, lambda line: FakeServer.RESET,
                         "--getpid")
-    assert sa == (1, b"", b"Error: Error occurred while reading data from 127.0.0.1\n")
+    assert_same(Result(1, b"", b"Error: Error occurred while reading data from 127.0.0.1\n"), sa)
     assert_same(ga, sa)
 
 
@@ -613,7 +657,7 @@ def test_silent_server_times_out(spuradmin, fake_factory):
     t0 = time.monotonic()
     sa = run(spuradmin, *at(f.addr, "--timeout=0.5", "--status"))
     elapsed = time.monotonic() - t0
-    assert sa == (1, b"", b"Error: No reply from 127.0.0.1 within 0.5 seconds\n")
+    assert_same(Result(1, b"", b"Error: No reply from 127.0.0.1 within 0.5 seconds\n"), sa)
     assert 0.4 < elapsed < 10
 
 
@@ -621,7 +665,7 @@ def test_silent_server_times_out(spuradmin, fake_factory):
 def test_incomplete_list_times_out(spuradmin, fake_factory):
     f = fake_factory(lambda line: b"f\t1\t0\t0\n")  # no "." line ever
     sa = run(spuradmin, *at(f.addr, "--timeout=0.3", "--status"))
-    assert sa == (1, b"", b"Error: No reply from 127.0.0.1 within 0.3 seconds\n")
+    assert_same(Result(1, b"", b"Error: No reply from 127.0.0.1 within 0.3 seconds\n"), sa)
 
 
 @pytest.mark.spur_only
@@ -661,7 +705,7 @@ def test_ipv6_literal_host(gearadmin, spuradmin, fake_factory):
         pytest.skip("no IPv6 loopback")
     ga = run(gearadmin, *at(fa.addr, "--getpid"))
     sa = run(spuradmin, *at(fb.addr, "--getpid"))
-    assert sa == (0, b"6\n", b"")
+    assert_same(Result(0, b"6\n", b""), sa)
     assert_same(ga, sa)
     assert fb.lines == [b"getpid\r\n"]
 
@@ -724,10 +768,10 @@ def test_sticky_short_values_and_ignored_words(gearadmin, spuradmin, fake_factor
     fa, fb = fake_factory(lambda line: b"OK 1\n"), fake_factory(lambda line: b"OK 1\n")
     ga = run(gearadmin, "-h127.0.0.1", "-p%d" % fa.addr[1], "ignored", "--getpid")
     sa = run(spuradmin, "-h127.0.0.1", "-p%d" % fb.addr[1], "ignored", "--getpid")
-    assert sa == (0, b"1\n", b"")
+    assert_same(Result(0, b"1\n", b""), sa)
     assert_same(ga, sa)
     sa = run(spuradmin, "--host", "127.0.0.1", "--port", str(fb.addr[1]), "--getpid")
-    assert sa == (0, b"1\n", b"")
+    assert_same(Result(0, b"1\n", b""), sa)
 
 
 def test_help(gearadmin, spuradmin):
@@ -786,7 +830,7 @@ def test_shutdown_answered_by_hanging_up(spuradmin, fake_factory):
 @pytest.mark.spur_only
 def test_shutdown_refused_by_gearmand(spuradmin, gearmand):
     sa = run(spuradmin, *at(gearmand.addr, "--shutdown"))
-    assert sa == (0, b"", b"Error: UNKNOWN_COMMAND Unknown+server+commandshutdown\r\n")
+    assert_same(Result(0, b"", b"Error: UNKNOWN_COMMAND Unknown+server+commandshutdown\r\n"), sa)
     assert gearmand.proc.poll() is None
 
 

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* transport: how one connection's bytes move. A struct of function pointers chosen when the
+ * connection is accepted (from its listener's transport kind): plain TCP and unix sockets today
+ * (transport_tcp.c), an in-memory pipe for tests (transport_loop.c), TLS later. conn.c reads,
+ * writes and closes only through it. No libev: a transport reports "would block until readable /
+ * writable" and conn turns that into its watchers.
+ *
+ * Adding a transport is one new file implementing struct transport_ops plus a transport_kind,
+ * and one entry in transport_kinds[] (transport.c). */
+#ifndef SPUR_TRANSPORT_H
+#define SPUR_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What read and writev return besides a byte count (always negative). */
+enum transport_result {
+    TRANSPORT_ERROR = -1,      /* failed (errno tells why): close the connection */
+    TRANSPORT_WANT_READ = -2,  /* would block: retry once the fd is readable */
+    TRANSPORT_WANT_WRITE = -3, /* would block: retry once the fd is writable (a TLS read may
+                                  need to write first) */
+};
+
+struct transport;
+
+/* struct transport_ops is one implementation. Every function is called on the loop thread. */
+struct transport_ops {
+    const char *name; /* "tcp", "loop", ... for logs */
+    /* read reads up to len bytes into buf. Returns how many (> 0), 0 at an orderly end of input,
+     * or a TRANSPORT_* result. EINTR is retried inside. */
+    ssize_t (*read)(struct transport *t, void *buf, size_t len);
+    /* writev writes from iov. Returns how many bytes (>= 0, maybe fewer than offered), or a
+     * TRANSPORT_* result. EINTR is retried inside. */
+    ssize_t (*writev)(struct transport *t, const struct iovec *iov, int iovcnt);
+    /* shutdown ends the sending side in an orderly way (TLS close_notify; nothing for TCP, whose
+     * close says it). Returns 0 when done, or a TRANSPORT_* result. */
+    int (*shutdown)(struct transport *t);
+    /* close releases everything the transport holds, the fd included. Called once. */
+    void (*close)(struct transport *t);
+    /* peer_name writes the peer's address as text into out ("unix" for a unix socket). Returns 1
+     * for a local peer (loopback or unix: may run admin shutdown), else 0. */
+    int (*peer_name)(struct transport *t, char *out, size_t outlen);
+};
+
+/* struct transport is one connection's transport, embedded in struct conn (no allocation). */
+struct transport {
+    const struct transport_ops *ops; /* the implementation */
+    int fd;                          /* the descriptor the conn's watchers wait on */
+    void *ctx;                       /* the implementation's state (a TLS session), or NULL */
+};
+
+/* struct transport_kind makes transports: what a listener carries. */
+struct transport_kind {
+    const char *name; /* "tcp", "loop" */
+    /* wrap makes *t a transport over the accepted socket fd; arg is the listener's
+     * transport_arg (a TLS context later). Returns 0, or -1 (fd left open for the caller). */
+    int (*wrap)(struct transport *t, int fd, void *arg);
+};
+
+/* The kinds, indexed by enum transport_id: the one table a new transport is added to. */
+enum transport_id {
+    TRANSPORT_PLAIN, /* TCP and unix sockets (transport_tcp.c) */
+    TRANSPORT_LOOP,  /* in-memory pipe for unit tests (transport_loop.c); not configurable */
+    /* TRANSPORT_TLS: later */
+    TRANSPORT_MAX
+};
+extern const struct transport_kind *const transport_kinds[TRANSPORT_MAX];
+
+/* transport_tcp is the plain socket kind (TCP over IPv4/IPv6, unix domain). */
+extern const struct transport_kind transport_tcp;
+
+/* The calls conn makes: one indirect call each. */
+static inline ssize_t transport_read(struct transport *t, void *buf, size_t len)
+{
+    return t->ops->read(t, buf, len);
+}
+
+static inline ssize_t transport_writev(struct transport *t, const struct iovec *iov, int n)
+{
+    return t->ops->writev(t, iov, n);
+}
+
+static inline int transport_shutdown(struct transport *t) { return t->ops->shutdown(t); }
+
+static inline void transport_close(struct transport *t) { t->ops->close(t); }
+
+static inline int transport_peer_name(struct transport *t, char *out, size_t outlen)
+{
+    return t->ops->peer_name(t, out, outlen);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
