@@ -6,7 +6,7 @@
  * writable" and conn turns that into its watchers.
  *
  * Adding a transport is one new file implementing struct transport_ops plus a transport_kind,
- * and one entry in transport_kinds[] (transport.c). */
+ * and one entry in transport_kinds[] (transport_kinds.c). */
 #ifndef SPUR_TRANSPORT_H
 #define SPUR_TRANSPORT_H
 

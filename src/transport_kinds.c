@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* transport: the table of transport kinds (transport.h). */
+/* transport_kinds: the table of transport kinds (transport.h); the one file that knows every
+ * transport, kept apart from transport.h so that the transports and their interface form no cycle. */
 #include "transport.h"
 
 #include "transport_loop.h"
