@@ -175,10 +175,7 @@ void engine_stats_get(const struct engine *e, struct engine_snapshot *st)
     st->buffered_peak = e->buffered_peak;
 }
 
-/* fail formats an invariant violation. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int engine_check_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -186,6 +183,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
     return -1;
 }
+
 
 /* check_func verifies one function's queues and counters against the counts of its jobs that
  * engine_check gathered in f->check. */
@@ -196,33 +194,35 @@ static int check_func(const struct func *f, char *err, size_t errlen)
         list_for_each(it, &f->queue[p]) {
             const struct job *j = job_of_qnode(it);
             if (j->state != JOB_READY || j->func != f || j->prio != p || it->next->prev != it)
-                return fail(err, errlen, "%s: bad job %llu in ready queue %d", f->name,
-                            (unsigned long long)j->id, p);
+                return engine_check_fail(err, errlen, "%s: bad job %llu in ready queue %d", f->name,
+                                         (unsigned long long)j->id, p);
             n++;
         }
         if (n != f->ready[p])
-            return fail(err, errlen, "%s: ready[%d]=%u but queue holds %u", f->name, p,
-                        f->ready[p], n);
+            return engine_check_fail(err, errlen, "%s: ready[%d]=%u but queue holds %u", f->name, p,
+                                     f->ready[p], n);
         if (f->queued[p] != n + f->check[p])
-            return fail(err, errlen, "%s: queued[%d]=%u but %u ready + %u future", f->name, p,
-                        f->queued[p], n, f->check[p]);
+            return engine_check_fail(err, errlen,
+                                     "%s: queued[%d]=%u but %u ready + %u future", f->name, p,
+                                     f->queued[p], n, f->check[p]);
     }
     if (f->running != f->check[PRIO_COUNT])
-        return fail(err, errlen, "%s: running=%u but %u jobs run", f->name, f->running,
-                    f->check[PRIO_COUNT]);
+        return engine_check_fail(err, errlen, "%s: running=%u but %u jobs run", f->name, f->running,
+                                 f->check[PRIO_COUNT]);
     uint32_t nw = 0;
     list_for_each(n, &f->workers) {
         const struct ability *a = container_of(n, struct ability, fnode);
         if (a->func != f)
-            return fail(err, errlen, "%s: foreign ability in worker list", f->name);
+            return engine_check_fail(err, errlen, "%s: foreign ability in worker list", f->name);
         for (int p = 0; p < PRIO_COUNT; p++)
             if (list_linked(&a->rnode[p]) != (f->ready[p] > 0))
-                return fail(err, errlen, "%s: ready list link %d disagrees with queue",
-                            f->name, p);
+                return engine_check_fail(err, errlen, "%s: ready list link %d disagrees with queue",
+                                         f->name, p);
         nw++;
     }
     if (nw != f->nworkers)
-        return fail(err, errlen, "%s: nworkers=%u but %u linked", f->name, f->nworkers, nw);
+        return engine_check_fail(err, errlen,
+                                 "%s: nworkers=%u but %u linked", f->name, f->nworkers, nw);
     return 0;
 }
 
@@ -234,7 +234,8 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
         nfunc += !f->marker;
     }
     if (nfunc != e->funcs.count)
-        return fail(err, errlen, "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
+        return engine_check_fail(err, errlen,
+                                 "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
     /* one pass over the jobs gathers each function's future and running counts */
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
@@ -245,37 +246,40 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
         else if (j->state == JOB_RUNNING)
             j->func->check[PRIO_COUNT]++;
         else if (j->state == JOB_LIMBO)
-            return fail(err, errlen, "job %llu left in limbo", (unsigned long long)j->id);
+            return engine_check_fail(err, errlen,
+                                     "job %llu left in limbo", (unsigned long long)j->id);
         if (j->state == JOB_FUTURE && j->timer == HEAP_NONE)
-            return fail(err, errlen, "future job %llu has no timer",
-                        (unsigned long long)j->id);
+            return engine_check_fail(err, errlen, "future job %llu has no timer",
+                                     (unsigned long long)j->id);
         if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
-            return fail(err, errlen, "foreground job %llu queued with no client",
-                        (unsigned long long)j->id);
+            return engine_check_fail(err, errlen, "foreground job %llu queued with no client",
+                                     (unsigned long long)j->id);
     }
     for (const struct func *f = e->func_list; f != NULL; f = f->next)
         if (!f->marker && check_func(f, err, errlen) != 0) /* a marker has no lists */
             return -1;
     if (e->jobs_by_id.count != e->njobs)
-        return fail(err, errlen, "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
+        return engine_check_fail(err, errlen,
+                                 "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
     size_t total_running = 0;
     for (const struct func *f = e->func_list; f != NULL; f = f->next)
         total_running += f->running;
     if (total_running != e->nrunning)
-        return fail(err, errlen, "nrunning=%zu but functions count %zu", e->nrunning,
-                    total_running);
+        return engine_check_fail(err, errlen, "nrunning=%zu but functions count %zu", e->nrunning,
+                                 total_running);
     double last = 0;
     list_for_each(n, &e->held) {
         const struct worker *w = worker_of_held(n);
         if (!w->held)
-            return fail(err, errlen, "a worker on the held list without a held GRAB");
+            return engine_check_fail(err, errlen, "a worker on the held list without a held GRAB");
         if (w->held_until < last)
-            return fail(err, errlen, "held GRABs out of deadline order");
+            return engine_check_fail(err, errlen, "held GRABs out of deadline order");
         if (worker_has_work(w))
-            return fail(err, errlen, "a held GRAB while a job is ready for it");
+            return engine_check_fail(err, errlen, "a held GRAB while a job is ready for it");
         last = w->held_until;
     }
     if (!list_empty(&e->ready))
-        return fail(err, errlen, "wake-ups left undone after the handler (engine_drain_ready)");
+        return engine_check_fail(err, errlen,
+                                 "wake-ups left undone after the handler (engine_drain_ready)");
     return 0;
 }

@@ -166,6 +166,11 @@ void engine_destroy(struct engine *e);
  * fuzzer. It writes only the functions' scratch counters (func.check). */
 int engine_check(const struct engine *e, char *err, size_t errlen);
 
+/* engine_check_fail formats an invariant violation into err (errlen bytes) and returns -1: the
+ * one helper of engine_check and the other layers' checkers (session_check). */
+int engine_check_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* engine_now returns the current wall-clock time in seconds, from the shell. */
 double engine_now(struct engine *e);
 

@@ -3,7 +3,6 @@
  * holding input back, and teardown fan-out. */
 #include "session.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -273,17 +272,6 @@ void session_detach(struct peer *p)
 
 /* ------------------------------------------------------------ invariants */
 
-/* fail formats an invariant violation. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 int session_check(const struct engine *e, char *err, size_t errlen)
 {
@@ -292,21 +280,22 @@ int session_check(const struct engine *e, char *err, size_t errlen)
         if (p->worker != NULL) {
             uint32_t n = 0;
             if (p->worker->peer != p)
-                return fail(err, errlen, "fd %d: worker of another peer", p->fd);
+                return engine_check_fail(err, errlen, "fd %d: worker of another peer", p->fd);
             list_for_each(jt, &p->worker->running) {
                 const struct job *j = job_of_qnode(jt);
                 if (j->state != JOB_RUNNING || j->worker != p->worker)
-                    return fail(err, errlen, "fd %d: bad job in running list", p->fd);
+                    return engine_check_fail(err, errlen, "fd %d: bad job in running list", p->fd);
                 n++;
             }
             if (n != p->worker->nrunning)
-                return fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
+                return engine_check_fail(err, errlen, "fd %d: nrunning mismatch", p->fd);
             if (p->worker->held && worker_has_work(p->worker))
-                return fail(err, errlen, "fd %d: a held GRAB while a job is ready for it", p->fd);
+                return engine_check_fail(err, errlen,
+                                         "fd %d: a held GRAB while a job is ready for it", p->fd);
         }
         for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
             if (w->client != p)
-                return fail(err, errlen, "fd %d: waiter of another client", p->fd);
+                return engine_check_fail(err, errlen, "fd %d: waiter of another client", p->fd);
     }
     return 0;
 }
