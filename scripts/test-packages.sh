@@ -69,6 +69,14 @@ done
 
 say "lintian"
 lintian --fail-on error,warning "$tmp"/spur_*.changes || fail "lintian"
+# what was built, for the record: each package's contents and lintian's full report (info too)
+for p in $PKGS; do
+    deb=$(ls "$tmp/${p}_"*.deb)
+    echo "-- $(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
+    dpkg-deb -c "$deb" | awk '{print "   " $1, $3, $6}'
+done
+echo "-- lintian --info (the whole report; empty when clean)"
+lintian --info --display-info "$tmp"/spur_*.changes 2>&1 | sed 's/^/   /' || true
 
 # ------------------------------------------------------------------ install
 say "dpkg -i"
