@@ -619,7 +619,7 @@ static void teardown(void)
     for (int k = 0; k < NSLOTS; k++)
         close_now(k);
     FUZZ_CHECK(S.eng.npeers == 0 && list_empty(&S.eng.peers), "peers left after detaching all");
-    FUZZ_CHECK(S.eng.listings == NULL, "a listing outlived its peer");
+    FUZZ_CHECK(list_empty(&S.eng.listings), "a listing outlived its peer");
     check_all();
     engine_destroy(&S.eng);
     config_free(&S.cfg);

@@ -75,7 +75,7 @@ struct admin_listing {
     struct job jmark;       /* the place in engine->jobs (jobs listings) */
     struct func *fmark;     /* the place in engine->func_list (function listings) */
     struct peer *pnext;     /* the next peer of a workers listing, NULL at its end */
-    struct admin_listing *wprev, *wnext; /* engine->worker_listings (workers listings) */
+    struct list_node wnode; /* engine->worker_listings (workers listings) */
 };
 
 /* set_pnext moves a workers listing's place to q (NULL: the end). */
@@ -102,12 +102,7 @@ static void listing_free(struct peer *p)
         return;
     if (l->kind == LIST_WORKERS) {
         set_pnext(l, NULL);
-        if (l->wprev != NULL)
-            l->wprev->wnext = l->wnext;
-        else
-            e->worker_listings = l->wnext;
-        if (l->wnext != NULL)
-            l->wnext->wprev = l->wprev;
+        list_del(&l->wnode);
     } else if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
         job_list_remove(e, &l->jmark);
     } else {
@@ -195,7 +190,7 @@ static int write_slice(struct peer *p, int max, int *used)
     } else {
         struct func *m = l->fmark, *at = m, *next;
         while (n < max) {
-            next = at->next;
+            next = func_list_next(e, at);
             if (next == NULL || (!next->marker && next->seq >= l->limit)) {
                 done = 1;
                 break;
@@ -207,7 +202,7 @@ static int write_slice(struct peer *p, int max, int *used)
         }
         if (at != m) {
             func_list_remove(e, m);
-            func_list_insert(e, m, at->next);
+            func_list_after(e, m, at);
         }
     }
     *used += n;
@@ -240,16 +235,13 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     l->kind = kind;
     if (kind == LIST_WORKERS) {
         l->limit = e->peer_seq;
-        l->wnext = e->worker_listings;
-        if (l->wnext != NULL)
-            l->wnext->wprev = l;
-        e->worker_listings = l;
+        list_push_front(&e->worker_listings, &l->wnode);
         set_pnext(l, peer_of(list_first(&e->peers)));
     } else if (fm != NULL) {
         fm->marker = 1;
         l->fmark = fm;
         l->limit = e->func_seq;
-        func_list_insert(e, fm, e->func_list);
+        func_list_after(e, fm, NULL);
     } else {
         l->jmark.state = JOB_MARKER;
         l->limit = e->next_id;
@@ -261,8 +253,7 @@ static void start_listing(struct peer *p, enum listing_kind kind)
         listing_free(p);
         return;
     }
-    p->listing_next = e->listings;
-    e->listings = p;
+    list_push_front(&e->listings, &p->listing_node);
 }
 
 static void adm_workers(struct peer *p) { start_listing(p, LIST_WORKERS); }
@@ -282,15 +273,17 @@ void admin_continue(struct engine *e)
     /* round-robin: each listing in turn gets a slice of ADMIN_SLICE_ONE rows until this
      * iteration's ADMIN_SLICE rows are used; those served go to the back of the queue */
     int used = 0;
-    struct peer *todo = e->listings, *front = NULL, **fp = &front, *back = NULL, **bp = &back;
-    e->listings = NULL; /* listings started by resumed requests gather here meanwhile */
-    while (todo != NULL) {
-        struct peer *p = todo;
-        todo = p->listing_next;
-        p->listing_next = NULL;
+    struct list_node todo, front, back;
+    list_node_init(&todo);
+    list_node_init(&front);
+    list_node_init(&back);
+    list_splice_back(&todo, &e->listings); /* listings started by resumed requests gather in
+                                              e->listings meanwhile */
+    while (!list_empty(&todo)) {
+        struct peer *p = container_of(todo.next, struct peer, listing_node);
+        list_del(&p->listing_node);
         if (used >= ADMIN_SLICE || listing_waits(p)) {
-            *fp = p;
-            fp = &p->listing_next;
+            list_push_back(&front, &p->listing_node);
             continue;
         }
         if (write_slice(p, ADMIN_SLICE_ONE, &used)) {
@@ -298,19 +291,19 @@ void admin_continue(struct engine *e)
             /* requests that arrived during the listing are answered now, in order */
             e->ops.resume(e, p);
         } else {
-            *bp = p;
-            bp = &p->listing_next;
+            list_push_back(&back, &p->listing_node);
         }
     }
-    *bp = e->listings;
-    *fp = back;
-    e->listings = front;
+    /* the order is: those not served, those served, those started meanwhile */
+    list_splice_back(&front, &back);
+    list_splice_back(&front, &e->listings);
+    list_splice_back(&e->listings, &front);
 }
 
 int admin_ready(const struct engine *e)
 {
-    for (const struct peer *p = e->listings; p != NULL; p = p->listing_next)
-        if (!listing_waits(p))
+    list_for_each(n, &e->listings)
+        if (!listing_waits(container_of(n, const struct peer, listing_node)))
             return 1;
     return 0;
 }
@@ -318,16 +311,14 @@ int admin_ready(const struct engine *e)
 void admin_peer_gone(struct peer *p)
 {
     if (p->cursors > 0 && list_linked(&p->node))
-        for (struct admin_listing *l = p->eng->worker_listings; l != NULL; l = l->wnext)
+        list_for_each(n, &p->eng->worker_listings) {
+            struct admin_listing *l = container_of(n, struct admin_listing, wnode);
             if (l->pnext == p)
                 set_pnext(l, peer_after(p->eng, p));
+        }
     if (p->listing == NULL)
         return;
-    for (struct peer **pp = &p->eng->listings; *pp != NULL; pp = &(*pp)->listing_next)
-        if (*pp == p) {
-            *pp = p->listing_next;
-            break;
-        }
+    list_del(&p->listing_node);
     listing_free(p);
 }
 

@@ -56,6 +56,9 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     list_node_init(&e->held);
     list_node_init(&e->jobs);
     list_node_init(&e->peers);
+    list_node_init(&e->func_list);
+    list_node_init(&e->listings);
+    list_node_init(&e->worker_listings);
     if (cfg->job_handle_prefix != NULL) {
         snprintf(e->prefix, sizeof e->prefix, "%s", cfg->job_handle_prefix);
     } else {
@@ -161,10 +164,12 @@ void engine_stats_get(const struct engine *e, struct engine_snapshot *st)
     st->stats = e->stats;
     st->jobs = e->njobs;
     st->running = e->nrunning;
-    for (const struct func *f = e->func_list; f != NULL; f = f->next)
+    list_for_each(n, &e->func_list) {
+        const struct func *f = func_of_anode(n);
         if (!f->marker)
             for (int p = 0; p < PRIO_COUNT && p < PRIO_SNAPSHOT; p++)
                 st->queued[p] += f->queued[p];
+    }
     st->functions = e->funcs.count;
     st->workers = e->nworkers;
     st->abilities = e->abilities.count;
@@ -229,7 +234,8 @@ static int check_func(const struct func *f, char *err, size_t errlen)
 int engine_check(const struct engine *e, char *err, size_t errlen)
 {
     size_t nfunc = 0;
-    for (struct func *f = e->func_list; f != NULL; f = f->next) {
+    list_for_each(n, &e->func_list) {
+        struct func *f = func_of_anode(n);
         memset(f->check, 0, sizeof f->check);
         nfunc += !f->marker;
     }
@@ -255,15 +261,15 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
             return engine_check_fail(err, errlen, "foreground job %llu queued with no client",
                                      (unsigned long long)j->id);
     }
-    for (const struct func *f = e->func_list; f != NULL; f = f->next)
-        if (!f->marker && check_func(f, err, errlen) != 0) /* a marker has no lists */
-            return -1;
+    list_for_each(n, &e->func_list)
+        if (!func_of_anode(n)->marker && check_func(func_of_anode(n), err, errlen) != 0)
+            return -1; /* (a marker has no lists) */
     if (e->jobs_by_id.count != e->njobs)
         return engine_check_fail(err, errlen,
                                  "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
     size_t total_running = 0;
-    for (const struct func *f = e->func_list; f != NULL; f = f->next)
-        total_running += f->running;
+    list_for_each(n, &e->func_list)
+        total_running += func_of_anode(n)->running;
     if (total_running != e->nrunning)
         return engine_check_fail(err, errlen, "nrunning=%zu but functions count %zu", e->nrunning,
                                  total_running);

@@ -93,11 +93,12 @@ struct engine {
 
     struct hmap funcs;            /* struct func by name */
     struct hmap abilities;        /* struct ability by (worker, function) */
-    struct func *func_list;       /* every function in creation order */
-    struct peer *listings;        /* peers with a 'show' listing still to write */
-    struct admin_listing *worker_listings; /* 'workers' listings in progress (admin.c) */
+    struct list_node func_list;   /* every function in creation order (func.anode), and the
+                                     markers of 'status' listings */
+    struct list_node listings;    /* peers with a 'show' listing still to write
+                                     (peer.listing_node), in turn order */
+    struct list_node worker_listings; /* 'workers' listings in progress (admin.c) */
     uint64_t peer_seq;            /* attach number of the next peer */
-    struct func *func_tail;       /* the newest function */
     struct hmap jobs_by_id;       /* struct job by handle number */
     struct list_node jobs;        /* every job in handle-number order (job.anode) */
     uint64_t func_seq;            /* creation number of the next new function */

@@ -33,32 +33,21 @@ int func_name_ok(const char *name, size_t len)
     return 1;
 }
 
-void func_list_insert(struct engine *e, struct func *n, struct func *before)
+void func_list_after(struct engine *e, struct func *n, struct func *after)
 {
-    struct func *prev = before ? before->prev : e->func_tail;
-    n->prev = prev;
-    n->next = before;
-    if (prev)
-        prev->next = n;
-    else
-        e->func_list = n;
-    if (before)
-        before->prev = n;
-    else
-        e->func_tail = n;
+    list_insert_after(after != NULL ? &after->anode : &e->func_list, &n->anode);
 }
 
 void func_list_remove(struct engine *e, struct func *n)
 {
-    if (n->prev)
-        n->prev->next = n->next;
-    else
-        e->func_list = n->next;
-    if (n->next)
-        n->next->prev = n->prev;
-    else
-        e->func_tail = n->prev;
-    n->next = n->prev = NULL;
+    (void)e;
+    list_del(&n->anode);
+}
+
+struct func *func_list_next(const struct engine *e, const struct func *f)
+{
+    const struct list_node *n = list_next(&e->func_list, &f->anode);
+    return n != NULL ? func_of_anode(n) : NULL;
 }
 
 struct func *func_get(struct engine *e, const char *name, size_t len, int create)
@@ -87,7 +76,7 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
         list_node_init(&f->queue[p]);
     list_node_init(&f->idle[0]);
     list_node_init(&f->idle[1]);
-    func_list_insert(e, f, NULL);
+    list_push_back(&e->func_list, &f->anode);
     return f;
 }
 
@@ -119,7 +108,7 @@ void func_free_all(struct engine *e)
     for (struct hnode *n; (n = hmap_iter_next(&it)) != NULL;)
         free(n);
     hmap_free(&e->funcs);
-    e->func_list = e->func_tail = NULL;
+    list_node_init(&e->func_list);
 }
 
 /* ------------------------------------------------------------ ready queues */

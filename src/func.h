@@ -32,8 +32,7 @@ struct func {
     struct list_node workers;        /* those workers (ability.fnode), oldest first */
     struct list_node wake;           /* engine->ready: waiting for engine_drain_ready */
     uint32_t wakes;                  /* func_wake calls since the last drain */
-    struct func *next;               /* next function in creation order (engine->func_list) */
-    struct func *prev;               /* previous one (NULL for the first) */
+    struct list_node anode;          /* engine->func_list, in creation order */
     struct list_node idle[2];        /* candidates for a wake-up (FUNC_HELD, FUNC_SLEEPING),
                                         oldest first (ability.inode); stale entries are
                                         parked as met */
@@ -84,10 +83,18 @@ void func_release(struct engine *e, struct func *f);
  * no byte below 0x21 (controls, space) and no 0x7f. Also used for client ids. */
 int func_name_ok(const char *name, size_t len);
 
-/* func_list_insert links a (marker) node n just before `before` in engine->func_list (at the end
- * if before is NULL); func_list_remove unlinks it. */
-void func_list_insert(struct engine *e, struct func *n, struct func *before);
+/* func_list_after links a (marker) node n into engine->func_list just after `after` (at the head
+ * if NULL); func_list_remove unlinks it; func_list_next returns the function or marker after f,
+ * NULL at the end. */
+void func_list_after(struct engine *e, struct func *n, struct func *after);
 void func_list_remove(struct engine *e, struct func *n);
+struct func *func_list_next(const struct engine *e, const struct func *f);
+
+/* func_of_anode returns the function (or marker) whose engine->func_list link is n. */
+static inline struct func *func_of_anode(const struct list_node *n)
+{
+    return container_of(n, struct func, anode);
+}
 
 /* func_free_all frees every function (at engine teardown). */
 void func_free_all(struct engine *e);

@@ -210,7 +210,7 @@ struct job *job_list_next(const struct engine *e, const struct job *m)
     return n != NULL ? container_of(n, struct job, anode) : NULL;
 }
 
-int job_add_waiter(struct job *j, struct peer *client, struct waiter **list)
+int job_add_waiter(struct job *j, struct peer *client, struct list_node *list)
 {
     struct waiter *w = calloc(1, sizeof *w);
     if (w == NULL)
@@ -218,23 +218,14 @@ int job_add_waiter(struct job *j, struct peer *client, struct waiter **list)
     w->job = j;
     w->client = client;
     list_push_front(&j->waiters, &w->jnode);
-    w->plist = list;
-    w->pnext = *list;
-    if (*list)
-        (*list)->pprev = w;
-    *list = w;
+    list_push_front(list, &w->pnode);
     return 0;
 }
 
 void job_remove_waiter(struct waiter *w)
 {
     list_del(&w->jnode);
-    if (w->pprev)
-        w->pprev->pnext = w->pnext;
-    else
-        *w->plist = w->pnext;
-    if (w->pnext)
-        w->pnext->pprev = w->pprev;
+    list_del(&w->pnode);
     free(w);
 }
 
@@ -322,10 +313,10 @@ void job_cancel(struct engine *e, struct job *j)
     j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
 }
 
-void job_client_gone(struct engine *e, struct waiter **list)
+void job_client_gone(struct engine *e, struct list_node *list)
 {
-    while (*list != NULL) {
-        struct waiter *w = *list;
+    while (!list_empty(list)) {
+        struct waiter *w = waiter_of_pnode(list->next);
         struct job *j = w->job;
         job_remove_waiter(w);
         if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)

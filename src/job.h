@@ -45,10 +45,8 @@ enum {
 struct waiter {
     struct job *job;      /* the job waited on */
     struct peer *client;  /* the client connection (opaque: handed to the sink) */
-    struct waiter **plist; /* the head of the client's list of waiters (job_add_waiter) */
     struct list_node jnode; /* the job's list of waiters (job.waiters), newest first */
-    struct waiter *pnext; /* next waiter of the same client */
-    struct waiter *pprev; /* previous waiter of the same client */
+    struct list_node pnode; /* the client's list of waiters (job_add_waiter), newest first */
     uint64_t status_slot; /* the client's unsent WORK_STATUS of this job (outq_put_slot), or 0 */
 };
 
@@ -160,9 +158,9 @@ static inline struct job *job_of_qnode(const struct list_node *n)
 }
 
 /* job_add_waiter attaches client to j (a foreground submit); the waiter is also linked at the
- * head of *list, the client's own list of waiters (pnext), which must outlive it. Returns 0 or
- * -1 (no memory). */
-int job_add_waiter(struct job *j, struct peer *client, struct waiter **list);
+ * head of list, the client's own list of waiters (waiter.pnode), which must outlive it. Returns
+ * 0 or -1 (no memory). */
+int job_add_waiter(struct job *j, struct peer *client, struct list_node *list);
 
 /* job_remove_waiter detaches and frees w. */
 void job_remove_waiter(struct waiter *w);
@@ -171,6 +169,12 @@ void job_remove_waiter(struct waiter *w);
 static inline struct waiter *waiter_of(const struct list_node *n)
 {
     return container_of(n, struct waiter, jnode);
+}
+
+/* waiter_of_pnode returns the waiter whose client link is n. */
+static inline struct waiter *waiter_of_pnode(const struct list_node *n)
+{
+    return container_of(n, struct waiter, pnode);
 }
 
 /* job_has_waiters reports whether any foreground client waits on j; job_many_waiters whether
@@ -203,9 +207,9 @@ void job_fail(struct engine *e, struct job *j);
  * no longer durable (sink.stored_gone) and is never retried. */
 void job_cancel(struct engine *e, struct job *j);
 
-/* job_client_gone detaches a client going away from every job it waits on (*list, its list of
+/* job_client_gone detaches a client going away from every job it waits on (list, its list of
  * waiters, ends empty): a foreground job nobody waits for any more is freed unless running. */
-void job_client_gone(struct engine *e, struct waiter **list);
+void job_client_gone(struct engine *e, struct list_node *list);
 
 /* job_free removes j from every index, queue, heap and list, tells the store it is done if it was
  * stored (sink.stored_gone), detaches its waiters (sending nothing) and frees it. */

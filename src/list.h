@@ -101,6 +101,20 @@ static inline void list_rotate(struct list_node *head)
     list_push_back(head, first);
 }
 
+/* list_splice_back moves every node of from, in order, to the end of head and leaves from
+ * empty. */
+static inline void list_splice_back(struct list_node *head, struct list_node *from)
+{
+    if (list_empty(from))
+        return;
+    struct list_node *first = from->next, *last = from->prev;
+    first->prev = head->prev;
+    head->prev->next = first;
+    last->next = head;
+    head->prev = last;
+    list_node_init(from);
+}
+
 /* list_for_each walks the nodes of head in order; the loop body must not unlink `it`. */
 #define list_for_each(it, head) for (struct list_node *it = (head)->next; it != (head); it = it->next)
 

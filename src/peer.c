@@ -81,6 +81,8 @@ void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int loc
 {
     memset(p, 0, sizeof *p);
     list_node_init(&p->node);
+    list_node_init(&p->waiters);
+    list_node_init(&p->listing_node);
     p->eng = e;
     p->fd = fd;
     snprintf(p->ip, sizeof p->ip, "%s", ip ? ip : "-");
@@ -160,7 +162,8 @@ int peer_write(struct peer *p, const void *data, size_t n)
 static void mark_write(struct peer *p, uint32_t cmd)
 {
     uint32_t f = proto_cmd_flags(cmd);
-    if (!(f & PROTO_F_TO_WORKER) && p->waiters != NULL && p->waiters->pnext != NULL)
+    if (!(f & PROTO_F_TO_WORKER) && !list_empty(&p->waiters) &&
+        p->waiters.next->next != &p->waiters)
         return; /* lazy: a client with more jobs in flight */
     p->flags |= (f & PROTO_F_URGENT) ? PEER_URGENT : PEER_NOW;
 }

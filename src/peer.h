@@ -63,9 +63,10 @@ struct peer {
     int fd;               /* socket number, for the admin 'workers' listing */
     char *client_id;      /* SET_CLIENT_ID value, NULL for '-' */
     struct worker *worker; /* worker state, created by the first worker packet */
-    struct waiter *waiters; /* foreground jobs this client waits on */
+    struct list_node waiters; /* foreground jobs this client waits on (waiter.pnode), newest
+                                 first */
     struct admin_listing *listing; /* a 'show' listing being written in slices, or NULL */
-    struct peer *listing_next; /* engine->listings */
+    struct list_node listing_node; /* in engine->listings while listing is pending */
     uint64_t seq;         /* attach order (engine->peer_seq), for the 'workers' listing */
     uint32_t cursors;     /* 'workers' listings whose next row is this peer */
     uint32_t pending_acks; /* replies held until the store has written their batch */

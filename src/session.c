@@ -293,8 +293,8 @@ int session_check(const struct engine *e, char *err, size_t errlen)
                 return engine_check_fail(err, errlen,
                                          "fd %d: a held GRAB while a job is ready for it", p->fd);
         }
-        for (const struct waiter *w = p->waiters; w != NULL; w = w->pnext)
-            if (w->client != p)
+        list_for_each(n, &p->waiters)
+            if (waiter_of_pnode(n)->client != p)
                 return engine_check_fail(err, errlen, "fd %d: waiter of another client", p->fd);
     }
     return 0;

@@ -479,9 +479,11 @@ static void finish_replay(struct engine *e, int failed)
     const char *qnote;
     if (st->be->quarantined(st->db, &qnote) > 0)
         log_error("store: %s", qnote);
-    for (struct func *f = e->func_list; f != NULL; f = f->next)
+    list_for_each(n, &e->func_list) {
+        struct func *f = func_of_anode(n);
         if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
             func_wake(e, f);
+    }
     st->sink->replay_done(e); /* submits that waited for the replay go on */
 }
 

@@ -58,7 +58,7 @@ TEST_F(AdminTest, LongShowJobsIsWrittenInSlices)
     EXPECT_TRUE(admin_ready(&f.eng));
     string all = first;
     int rounds = 0;
-    while (f.eng.listings != nullptr && rounds < 100) {
+    while (!list_empty(&f.eng.listings) && rounds < 100) {
         admin_continue(&f.eng);
         all += FakeShell::take(c);
         rounds++;
@@ -86,7 +86,7 @@ TEST_F(AdminTest, ConcurrentListingsShareOneBudgetPerIteration)
     // a job submitted now is not listed; one finished now is not listed either
     submit_bg(c, 1);
     int rounds = 0;
-    while (f.eng.listings != nullptr && rounds < 10000) {
+    while (!list_empty(&f.eng.listings) && rounds < 10000) {
         admin_continue(&f.eng);
         size_t rows = 0;
         for (int i = 0; i < 50; i++) {
@@ -138,7 +138,7 @@ TEST_F(AdminTest, LongStatusIsWrittenInSlicesAndComplete)
     ASSERT_EQ(FakeShell::feed(a, "drop function fn" + std::to_string(n - 1) +
                                      "\ncreate function late\n"), 0);
     EXPECT_EQ(FakeShell::take(a), "OK\r\nOK\r\n");
-    while (f.eng.listings != nullptr) {
+    while (!list_empty(&f.eng.listings)) {
         admin_continue(&f.eng);
         all += FakeShell::take(c);
     }
@@ -148,7 +148,7 @@ TEST_F(AdminTest, LongStatusIsWrittenInSlicesAndComplete)
     EXPECT_EQ(all, want + ".\n");
     ASSERT_EQ(FakeShell::feed(c, "prioritystatus\n"), 0);
     string ps = FakeShell::take(c);
-    while (f.eng.listings != nullptr) {
+    while (!list_empty(&f.eng.listings)) {
         admin_continue(&f.eng);
         ps += FakeShell::take(c);
     }
@@ -171,7 +171,7 @@ TEST_F(AdminTest, JobsFinishedDuringListingAreSkipped)
         string handle = a.substr(12, a.find('\0', 12) - 12);
         FakeShell::feed(w, FakeShell::req(CMD_WORK_COMPLETE, handle + string("\0", 1)));
     }
-    while (f.eng.listings != nullptr) {
+    while (!list_empty(&f.eng.listings)) {
         admin_continue(&f.eng);
         out += FakeShell::take(c);
     }
@@ -192,7 +192,7 @@ TEST_F(AdminTest, ListingWaitsForSlowReader)
         admin_continue(&f.eng); // nobody reads c's output
     EXPECT_LE(outq_pending(&c->out), (size_t)ADMIN_SLICE_BACKLOG + 200 * ADMIN_SLICE);
     EXPECT_FALSE(admin_ready(&f.eng)) << "a blocked listing does not keep the loop spinning";
-    EXPECT_NE(f.eng.listings, nullptr);
+    EXPECT_FALSE(list_empty(&f.eng.listings));
 }
 
 TEST_F(AdminTest, DisconnectDuringListingFreesIt)
@@ -200,9 +200,9 @@ TEST_F(AdminTest, DisconnectDuringListingFreesIt)
     peer *c = f.connect();
     submit_bg(c, 2 * ADMIN_SLICE);
     ASSERT_EQ(FakeShell::feed(c, "show jobs\n"), 0);
-    EXPECT_NE(f.eng.listings, nullptr);
+    EXPECT_FALSE(list_empty(&f.eng.listings));
     f.disconnect(c);
-    EXPECT_EQ(f.eng.listings, nullptr);
+    EXPECT_TRUE(list_empty(&f.eng.listings));
 }
 
 TEST_F(AdminTest, ShutdownPolicy)
@@ -230,7 +230,7 @@ TEST_F(AdminTest, RequestsAfterAListingAreAnsweredAfterIt)
     ASSERT_EQ(FakeShell::feed(c, "show jobs\nversion\n" + FakeShell::req(CMD_ECHO_REQ, "e")), 0);
     string out = FakeShell::take(c);
     EXPECT_EQ(out.find("OK "), string::npos) << "version waits for the listing";
-    while (f.eng.listings != nullptr) {
+    while (!list_empty(&f.eng.listings)) {
         admin_continue(&f.eng);
         out += FakeShell::take(c);
     }
@@ -287,7 +287,7 @@ class AdminWorkersTest : public AdminTest {
     int finish(const std::vector<std::pair<peer *, string *>> &outs)
     {
         int rounds = 0;
-        while (f.eng.listings != nullptr && rounds < 10000) {
+        while (!list_empty(&f.eng.listings) && rounds < 10000) {
             admin_continue(&f.eng);
             for (auto &o : outs)
                 *o.second += FakeShell::take(o.first);
@@ -344,7 +344,7 @@ TEST_F(AdminWorkersTest, PeersClosingMidListingAreSafe)
     ASSERT_EQ(FakeShell::feed(b, "workers\n"), 0);
     string outa = FakeShell::take(a), outb = FakeShell::take(b);
     ASSERT_EQ(count_lines(outa), (size_t)ADMIN_SLICE_ONE);
-    ASSERT_NE(f.eng.listings, nullptr);
+    ASSERT_FALSE(list_empty(&f.eng.listings));
     // a's next row is b's: b goes (with its own listing), and so do one later and the last
     peer *later = all[ADMIN_SLICE_ONE + 5], *last = all.back();
     drop(b);
@@ -373,7 +373,7 @@ TEST_F(AdminWorkersTest, PeersClosingMidListingAreSafe)
     drop(d);
     drop(a);
     finish({{tail, &outt}});
-    EXPECT_EQ(f.eng.listings, nullptr);
+    EXPECT_TRUE(list_empty(&f.eng.listings));
     EXPECT_EQ(outt, expect);
     // with no peer left to list, a listing ends at once
     for (size_t i = 1; i < ADMIN_SLICE_ONE; i++)
@@ -382,7 +382,7 @@ TEST_F(AdminWorkersTest, PeersClosingMidListingAreSafe)
         drop(rest[i]);
     ASSERT_EQ(FakeShell::feed(tail, "workers\n"), 0);
     EXPECT_EQ(FakeShell::take(tail), row(tail) + ".\n");
-    EXPECT_EQ(f.eng.listings, nullptr);
+    EXPECT_TRUE(list_empty(&f.eng.listings));
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
     EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;

@@ -210,3 +210,27 @@ TEST(List, PushDeleteRotateAndWalk)
     list_rotate(&head); // one node: unchanged
     EXPECT_EQ(values(&head), (std::vector<int>{2}));
 }
+
+TEST(List, SpliceBackMovesEveryNodeInOrder)
+{
+    list_node head, from;
+    list_node_init(&head);
+    list_node_init(&from);
+    Linked a{1, {}}, b{2, {}}, c{3, {}};
+    list_splice_back(&head, &from); // empty onto empty
+    EXPECT_TRUE(list_empty(&head));
+    list_push_back(&from, &a.link);
+    list_splice_back(&head, &from); // onto an empty list
+    EXPECT_EQ(values(&head), (std::vector<int>{1}));
+    EXPECT_TRUE(list_empty(&from));
+    list_push_back(&from, &b.link);
+    list_push_back(&from, &c.link);
+    list_splice_back(&head, &from);
+    EXPECT_EQ(values(&head), (std::vector<int>{1, 2, 3}));
+    EXPECT_TRUE(list_empty(&from));
+    EXPECT_EQ(list_last(&head), &c.link);
+    EXPECT_EQ(c.link.next, &head);
+    list_splice_back(&from, &head); // the whole list back
+    EXPECT_EQ(values(&from), (std::vector<int>{1, 2, 3}));
+    EXPECT_TRUE(list_empty(&head));
+}

@@ -33,7 +33,14 @@ struct Core {
     vector<string> log;                 // one line per sink call, in order
     std::map<const peer *, bool> closing;
     char tags[32];                      // the opaque clients and workers: &tags[i]
-    std::map<int, waiter *> waiters;    // each client's list of waiters
+    struct Waiters {                    // a client's list of waiters (waiter.pnode)
+        list_node head;
+        Waiters() { list_node_init(&head); }
+        Waiters(const Waiters &) = delete;
+        Waiters &operator=(const Waiters &) = delete;
+        bool empty() const { return list_empty(&head); }
+    };
+    std::map<int, Waiters> waiters;     // each client's list of waiters
     bool started = false;
 
     Core() { config_defaults(&cfg); }
@@ -118,7 +125,7 @@ struct Core {
         if (j == nullptr)
             return nullptr;
         if (client >= 0) {
-            EXPECT_EQ(job_add_waiter(j, this->client(client), &waiters[client]), 0);
+            EXPECT_EQ(job_add_waiter(j, this->client(client), &waiters[client].head), 0);
         }
         func_push(&eng, j, 0);
         return j;
@@ -163,7 +170,7 @@ struct Core {
 
     void client_gone(int i)
     {
-        job_client_gone(&eng, &waiters[i]);
+        job_client_gone(&eng, &waiters[i].head);
         engine_drain_ready(&eng);
     }
 };
@@ -188,7 +195,7 @@ TEST(Core, SubmitGrabComplete)
     job_free(&c.eng, j); // WORK_COMPLETE
     EXPECT_EQ(c.eng.njobs, 0u);
     EXPECT_EQ(c.eng.nrunning, 0u);
-    EXPECT_EQ(c.waiters[0], nullptr) << "the client's list of waiters was emptied";
+    EXPECT_TRUE(c.waiters[0].empty()) << "the client's list of waiters was emptied";
     EXPECT_EQ(c.take(), V{}) << "nothing is told to anyone: the worker was awake";
     c.check();
     c.gone(w);
@@ -365,15 +372,15 @@ TEST(Core, RetriesExhaustedFailsTheJobToItsClients)
     c.start();
     worker *w = c.new_worker(0, {"f"});
     job *j = c.submit("f", "x", 3);
-    ASSERT_EQ(job_add_waiter(j, c.client(4), &c.waiters[4]), 0);
+    ASSERT_EQ(job_add_waiter(j, c.client(4), &c.waiters[4].head), 0);
     EXPECT_EQ(c.grab(w), "x");
     c.gone(w);
     V got = c.take();
     ASSERT_EQ(got.size(), 1u);
     EXPECT_TRUE(got[0] == "failed x C4 C3" || got[0] == "failed x C3 C4") << got[0];
     EXPECT_EQ(c.eng.njobs, 0u);
-    EXPECT_EQ(c.waiters[3], nullptr);
-    EXPECT_EQ(c.waiters[4], nullptr);
+    EXPECT_TRUE(c.waiters[3].empty());
+    EXPECT_TRUE(c.waiters[4].empty());
     c.check();
 }
 
@@ -398,7 +405,7 @@ TEST(Core, ClientGoneFreesQueuedForegroundJobsOnly)
     c.start();
     job *fg = c.submit("f", "fg", 0);
     job *bg = c.submit("f", "bg", -1, PRIO_NORMAL, "u");
-    ASSERT_EQ(job_add_waiter(bg, c.client(0), &c.waiters[0]), 0); // coalesced onto a bg job
+    ASSERT_EQ(job_add_waiter(bg, c.client(0), &c.waiters[0].head), 0); // coalesced onto a bg job
     (void)fg;
     c.client_gone(0);
     EXPECT_EQ(c.eng.njobs, 1u);
@@ -440,7 +447,7 @@ TEST(Core, CancelQueuedJobFailsAndFreesIt)
     job_cancel(&c.eng, j);
     EXPECT_EQ(c.take(), V{"failed x C2"});
     EXPECT_EQ(c.eng.njobs, 0u);
-    EXPECT_EQ(c.waiters[2], nullptr);
+    EXPECT_TRUE(c.waiters[2].empty());
     c.check();
 }
 

@@ -44,13 +44,13 @@ TEST_F(RegressionTest, ResumeAfterLongListingWithNothingBuffered)
     ASSERT_EQ(FakeShell::feed(c, in), 0);
     FakeShell::take(c);
     ASSERT_EQ(FakeShell::feed(c, "show jobs\n"), 0);
-    ASSERT_NE(f.eng.listings, nullptr) << "the listing spans iterations";
+    ASSERT_FALSE(list_empty(&f.eng.listings)) << "the listing spans iterations";
     EXPECT_EQ(buf_len(&c->in), 0u);
     EXPECT_EQ(c->in.data, nullptr) << "nothing is buffered while the listing is written";
     int rounds = 0;
-    while (f.eng.listings != nullptr && rounds++ < 10)
+    while (!list_empty(&f.eng.listings) && rounds++ < 10)
         admin_continue(&f.eng); // the last slice resumes the peer: session_process on empty input
-    EXPECT_EQ(f.eng.listings, nullptr);
+    EXPECT_TRUE(list_empty(&f.eng.listings));
     string out = FakeShell::take(c);
     EXPECT_EQ(out.substr(out.size() - 2), ".\n");
     ASSERT_EQ(FakeShell::feed(c, "version\n"), 0);

@@ -216,11 +216,11 @@ TEST_F(SessionTest, CheckCatchesAWaiterOfAnotherClient)
     peer *c = f.connect();
     peer *other = f.connect();
     ASSERT_EQ(FakeShell::feed(c, FakeShell::req(CMD_SUBMIT_JOB, nul_join({"f", "", "x"}))), 0);
-    ASSERT_NE(c->waiters, nullptr);
+    ASSERT_FALSE(list_empty(&c->waiters));
     char err[256];
     EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
-    c->waiters->client = other;
+    waiter_of_pnode(c->waiters.next)->client = other;
     EXPECT_NE(session_check(&f.eng, err, sizeof err), 0);
     EXPECT_NE(string(err).find("waiter of another client"), string::npos) << err;
-    c->waiters->client = c;
+    waiter_of_pnode(c->waiters.next)->client = c;
 }
