@@ -4,6 +4,7 @@
 Everything here is written from the protocol text, independently of spurd's own codec, so a bug
 that both sides agreed on would still show up.
 """
+import os
 import socket
 import struct
 import time
@@ -189,6 +190,15 @@ def rss_kib(pid, field="VmRSS"):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def server_cpu(pid):
+    """CPU seconds (user + system) process pid has used so far, from /proc/PID/stat. A stall of
+    the server's loop shows as CPU it spends while a probe waits; a loaded machine that merely
+    deschedules the server adds none, so a bound on it does not depend on machine load."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sanitized(pid):
