@@ -25,7 +25,9 @@ def binary(name):
 def help_options(argv):
     """The options of a --help text: in each line that starts an option (indented at most 8
     columns, then '-'), the option column before its description (two spaces, or ' - ')."""
-    text = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    # the timeout only keeps a hung program from hanging the suite: `spur -H` once took over
+    # 10 s to start on a machine loaded by a CPU hog and the soak tests
+    text = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
     opts = set()
     for line in text.splitlines():
         m = re.match(r"^([ \t]{1,8})-", line.expandtabs(8))
