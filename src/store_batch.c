@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
+
 /* struct batch_add is one queued add: the job's fields copied into one allocation. */
 struct batch_add {
     uint64_t id;        /* handle number */
@@ -34,22 +36,11 @@ struct store_batch {
     char err[256];          /* the last failed write's text, or "" */
 };
 
-/* mix64 scrambles an id into a hash. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb3fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 /* slot_put indexes add number i (by its id) in b's slots, which have room. */
 static void slot_put(struct store_batch *b, size_t i)
 {
     size_t mask = b->nslots - 1;
-    size_t k = (size_t)mix64(b->adds[i].id) & mask;
+    size_t k = (size_t)hmap_mix64(b->adds[i].id) & mask;
     while (b->slots[k] != 0)
         k = (k + 1) & mask;
     b->slots[k] = (uint32_t)(i + 1);
@@ -61,7 +52,7 @@ static struct batch_add *slot_find(const struct store_batch *b, uint64_t id)
     if (b->nslots == 0)
         return NULL;
     size_t mask = b->nslots - 1;
-    for (size_t k = (size_t)mix64(id) & mask; b->slots[k] != 0; k = (k + 1) & mask)
+    for (size_t k = (size_t)hmap_mix64(id) & mask; b->slots[k] != 0; k = (k + 1) & mask)
         if (b->adds[b->slots[k] - 1].id == id)
             return &b->adds[b->slots[k] - 1];
     return NULL;
