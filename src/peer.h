@@ -36,9 +36,9 @@ enum {
                                   neither flag, output waits for the input to run dry */
     PEER_BLOCKED = 1u << 7,    /* the socket took no more output: the other side is not
                                   reading (set and cleared by the shell) */
-    PEER_DEFERRED = 1u << 8,   /* input processing stopped at PEER_OUTPUT_QUOTA or
-                                  PEER_PACKET_QUOTA; the rest of p->in waits for the next loop
-                                  iteration */
+    PEER_DEFERRED = 1u << 8,   /* input processing stopped at PEER_INPUT_QUOTA,
+                                  PEER_OUTPUT_QUOTA or PEER_PACKET_QUOTA; the rest of p->in
+                                  waits for the next loop iteration */
 };
 
 /* PEER_OUTPUT_QUOTA is how many bytes of replies one session_feed or session_process may queue before
@@ -51,6 +51,12 @@ enum {
  * peer's input: a worker whose job has thousands of waiting clients forwards its WORK_* packets
  * a few thousand copies at a time, and the loop serves the others in between. */
 #define PEER_PACKET_QUOTA 8192u
+
+/* PEER_INPUT_QUOTA bounds the requests (packets or admin lines) one turn handles, whatever they
+ * answer: a worker that pipelines 100k CAN_DO, or a client 100k cheap submits, gets through a
+ * 64 KiB read (some 2,700 small packets) in several turns, and the loop serves the others in
+ * between. A turn of 1024 requests is far more than the batching benefit needs. */
+#define PEER_INPUT_QUOTA 1024u
 
 /* struct peer is one connection's protocol state. */
 struct peer {

@@ -200,10 +200,12 @@ static int run(struct peer *p, const char *data, size_t n, size_t *left)
     size_t off = 0;
     size_t quota = outq_pending(&p->out) + PEER_OUTPUT_QUOTA;
     uint64_t packets = p->eng->queued_packets + PEER_PACKET_QUOTA;
+    unsigned steps = 0;
     p->flags &= ~PEER_DEFERRED;
     while (off < n && !(p->flags & PEER_CLOSING) && !peer_busy(p)) {
-        if (outq_pending(&p->out) > quota || p->eng->queued_packets > packets) {
-            p->flags |= PEER_DEFERRED; /* enough replies for now: the rest next iteration */
+        if (outq_pending(&p->out) > quota || p->eng->queued_packets > packets ||
+            steps++ == PEER_INPUT_QUOTA) {
+            p->flags |= PEER_DEFERRED; /* enough for one turn: the rest next iteration */
             break;
         }
         long used = step(p, data + off, n - off);

@@ -337,3 +337,42 @@ TEST_F(BudgetTest, PipelinedRequestsStopAtTheOutputQuotaAndResume)
         want += FakeShell::res(CMD_ECHO_RES, string(10000, 'q'));
     EXPECT_EQ(out, want) << "every reply, in order";
 }
+
+TEST_F(BudgetTest, PipelinedCheapRequestsStopAtTheInputQuotaAndResume)
+{
+    peer *p = f.connect();
+    string echo = FakeShell::req(CMD_ECHO_REQ, "e");
+    string reply = FakeShell::res(CMD_ECHO_RES, "e");
+    const unsigned n = 3 * PEER_INPUT_QUOTA + 7; // small replies: only the input quota stops it
+    string in;
+    for (unsigned i = 0; i < n; i++)
+        in += echo;
+    ASSERT_EQ(session_feed(p, in.data(), in.size()), 0);
+    EXPECT_TRUE(p->flags & PEER_DEFERRED) << "one turn handles at most PEER_INPUT_QUOTA requests";
+    EXPECT_EQ(outq_pending(&p->out), PEER_INPUT_QUOTA * reply.size());
+    EXPECT_EQ(buf_len(&p->in), (n - PEER_INPUT_QUOTA) * echo.size()) << "the rest is kept";
+    string out = take(p);
+    int turns = 1;
+    while (p->flags & PEER_DEFERRED) {
+        ASSERT_EQ(session_process(p), 0);
+        out += take(p);
+        ASSERT_LE(++turns, 10);
+    }
+    EXPECT_EQ(turns, 4);
+    EXPECT_EQ(buf_len(&p->in), 0u);
+    string want;
+    for (unsigned i = 0; i < n; i++)
+        want += reply;
+    EXPECT_EQ(out, want) << "every reply, in order";
+
+    // admin lines count the same way
+    string lines;
+    for (unsigned i = 0; i < PEER_INPUT_QUOTA + 1; i++)
+        lines += "version\n";
+    ASSERT_EQ(session_feed(p, lines.data(), lines.size()), 0);
+    EXPECT_TRUE(p->flags & PEER_DEFERRED);
+    EXPECT_EQ(buf_len(&p->in), strlen("version\n"));
+    ASSERT_EQ(session_process(p), 0);
+    EXPECT_FALSE(p->flags & PEER_DEFERRED);
+    EXPECT_EQ(buf_len(&p->in), 0u);
+}
