@@ -31,7 +31,7 @@ a growing quantity. Writes curves.tsv, curves.json, curve-*.png and a flatness c
   --spurd=PATH       spurd binary (env SPURD; default build/src/spurd)
   --bench=PATH       spur-bench binary (env SPUR_BENCH; default build/bench/spur-bench)
   --gearmand=PATH    gearmand binary (env GEARMAND; default /usr/sbin/gearmand)
-  --servers=LIST     any of spurd,gearmand-t0,gearmand,gearmand-hb (default spurd,gearmand-t0)
+  --servers=LIST     any of spurd,gearmand-t0,gearmand,gearmand-hb,gearmand-t0-hb (default spurd,gearmand-t0)
   --curves=LIST      default queued,functions,workers,clients,payload,waiters
   --runs=N           runs per point and server; the curves use the median (default 3;
                      --quick 1)
@@ -114,7 +114,7 @@ fi
 cap() {
     case $1:$2 in
         queued:gearmand-t0|queued:gearmand) echo "100000 default hash buckets make queueing quadratic" ;;
-        queued:gearmand-hb) echo "1000000 memory" ;;
+        queued:gearmand-hb|queued:gearmand-t0-hb) echo "1000000 memory" ;;
         functions:gearmand*) echo "100000 function list is searched linearly" ;;
         *) echo "" ;;
     esac

@@ -20,7 +20,7 @@ ANSWER_SERVER=${ANSWER_SERVER:-$top/build/bench/answer-server}
 runs=3
 drain_runs=3
 drain_jobs=1000000
-servers="spurd,gearmand-t0,gearmand,gearmand-hb,answer-only"
+servers="spurd,gearmand-t0,gearmand,gearmand-hb,gearmand-t0-hb,answer-only"
 scenarios="bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout"
 out=""
 run_timeout=120
@@ -43,11 +43,14 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                       1M-job queue-and-drain of a gearmand with its default 991 hash buckets
                       takes about 4 minutes on 2 cores, so --drain-runs=1 saves 20 minutes)
   --drain-jobs=N      jobs queued and drained by the drain scenario (default 1000000)
-  --servers=LIST      any of spurd,spurd-base,gearmand-t0,gearmand,gearmand-hb,answer-only
+  --servers=LIST      any of spurd,spurd-base,gearmand-t0,gearmand,gearmand-hb,gearmand-t0-hb,
+                      answer-only
                       (default: all but spurd-base, which is added when --spurd-base is given)
                         gearmand-t0   gearmand -t 0
                         gearmand      gearmand with its default threads (4)
                         gearmand-hb   gearmand --hashtable-buckets 1000003 (default threads)
+                        gearmand-t0-hb  gearmand -t 0 --hashtable-buckets 1000003 (the
+                                      fastest configuration where jobs queue up)
                         answer-only   bench/answer-server: answers SUBMIT_JOB_BG with JOB_CREATED
                                       and keeps no job state; runs bg-submit only, and the
                                       table's 'vs ceiling' column is spurd / answer-only

@@ -72,6 +72,7 @@ start_server() {
         gearmand-t0) set -- -t 0 ;;
         gearmand) set -- ;;
         gearmand-hb) set -- --hashtable-buckets 1000003 ;;
+        gearmand-t0-hb) set -- -t 0 --hashtable-buckets 1000003 ;;
         *) echo "unknown server $name" >"$dir/start.err"; return 1 ;;
     esac
     [ -x "$GEARMAND" ] || { echo "gearmand not found at $GEARMAND" >"$dir/start.err"; return 1; }
