@@ -200,11 +200,6 @@ static int live_peer(const struct peer *p)
     return p != NULL && slot_of(p) != NULL;
 }
 
-static struct job *job_of_node(const struct hnode *n)
-{
-    return (struct job *)((char *)n - offsetof(struct job, by_id));
-}
-
 /* check_all runs engine_check and the shell's own cross-checks. */
 static void check_all(void)
 {
@@ -220,26 +215,26 @@ static void check_all(void)
      * future job always has one. A freed job left in the heap is an AddressSanitizer report the
      * next time the heap moves or a clock step pops it. */
     size_t future = 0, running = 0;
-    for (size_t b = 0; b < e->jobs_by_id.nbuckets; b++)
-        for (const struct hnode *n = e->jobs_by_id.buckets[b]; n != NULL; n = n->next) {
-            const struct job *j = job_of_node(n);
-            future += j->state == JOB_FUTURE;
-            running += j->state == JOB_RUNNING;
-            FUZZ_CHECK(!(j->flags & JOB_STORED), "job %llu flagged stored without a store",
-                       (unsigned long long)j->id);
-            if (j->state == JOB_RUNNING) {
-                FUZZ_CHECK(j->worker != NULL && live_peer(j->worker->peer) &&
-                               j->worker->peer->worker == j->worker,
-                           "running job %llu held by a dead worker", (unsigned long long)j->id);
-            }
-            list_for_each(it, &j->waiters) {
-                const struct waiter *w = waiter_of(it);
-                FUZZ_CHECK(w->job == j, "waiter of another job");
-                FUZZ_CHECK(live_peer(w->client), "job %llu waited on by a gone client",
-                           (unsigned long long)j->id);
-                FUZZ_CHECK(it->next->prev == it, "waiter links");
-            }
+    struct hmap_iter hi;
+    hmap_iter_init(&hi, &e->jobs_by_id);
+    for (const struct job *j; (j = hmap_iter_next(&hi)) != NULL;) {
+        future += j->state == JOB_FUTURE;
+        running += j->state == JOB_RUNNING;
+        FUZZ_CHECK(!(j->flags & JOB_STORED), "job %llu flagged stored without a store",
+                   (unsigned long long)j->id);
+        if (j->state == JOB_RUNNING) {
+            FUZZ_CHECK(j->worker != NULL && live_peer(j->worker->peer) &&
+                           j->worker->peer->worker == j->worker,
+                       "running job %llu held by a dead worker", (unsigned long long)j->id);
         }
+        list_for_each(it, &j->waiters) {
+            const struct waiter *w = waiter_of(it);
+            FUZZ_CHECK(w->job == j, "waiter of another job");
+            FUZZ_CHECK(live_peer(w->client), "job %llu waited on by a gone client",
+                       (unsigned long long)j->id);
+            FUZZ_CHECK(it->next->prev == it, "waiter links");
+        }
+    }
     FUZZ_CHECK(e->timers.n >= future && e->timers.n <= future + running,
                "heap holds %u timers for %zu future and %zu running jobs", (unsigned)e->timers.n,
                future, running);

@@ -68,10 +68,10 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
         snprintf(e->prefix, sizeof e->prefix, "H:%.38s", host);
     }
     e->prefix_len = strlen(e->prefix);
-    hmap_init(&e->funcs, func_hash, e);
-    hmap_init(&e->abilities, ability_hash, e);
-    hmap_init(&e->jobs_by_id, job_id_hash, e);
-    hmap_init(&e->jobs_by_unique, job_unique_hash, e);
+    hmap_init(&e->funcs);
+    hmap_init(&e->abilities);
+    hmap_init(&e->jobs_by_id);
+    hmap_init(&e->jobs_by_unique);
     /* handle numbers start from the clock (2^24 per second of the epoch), so a restarted server
      * never hands out a number an earlier run used unless it outran 16M jobs a second */
     e->next_id = ((uint64_t)time(NULL) << 24) | 1;
@@ -86,8 +86,7 @@ void engine_destroy(struct engine *e)
     e->destroying = 1;
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
-    for (struct hnode *n; (n = hmap_iter_next(&it)) != NULL;) {
-        struct job *j = container_of(n, struct job, by_id);
+    for (struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
         j->flags &= (uint8_t)~JOB_STORED; /* shutting down is not completion */
         job_free(e, j);
     }
@@ -245,8 +244,7 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     /* one pass over the jobs gathers each function's future and running counts */
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
-    for (const struct hnode *n; (n = hmap_iter_next(&it)) != NULL;) {
-        const struct job *j = container_of(n, struct job, by_id);
+    for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
         if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
             j->func->check[j->prio]++;
         else if (j->state == JOB_RUNNING)

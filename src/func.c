@@ -12,10 +12,10 @@
 
 /* ------------------------------------------------------------ functions */
 
-uint64_t func_hash(const struct hnode *n, const void *engine)
+/* func_hash is f's hash in engine->funcs. */
+static uint64_t func_hash(const struct engine *e, const struct func *f)
 {
-    const struct func *f = (const struct func *)n;
-    return hmap_hash_bytes(f->name, f->name_len, ((const struct engine *)engine)->seed);
+    return hmap_hash_bytes(f->name, f->name_len, e->seed);
 }
 
 int func_full(const struct engine *e)
@@ -53,8 +53,8 @@ struct func *func_list_next(const struct engine *e, const struct func *f)
 struct func *func_get(struct engine *e, const char *name, size_t len, int create)
 {
     uint64_t h = hmap_hash_bytes(name, len, e->seed);
-    for (struct hnode *n = hmap_chain(&e->funcs, h); n != NULL; n = n->next) {
-        struct func *f = (struct func *)n;
+    struct hmap_probe pr;
+    for (struct func *f = hmap_first(&e->funcs, h, &pr); f != NULL; f = hmap_next(&pr)) {
         if (f->name_len == len && memcmp(f->name, name, len) == 0)
             return f;
     }
@@ -65,7 +65,7 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
         return NULL;
     memcpy(f->name, name, len);
     f->name_len = (uint32_t)len;
-    if (hmap_insert(&e->funcs, &f->node, h) != 0) {
+    if (hmap_insert(&e->funcs, f, h) != 0) {
         free(f);
         return NULL;
     }
@@ -85,7 +85,7 @@ void func_drop(struct engine *e, struct func *f)
     assert(list_empty(&f->workers) && func_total(f) == 0 && f->woken == 0);
     list_del(&f->wake);
     func_list_remove(e, f);
-    hmap_remove(&e->funcs, &f->node, func_hash(&f->node, e));
+    hmap_remove(&e->funcs, f, func_hash(e, f));
     free(f);
 }
 
@@ -105,8 +105,8 @@ void func_free_all(struct engine *e)
 {
     struct hmap_iter it;
     hmap_iter_init(&it, &e->funcs);
-    for (struct hnode *n; (n = hmap_iter_next(&it)) != NULL;)
-        free(n);
+    for (struct func *f; (f = hmap_iter_next(&it)) != NULL;)
+        free(f);
     hmap_free(&e->funcs);
     list_node_init(&e->func_list);
 }

@@ -21,7 +21,6 @@ struct worker;
 
 /* struct func is one function name and its queues. */
 struct func {
-    struct hnode node;               /* engine->funcs, keyed by name */
     struct list_node queue[PRIO_COUNT]; /* ready jobs per priority (job.qnode), oldest first */
     uint32_t ready[PRIO_COUNT];      /* jobs in each ready queue */
     uint32_t queued[PRIO_COUNT];     /* jobs not running (ready + future) per priority */
@@ -61,8 +60,6 @@ enum { FUNC_HELD = 0, FUNC_SLEEPING = 1 };
 /* func_full reports whether no new function may be created (--max-functions reached). */
 int func_full(const struct engine *e);
 
-/* func_hash is the hash of a function's name in engine->funcs. */
-uint64_t func_hash(const struct hnode *n, const void *engine);
 
 /* func_get finds the function named name[0..len), creating it if create. NULL if absent, out
  * of memory, or (creating) --max-functions exist already: see func_full. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hmap: an intrusive chained hash table. Objects embed a struct hnode (one pointer); the caller
- * hashes keys and compares them while walking a chain, so one table type serves every key. The
- * table rehashes nodes through a callback when it grows, so nodes need not store their hash.
- * Pure, no I/O. */
+/* hmap: a hash table of object pointers with open addressing (linear probing). Each slot keeps
+ * 32 bits of the object's hash beside its pointer, so a lookup compares hashes inside the slot
+ * array and touches an object only when they match: a lookup that finds nothing (a new
+ * unique ID, a new job) costs one or two cache lines of the array, whatever the objects are, and
+ * growing the table never touches an object nor recomputes a hash. The caller hashes keys and
+ * compares them on the candidates a lookup yields, so one table type serves every key; an object
+ * may be stored in several tables. Pure, no I/O. */
 #ifndef SPUR_HMAP_H
 #define SPUR_HMAP_H
 
@@ -13,64 +16,75 @@
 extern "C" {
 #endif
 
-/* struct hnode is embedded in each object stored in a table. */
-struct hnode {
-    struct hnode *next; /* next node in the same bucket */
+/* struct hslot is one slot, 12 bytes: the low 32 bits of the object's hash (which also place it:
+ * its home slot is tag & (cap - 1)) and the object pointer in two halves, so that slots pack
+ * without padding. Empty: no object, tag 0; removed: no object, tag 1 (a probe goes past it). */
+struct hslot {
+    uint32_t tag;
+    uint32_t lo, hi; /* the object pointer */
 };
 
-/* hmap_hash_fn recomputes the hash of a stored node (ctx is the table's context). */
-typedef uint64_t (*hmap_hash_fn)(const struct hnode *n, const void *ctx);
-
-/* struct hmap is the table. It grows incrementally: when it doubles, the old bucket array is
- * kept and its chains are moved a few at a time by later operations (and a chain at once when a
- * lookup or removal needs it), so no single operation rehashes the whole table. */
+/* struct hmap is the table, kept at most 3/4 full counting removed slots. It is rebuilt
+ * incrementally: when an insert finds it too full, a new array (sized for twice the objects)
+ * takes the inserts, and the old array's slots are moved over a few at a time by later inserts
+ * and removals, so no single operation moves the whole table. Removed slots are cleared by the
+ * next rebuild; a rebuild after many removals makes the table smaller. */
 struct hmap {
-    struct hnode **buckets; /* nbuckets chain heads */
-    size_t nbuckets;        /* a power of two, or 0 before the first insert */
-    size_t count;           /* nodes stored */
-    hmap_hash_fn hash;      /* rehashes a node when the table grows */
-    const void *ctx;        /* passed to hash */
-    struct hnode **old;     /* the bucket array before the last growth, while being emptied */
-    size_t oldn;            /* buckets in old */
-    size_t moved;           /* old buckets [0, moved) are empty */
+    struct hslot *slots; /* cap slots, cap a power of two (0 before the first insert) */
+    size_t cap;
+    size_t count;        /* objects stored, in slots and old together */
+    size_t used;         /* slots of `slots` in use or removed (the load that triggers a rebuild) */
+    struct hslot *old;   /* the array before the rebuild in progress, or NULL */
+    size_t oldcap;       /* slots in old */
+    size_t moved;        /* old slots [0, moved) have been moved: probes in old skip them */
 };
 
-/* hmap_init prepares an empty table whose nodes are rehashed with fn(node, ctx). */
-void hmap_init(struct hmap *m, hmap_hash_fn fn, const void *ctx);
+/* struct hmap_probe walks the objects stored under one hash (see hmap_first). */
+struct hmap_probe {
+    const struct hmap *m;
+    uint32_t tag;            /* the low 32 bits of the hash looked for */
+    const struct hslot *tab; /* the array being probed: old first, then slots */
+    size_t mask;
+    size_t i;                /* the next slot to look at */
+    size_t left;             /* slots of tab that may still be looked at */
+};
 
-/* hmap_insert adds n whose key hashes to h (duplicates allowed). Grows the table when
- * count > nbuckets. Returns 0, or -1 when out of memory (n is then not inserted). */
-int hmap_insert(struct hmap *m, struct hnode *n, uint64_t h);
+/* hmap_init prepares an empty table. */
+void hmap_init(struct hmap *m);
 
-/* hmap_remove unlinks n, which must be in m under hash h. */
-void hmap_remove(struct hmap *m, struct hnode *n, uint64_t h);
+/* hmap_insert stores obj (not NULL) under hash h (duplicates allowed). Returns 0, or -1 when out
+ * of memory (obj is then not stored). */
+int hmap_insert(struct hmap *m, void *obj, uint64_t h);
 
-/* hmap_chain returns the first node of the bucket for hash h (NULL if none); walk with ->next
- * and compare keys (a chain may hold nodes of other hashes). While the table grows, it first moves
- * the old chain for h into the new array (the table is logically unchanged, hence const). */
-struct hnode *hmap_chain(const struct hmap *m, uint64_t h);
+/* hmap_remove removes obj, which must be stored in m under hash h. */
+void hmap_remove(struct hmap *m, const void *obj, uint64_t h);
 
-/* hmap_settle finishes a growth in progress, so every node is in buckets[0..nbuckets): call it
- * before walking the buckets directly. O(table) once; for teardown and checks. */
+/* hmap_first returns the first object stored under hash h (its low 32 bits), or NULL; hmap_next
+ * the following ones, then NULL. Compare keys on each: different keys may share a hash. The order among
+ * objects of one hash is unspecified. No insert or removal between the calls. */
+void *hmap_first(const struct hmap *m, uint64_t h, struct hmap_probe *p);
+void *hmap_next(struct hmap_probe *p);
+
+/* hmap_settle finishes a rebuild in progress, so every object is in slots[0..cap). O(table);
+ * for teardown, checks and walks (the table is logically unchanged, hence const). */
 void hmap_settle(const struct hmap *m);
 
-/* struct hmap_iter walks every node of a table once, in bucket order (see hmap_iter_next). */
+/* struct hmap_iter walks every object of a table once (see hmap_iter_next). */
 struct hmap_iter {
-    const struct hmap *m; /* the table */
-    size_t bucket;        /* the bucket after the current one */
-    struct hnode *next;   /* the node to return next, read before the current one is returned */
+    const struct hmap *m;
+    size_t i; /* the next slot */
 };
 
-/* hmap_iter_init starts a walk over m. It settles a growth in progress first (hmap_settle), so
+/* hmap_iter_init starts a walk over m. It settles a rebuild in progress first (hmap_settle), so
  * starting a walk is O(table) at worst; for teardown, checks and listings that copy out. */
 void hmap_iter_init(struct hmap_iter *it, const struct hmap *m);
 
-/* hmap_iter_next returns the next node, or NULL when every node has been returned. The node
- * returned may be removed (and freed) before the next call; inserting during a walk is not
- * allowed (it may grow the table). */
-struct hnode *hmap_iter_next(struct hmap_iter *it);
+/* hmap_iter_next returns the next object, or NULL when every object has been returned. The
+ * object returned may be removed (and freed) before the next call; inserting during a walk is
+ * not allowed (it may rebuild the table). */
+void *hmap_iter_next(struct hmap_iter *it);
 
-/* hmap_free frees the bucket array (not the nodes). */
+/* hmap_free frees the slot arrays (not the objects). */
 void hmap_free(struct hmap *m);
 
 /* hmap_hash_bytes hashes n bytes (64-bit FNV-1a mixed with a seed). */

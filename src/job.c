@@ -37,8 +37,9 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out)
 
 struct job *job_find_id(struct engine *e, uint64_t id)
 {
-    for (struct hnode *n = hmap_chain(&e->jobs_by_id, hmap_mix64(id)); n != NULL; n = n->next) {
-        struct job *j = container_of(n, struct job, by_id);
+    struct hmap_probe pr;
+    for (struct job *j = hmap_first(&e->jobs_by_id, hmap_mix64(id), &pr); j != NULL;
+         j = hmap_next(&pr)) {
         if (j->id == id)
             return j;
     }
@@ -78,11 +79,6 @@ static uint64_t unique_hash(const struct engine *e, const char *u, size_t ulen, 
     return hmap_hash_bytes(u, ulen, e->seed);
 }
 
-static struct job *from_unique_node(const struct hnode *n)
-{
-    return container_of(n, struct job, by_unique);
-}
-
 /* has_unique_entry reports whether j is in the unique index (a unique other than "" and
  * "-"-with-no-payload). */
 static int has_unique_entry(const struct job *j)
@@ -90,16 +86,10 @@ static int has_unique_entry(const struct job *j)
     return j->unique_len > 0 && !(is_dash(job_unique(j), j->unique_len) && job_payload_len(j) == 0);
 }
 
-uint64_t job_id_hash(const struct hnode *n, const void *engine)
+/* job_unique_hash is j's hash in engine->jobs_by_unique. */
+static uint64_t job_unique_hash(const struct engine *e, const struct job *j)
 {
-    (void)engine;
-    return hmap_mix64(container_of(n, const struct job, by_id)->id);
-}
-
-uint64_t job_unique_hash(const struct hnode *n, const void *engine)
-{
-    const struct job *j = from_unique_node(n);
-    return unique_hash(engine, job_unique(j), j->unique_len, job_payload(j), job_payload_len(j));
+    return unique_hash(e, job_unique(j), j->unique_len, job_payload(j), job_payload_len(j));
 }
 
 struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
@@ -109,8 +99,8 @@ struct job *job_find_unique(struct engine *e, const struct func *f, const char *
         return NULL;
     uint64_t h = unique_hash(e, u, ulen, data, dlen);
     int dash = is_dash(u, ulen);
-    for (struct hnode *n = hmap_chain(&e->jobs_by_unique, h); n != NULL; n = n->next) {
-        struct job *j = from_unique_node(n);
+    struct hmap_probe pr;
+    for (struct job *j = hmap_first(&e->jobs_by_unique, h, &pr); j != NULL; j = hmap_next(&pr)) {
         if (j->func != f || j->unique_len != ulen ||
             memcmp(job_unique(j), u, ulen) != 0)
             continue;
@@ -126,8 +116,8 @@ struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen)
     if (ulen == 0)
         return NULL;
     uint64_t h = hmap_hash_bytes(u, ulen, e->seed);
-    for (struct hnode *n = hmap_chain(&e->jobs_by_unique, h); n != NULL; n = n->next) {
-        struct job *j = from_unique_node(n);
+    struct hmap_probe pr;
+    for (struct job *j = hmap_first(&e->jobs_by_unique, h, &pr); j != NULL; j = hmap_next(&pr)) {
         if (j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0 &&
             !is_dash(u, ulen))
             return j;
@@ -171,11 +161,11 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     j->timer = HEAP_NONE;
     j->state = JOB_LIMBO;
     j->id = id ? id : e->next_id++;
-    if (hmap_insert(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id)) != 0)
+    if (hmap_insert(&e->jobs_by_id, j, hmap_mix64(j->id)) != 0)
         goto fail;
     if (has_unique_entry(j) &&
-        hmap_insert(&e->jobs_by_unique, &j->by_unique, unique_hash(e, u, ulen, data, dlen)) != 0) {
-        hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
+        hmap_insert(&e->jobs_by_unique, j, unique_hash(e, u, ulen, data, dlen)) != 0) {
+        hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
         goto fail;
     }
     /* handle-number order: a new job goes last; only a restored one may need a short walk */
@@ -329,9 +319,9 @@ void job_free(struct engine *e, struct job *j)
     struct func *f = j->func;
     job_detach(e, j);
     job_list_remove(e, j);
-    hmap_remove(&e->jobs_by_id, &j->by_id, hmap_mix64(j->id));
+    hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
     if (has_unique_entry(j))
-        hmap_remove(&e->jobs_by_unique, &j->by_unique, job_unique_hash(&j->by_unique, e));
+        hmap_remove(&e->jobs_by_unique, j, job_unique_hash(e, j));
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
     while (job_has_waiters(j))

@@ -54,8 +54,6 @@ struct waiter {
  * blob header, then unique, reducer and payload. The blob is reference-counted so an output
  * queue can keep sending the payload after the job is gone; the last reference frees it all. */
 struct job {
-    struct hnode by_id;       /* engine->jobs_by_id */
-    struct hnode by_unique;   /* engine->jobs_by_unique, when the job has a unique */
     struct list_node qnode;   /* its function's ready queue (JOB_READY) or its worker's
                                  running list (JOB_RUNNING); unlinked elsewhere */
     struct list_node anode;   /* engine->jobs: every job in handle-number order (and the
@@ -106,9 +104,6 @@ static inline size_t job_payload_len(const struct job *j)
     return job_blob(j)->len - job_payload_off(j);
 }
 
-/* job_id_hash / job_unique_hash are the hashes of a job's keys in the two indexes. */
-uint64_t job_id_hash(const struct hnode *n, const void *engine);
-uint64_t job_unique_hash(const struct hnode *n, const void *engine);
 
 /* job_handle writes the job's handle (prefix:id) into out (at least 72 bytes); returns its length. */
 size_t job_handle(const struct engine *e, const struct job *j, char *out);

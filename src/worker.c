@@ -188,17 +188,11 @@ static uint64_t ability_key(const struct worker *w, const struct func *f)
     return hmap_mix64((uint64_t)(uintptr_t)w ^ hmap_mix64((uint64_t)(uintptr_t)f));
 }
 
-uint64_t ability_hash(const struct hnode *n, const void *engine)
-{
-    (void)engine;
-    const struct ability *a = (const struct ability *)n;
-    return ability_key(a->worker, a->func);
-}
-
 struct ability *worker_find(const struct engine *e, const struct worker *w, const struct func *f)
 {
-    for (struct hnode *n = hmap_chain(&e->abilities, ability_key(w, f)); n != NULL; n = n->next) {
-        struct ability *a = (struct ability *)n;
+    struct hmap_probe pr;
+    for (struct ability *a = hmap_first(&e->abilities, ability_key(w, f), &pr); a != NULL;
+         a = hmap_next(&pr)) {
         if (a->worker == w && a->func == f)
             return a;
     }
@@ -218,7 +212,7 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
     a->func = f;
     a->worker = w;
     a->timeout_ms = timeout_ms;
-    if (hmap_insert(&e->abilities, &a->node, ability_key(w, f)) != 0) {
+    if (hmap_insert(&e->abilities, a, ability_key(w, f)) != 0) {
         free(a);
         return NULL;
     }
@@ -251,7 +245,7 @@ void worker_remove(struct engine *e, struct ability *a)
         idle_unlink(a, k);
     list_del(&a->fnode);
     f->nworkers--;
-    hmap_remove(&e->abilities, &a->node, ability_key(w, f));
+    hmap_remove(&e->abilities, a, ability_key(w, f));
     list_del(&a->wnode);
     w->nabilities--;
     free(a);

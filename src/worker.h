@@ -25,7 +25,6 @@ struct peer;
 
 /* struct ability is one function one worker can do. */
 struct ability {
-    struct hnode node;                  /* engine->abilities, keyed by (worker, function) */
     struct func *func;                  /* the function */
     struct worker *worker;              /* the worker */
     struct list_node fnode;             /* func->workers: the function's workers, oldest first */
@@ -74,8 +73,6 @@ enum worker_grab {
     WORKER_NO_JOB,   /* nothing to do: send NO_JOB */
 };
 
-/* ability_hash is the hash of an ability in engine->abilities. */
-uint64_t ability_hash(const struct hnode *n, const void *engine);
 
 /* worker_new creates the worker state of client (an opaque pointer the sink gets back). NULL
  * when out of memory. The caller keeps it (e.g. in the connection) and ends it with

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Unit tests for the intrusive hash table and the deadline heap.
+// Unit tests for the hash table, the deadline heap and the lists.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,74 +14,77 @@ extern "C" {
 
 namespace {
 struct Item {
-    hnode node;
     uint64_t key;
 };
-uint64_t item_hash(const hnode *n, const void *) { return hmap_mix64(((const Item *)n)->key); }
-Item *find(hmap *m, uint64_t key)
+Item *find(const hmap *m, uint64_t key)
 {
-    for (hnode *n = hmap_chain(m, hmap_mix64(key)); n; n = n->next)
-        if (((Item *)n)->key == key)
-            return (Item *)n;
+    hmap_probe p;
+    for (void *o = hmap_first(m, hmap_mix64(key), &p); o; o = hmap_next(&p))
+        if (((Item *)o)->key == key)
+            return (Item *)o;
     return nullptr;
+}
+size_t walk(const hmap *m)
+{
+    hmap_iter it;
+    hmap_iter_init(&it, m);
+    size_t n = 0;
+    while (hmap_iter_next(&it) != nullptr)
+        n++;
+    return n;
 }
 struct Timed {
     uint32_t pos;
 };
 } // namespace
 
-// Growth is incremental: the insert that doubles the table does not rehash every node (that held
-// the loop for tens of milliseconds at a million jobs); the old chains move a few per operation,
-// and every node stays findable meanwhile.
-TEST(Hmap, GrowthMovesChainsAFewAtATime)
+// A rebuild is incremental: the insert that finds the table 3/4 full does not move every slot
+// (that held the loop for tens of milliseconds at a million jobs); the old slots move a few per
+// operation, and every object stays findable meanwhile.
+TEST(Hmap, RebuildMovesSlotsAFewAtATime)
 {
     hmap m;
-    hmap_init(&m, item_hash, nullptr);
+    hmap_init(&m);
     std::vector<Item> items(1 << 16);
-    for (size_t i = 0; i < items.size(); i++) {
+    size_t i = 0;
+    for (; i < items.size() && (i < 1000 || m.old == nullptr); i++) {
         items[i].key = i * 7919 + 1;
-        ASSERT_EQ(hmap_insert(&m, &items[i].node, hmap_mix64(items[i].key)), 0);
+        ASSERT_EQ(hmap_insert(&m, &items[i], hmap_mix64(items[i].key)), 0);
     }
-    ASSERT_EQ(m.nbuckets, (size_t)1 << 16);
-    Item extra;
-    extra.key = 3;
-    ASSERT_EQ(hmap_insert(&m, &extra.node, hmap_mix64(extra.key)), 0); // doubles the table
-    EXPECT_EQ(m.nbuckets, (size_t)1 << 17);
-    ASSERT_NE(m.old, nullptr) << "the old chains are still to be moved";
-    size_t left = 0;
-    for (size_t i = m.moved; i < m.oldn; i++)
-        left += m.old[i] != nullptr;
-    EXPECT_GT(left, (size_t)30000) << "the growing insert moved only a few chains (about 41000 are not empty)";
-    for (size_t i = 0; i < items.size(); i += 97)
-        ASSERT_EQ(find(&m, items[i].key), &items[i]);
-    EXPECT_EQ(find(&m, 3), &extra);
-    hmap_remove(&m, &extra.node, hmap_mix64(extra.key));
+    ASSERT_NE(m.old, nullptr) << "an insert started a rebuild";
+    ASSERT_GT(i, (size_t)1000);
+    EXPECT_EQ(m.cap, m.oldcap * 2);
+    EXPECT_LT(m.moved, m.oldcap / 4) << "the insert that started it moved only a few slots";
+    for (size_t k = 0; k < i; k++)
+        ASSERT_EQ(find(&m, items[k].key), &items[k]) << k;
+    EXPECT_EQ(find(&m, 0), nullptr);
+    hmap_remove(&m, &items[5], hmap_mix64(items[5].key)); // from the old array or the new one
+    EXPECT_EQ(find(&m, items[5].key), nullptr);
     hmap_settle(&m);
     EXPECT_EQ(m.old, nullptr);
-    size_t n = 0;
-    for (size_t i = 0; i < m.nbuckets; i++)
-        for (hnode *x = m.buckets[i]; x != nullptr; x = x->next)
-            n++;
-    EXPECT_EQ(n, items.size());
+    EXPECT_EQ(m.count, i - 1);
+    EXPECT_EQ(walk(&m), i - 1);
+    for (size_t k = 0; k < i; k++)
+        ASSERT_EQ(find(&m, items[k].key), k == 5 ? nullptr : &items[k]) << k;
     hmap_free(&m);
 }
 
 TEST(Hmap, InsertFindRemoveAcrossGrowth)
 {
     hmap m;
-    hmap_init(&m, item_hash, nullptr);
+    hmap_init(&m);
     std::vector<Item> items(5000);
     for (size_t i = 0; i < items.size(); i++) {
         items[i].key = i * 7919;
-        ASSERT_EQ(hmap_insert(&m, &items[i].node, hmap_mix64(items[i].key)), 0);
+        ASSERT_EQ(hmap_insert(&m, &items[i], hmap_mix64(items[i].key)), 0);
     }
     EXPECT_EQ(m.count, 5000u);
-    EXPECT_GE(m.nbuckets, 4096u);
+    EXPECT_GE(m.cap * 3, 5000u * 4) << "at most 3/4 full";
     for (size_t i = 0; i < items.size(); i++)
         ASSERT_EQ(find(&m, i * 7919), &items[i]);
     EXPECT_EQ(find(&m, 1), nullptr);
     for (size_t i = 0; i < items.size(); i += 2)
-        hmap_remove(&m, &items[i].node, hmap_mix64(items[i].key));
+        hmap_remove(&m, &items[i], hmap_mix64(items[i].key));
     EXPECT_EQ(m.count, 2500u);
     for (size_t i = 0; i < items.size(); i++)
         EXPECT_EQ(find(&m, i * 7919) != nullptr, i % 2 == 1) << i;
@@ -91,8 +94,113 @@ TEST(Hmap, InsertFindRemoveAcrossGrowth)
 TEST(Hmap, EmptyTableLookupsAreSafe)
 {
     hmap m;
-    hmap_init(&m, item_hash, nullptr);
-    EXPECT_EQ(hmap_chain(&m, 42), nullptr);
+    hmap_init(&m);
+    hmap_probe p;
+    EXPECT_EQ(hmap_first(&m, 42, &p), nullptr);
+    EXPECT_EQ(hmap_next(&p), nullptr);
+    EXPECT_EQ(walk(&m), 0u);
+    hmap_free(&m);
+}
+
+// Objects of one hash (different keys, or duplicates) are all yielded, whichever array they are
+// in, and a removal takes out exactly the object named.
+TEST(Hmap, EqualHashesAreAllYielded)
+{
+    hmap m;
+    hmap_init(&m);
+    std::vector<Item> items(300);
+    for (size_t i = 0; i < items.size(); i++) {
+        items[i].key = i;
+        ASSERT_EQ(hmap_insert(&m, &items[i], i % 3 == 0 ? 77 : hmap_mix64(i)), 0);
+    }
+    auto yielded = [&m]() {
+        std::vector<uint64_t> keys;
+        hmap_probe p;
+        for (void *o = hmap_first(&m, 77, &p); o; o = hmap_next(&p))
+            keys.push_back(((Item *)o)->key);
+        std::sort(keys.begin(), keys.end());
+        return keys;
+    };
+    std::vector<uint64_t> want;
+    for (uint64_t i = 0; i < 300; i += 3)
+        want.push_back(i);
+    EXPECT_EQ(yielded(), want);
+    hmap_remove(&m, &items[150], 77);
+    want.erase(std::find(want.begin(), want.end(), 150u));
+    EXPECT_EQ(yielded(), want);
+    hmap_free(&m);
+}
+
+// Many random inserts and removals, with few distinct hashes so that probe sequences are long,
+// wrap around the arrays and cross rebuilds in progress, checked against a model after each one.
+TEST(Hmap, RandomOperationsMatchAModel)
+{
+    hmap m;
+    hmap_init(&m);
+    std::mt19937_64 rng(11);
+    std::vector<Item> items(4000);
+    std::vector<int> in(items.size());
+    auto hash_of = [](uint64_t key) { return key % 5 == 0 ? (uint64_t)-1 - key % 7 : hmap_mix64(key); };
+    size_t live = 0, rebuilds = 0, midway_removals = 0;
+    for (int op = 0; op < 60000; op++) {
+        size_t k = rng() % items.size();
+        items[k].key = k;
+        int grow_phase = (op / 15000) % 2 == 0; // fill, drain, fill, drain: shrinks too
+        if (!in[k] && (grow_phase ? rng() % 4 != 0 : rng() % 4 == 0)) {
+            const hslot *before = m.slots;
+            ASSERT_EQ(hmap_insert(&m, &items[k], hash_of(k)), 0);
+            rebuilds += m.slots != before;
+            in[k] = 1;
+            live++;
+        } else if (in[k]) {
+            midway_removals += m.old != nullptr;
+            hmap_remove(&m, &items[k], hash_of(k));
+            in[k] = 0;
+            live--;
+        }
+        ASSERT_EQ(m.count, live);
+        if (op % 97 == 0) {
+            for (size_t j = 0; j < items.size(); j++) {
+                bool found = false;
+                hmap_probe p;
+                for (void *o = hmap_first(&m, hash_of(j), &p); o; o = hmap_next(&p))
+                    found |= o == &items[j];
+                ASSERT_EQ(found, in[j] != 0) << "op " << op << " key " << j;
+            }
+        }
+        ASSERT_LT(m.used, m.cap) << "a slot always stays empty";
+    }
+    EXPECT_GT(rebuilds, 8u);
+    EXPECT_GT(midway_removals, 5u);
+    EXPECT_EQ(walk(&m), live);
+    hmap_free(&m);
+}
+
+// After many removals, a rebuild makes the table smaller, a sixteenth at a time at most.
+TEST(Hmap, RebuildAfterRemovalsShrinks)
+{
+    hmap m;
+    hmap_init(&m);
+    std::vector<Item> items(100000);
+    for (size_t i = 0; i < items.size(); i++) {
+        items[i].key = i;
+        ASSERT_EQ(hmap_insert(&m, &items[i], hmap_mix64(i)), 0);
+    }
+    hmap_settle(&m);
+    size_t big = m.cap;
+    for (size_t i = 0; i < items.size(); i++)
+        hmap_remove(&m, &items[i], hmap_mix64(i));
+    EXPECT_EQ(m.count, 0u);
+    Item one;
+    size_t smallest = big;
+    for (size_t i = 0; i < 1000000 && smallest > 64; i++) { // removed slots fill the table
+        one.key = i + 1000000;
+        ASSERT_EQ(hmap_insert(&m, &one, hmap_mix64(one.key)), 0);
+        hmap_remove(&m, &one, hmap_mix64(one.key));
+        smallest = std::min(smallest, m.cap);
+        ASSERT_GE(m.cap * 16, m.oldcap) << "one rebuild shrinks 16x at most";
+    }
+    EXPECT_LE(smallest, 64u) << "the emptied table shrank (from " << big << ")";
     hmap_free(&m);
 }
 
@@ -129,41 +237,37 @@ TEST(Heap, PopsInDeadlineOrderWithRemovals)
     heap_free(&h);
 }
 
-// The iterator returns every node once, also while a growth is still moving old chains, and the
-// node just returned may be removed (as teardown does).
-TEST(Hmap, IteratorVisitsEveryNodeOnceAndAllowsRemovingIt)
+// The iterator returns every object once, also while a rebuild is still moving old slots, and the
+// object just returned may be removed (as teardown does).
+TEST(Hmap, IteratorVisitsEveryObjectOnceAndAllowsRemovingIt)
 {
     hmap m;
-    hmap_init(&m, item_hash, nullptr);
-    std::vector<Item> items(1025); // the last insert doubles the table
-    for (size_t i = 0; i < items.size(); i++) {
-        items[i].key = i;
-        ASSERT_EQ(hmap_insert(&m, &items[i].node, hmap_mix64(i)), 0);
+    hmap_init(&m);
+    std::vector<Item> items(2000);
+    size_t n_in = 0;
+    for (; n_in < items.size() && (n_in < 100 || m.old == nullptr); n_in++) {
+        items[n_in].key = n_in;
+        ASSERT_EQ(hmap_insert(&m, &items[n_in], hmap_mix64(n_in)), 0);
     }
-    ASSERT_NE(m.old, nullptr) << "the last growth should still be in progress";
-    std::vector<int> seen(items.size());
+    ASSERT_NE(m.old, nullptr) << "the last rebuild should still be in progress";
+    std::vector<int> seen(n_in);
     hmap_iter it;
     hmap_iter_init(&it, &m);
     size_t n = 0;
-    for (hnode *h; (h = hmap_iter_next(&it)) != nullptr; n++) {
-        Item *item = (Item *)h;
+    for (void *o; (o = hmap_iter_next(&it)) != nullptr; n++) {
+        Item *item = (Item *)o;
         seen[item->key]++;
         if (item->key % 2 == 0)
-            hmap_remove(&m, h, hmap_mix64(item->key));
+            hmap_remove(&m, item, hmap_mix64(item->key));
     }
-    EXPECT_EQ(n, items.size());
-    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), (long)items.size());
-    EXPECT_EQ(m.count, items.size() / 2);
-    hmap_iter_init(&it, &m);
-    n = 0;
-    while (hmap_iter_next(&it) != nullptr)
-        n++;
-    EXPECT_EQ(n, items.size() / 2);
+    EXPECT_EQ(n, n_in);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), (long)n_in);
+    EXPECT_EQ(m.count, n_in / 2); // the odd keys
+    EXPECT_EQ(walk(&m), n_in / 2);
     hmap_free(&m);
     hmap empty;
-    hmap_init(&empty, item_hash, nullptr);
-    hmap_iter_init(&it, &empty);
-    EXPECT_EQ(hmap_iter_next(&it), nullptr);
+    hmap_init(&empty);
+    EXPECT_EQ(walk(&empty), 0u);
 }
 
 namespace {
