@@ -280,6 +280,49 @@ TARGETS = {
 }
 
 
+# ---------------------------------------------------------------- fuzz_http
+# operations: one code byte (slot << 4 | op); see fuzz_http.c. request(): method, path, header
+# bits, flags, body length (u16), body.
+
+def http_open(slot):
+    return bytes([slot << 4 | 0])
+
+
+def http_request(slot, method, path, hdrs, flags, body):
+    return (bytes([slot << 4 | 3, method, path, hdrs, flags]) + struct.pack(">H", len(body))
+            + body)
+
+
+def http_raw(slot, data):
+    return bytes([slot << 4 | 1, len(data)]) + data
+
+
+def http_worker(what, result, chunks=()):
+    out = bytes([8, what | len(chunks) << 4])
+    for c in chunks:
+        out += bytes([len(c)]) + c
+    return out + bytes([len(result)]) + result
+
+
+def http_seeds():
+    return {
+        "healthz": http_open(0) + http_request(0, 0, 0, 0, 0, b""),
+        "background": http_open(0) + http_request(0, 1, 1, 0x01, 0, b"payload"),
+        "foreground-complete": http_open(1) + http_request(1, 1, 1, 0x10, 0, b"in")
+        + http_worker(0, b"done", (b"ab", b"c")),
+        "foreground-fail-exception": http_open(0) + http_request(0, 1, 2, 0, 0, b"x")
+        + http_request(0, 2, 2, 0, 2, b"chunked") + http_worker(1, b"") + http_worker(2, b"oops"),
+        "client-gone": http_open(2) + http_request(2, 1, 1, 0, 0, b"q") + bytes([2 << 4 | 6])
+        + http_worker(0, b"late"),
+        "replay": bytes([10]) + http_open(0) + http_request(0, 1, 1, 0x01, 0, b"r") + bytes([10]),
+        "garbage": http_open(3) + http_raw(3, b"HELLO\r\n\r\n") + http_open(1)
+        + http_raw(1, b"POST /f HTTP/1.1\r\nContent-Length: 99999\r\n\r\n"),
+    }
+
+
+TARGETS["fuzz_http"] = http_seeds
+
+
 def main():
     check = "--check" in sys.argv[1:]
     bad = 0

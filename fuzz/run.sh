@@ -7,7 +7,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per target (default 20)
-#   FUZZ_TARGETS   space-separated subset to run (default: all five)
+#   FUZZ_TARGETS   space-separated subset to run (default: all six)
 #   FUZZ_BUILD_ONLY=1  build, do not run
 #   CC             the compiler (default clang); needs libclang_rt.fuzzer (libclang-rt-14-dev)
 #
@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 build=${1:-/tmp/spur-fuzz}
 seconds=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store"}
+targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http"}
 CC=${CC:-clang}
 
 command -v "$CC" >/dev/null 2>&1 || { echo "run.sh: $CC not found" >&2; exit 2; }
@@ -81,6 +81,9 @@ done
 extra_libs=""
 if grep -q '#include <jansson.h>' $sources 2>/dev/null; then
     extra_libs="$extra_libs $(pkg-config --libs jansson 2>/dev/null || echo -ljansson)"
+fi
+if grep -q '#include <microhttpd.h>' $sources 2>/dev/null; then
+    extra_libs="$extra_libs $(pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)"
 fi
 if grep -q '#include <sqlite3.h>' $sources 2>/dev/null; then
     extra_libs="$extra_libs $(pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)"

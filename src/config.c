@@ -62,6 +62,11 @@ void config_defaults(struct config *c)
     c->idle_timeout = 0;
     c->admin_shutdown = SHUTDOWN_LOCAL;
     c->shutdown_timeout = 30;
+    c->http_port = -1;
+    c->http_max_connections = 1024;
+    c->http_max_header = 16u << 10;
+    c->http_max_body = 0;
+    c->http_idle_timeout = 60;
 }
 
 enum {
@@ -104,6 +109,12 @@ enum {
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
+    OPT_HTTP_LISTEN,
+    OPT_HTTP_PORT_FILE,
+    OPT_HTTP_MAX_CONN,
+    OPT_HTTP_MAX_HEADER,
+    OPT_HTTP_MAX_BODY,
+    OPT_HTTP_IDLE_TIMEOUT,
     OPT_LISTEN_RETRY,
     OPT_TCP_USER_TIMEOUT,
 };
@@ -166,6 +177,12 @@ static const struct option long_opts[] = {
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-key", required_argument, NULL, OPT_SSL_FILE},
     {"http-port", required_argument, NULL, OPT_HTTP_PORT},
+    {"http-listen", required_argument, NULL, OPT_HTTP_LISTEN},
+    {"http-port-file", required_argument, NULL, OPT_HTTP_PORT_FILE},
+    {"http-max-connections", required_argument, NULL, OPT_HTTP_MAX_CONN},
+    {"http-max-header-size", required_argument, NULL, OPT_HTTP_MAX_HEADER},
+    {"http-max-body", required_argument, NULL, OPT_HTTP_MAX_BODY},
+    {"http-idle-timeout", required_argument, NULL, OPT_HTTP_IDLE_TIMEOUT},
     {"listen-retry", required_argument, NULL, OPT_LISTEN_RETRY},
     {"tcp-user-timeout", required_argument, NULL, OPT_TCP_USER_TIMEOUT},
     {NULL, 0, NULL, 0},
@@ -201,6 +218,9 @@ void config_usage(FILE *out)
         "      --libsqlite3-db=FILE   SQLite file for -q libsqlite3\n"
         "      --libsqlite3-table=T   gearmand queue table to import (default gearman_queue)\n"
         "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
+        "  -r, --protocol=http        serve HTTP (docs/HTTP.md) on --http-port (default 8080)\n"
+        "      --http-port=PORT       the HTTP port; given alone it also turns HTTP on (0 = any\n"
+        "                             free port)\n"
         "  -R, --round-robin          accepted: round-robin across functions is always on\n"
         "      --config-file=FILE     read options from FILE first (also @FILE; repeatable): as on\n"
         "                             the command line, # comments, '' and \"\" quoting\n"
@@ -224,6 +244,15 @@ void config_usage(FILE *out)
         "      --tcp-user-timeout=S   TCP_USER_TIMEOUT for accepted sockets: unacknowledged data\n"
         "                             older than S seconds closes the connection (0 = OS\n"
         "                             default; default: derived from --keepalive-*)\n"
+        "      --http-listen=ADDR     address of the HTTP listener (repeatable; default all)\n"
+        "      --http-port-file=FILE  write the bound HTTP port to FILE\n"
+        "      --http-max-connections=N  HTTP connections at once (default 1024)\n"
+        "      --http-max-header-size=N  request line and headers of an HTTP request, at most\n"
+        "                             (default 16384; more is answered 431)\n"
+        "      --http-max-body=N      largest HTTP request body (default: --max-packet-size;\n"
+        "                             more is answered 413)\n"
+        "      --http-idle-timeout=S  close an HTTP connection idle for S seconds, unless it\n"
+        "                             waits on its job (default 60; 0 = never)\n"
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
@@ -568,7 +597,11 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             set_str(&c->queue_type, optarg);
             break;
         case 'r':
-            return errf(err, errlen, "--protocol=%s is not supported by spurd", optarg);
+            if (strcasecmp(optarg, "http") != 0)
+                return errf(err, errlen, "--protocol=%s is not supported by spurd (only http)",
+                            optarg);
+            c->http_protocol = 1;
+            break;
         case 'R': break;
         case OPT_CONFIG_FILE: /* read before the command line */
             if (in_file)
@@ -724,7 +757,39 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
         case OPT_SSL_FILE:
             return errf(err, errlen, "TLS (--ssl*) is not supported by spurd");
         case OPT_HTTP_PORT:
-            return errf(err, errlen, "--http-port is not supported by spurd");
+            if (parse_long(optarg, 0, 65535, &v) != 0)
+                return errf(err, errlen, "invalid --http-port value '%s'", optarg);
+            c->http_port = (int)v;
+            break;
+        case OPT_HTTP_LISTEN:
+            if (c->nhttp_listen == CONFIG_MAX_LISTEN)
+                return errf(err, errlen, "too many --http-listen addresses (at most %d)",
+                            CONFIG_MAX_LISTEN);
+            c->http_listen[c->nhttp_listen++] = strdup(optarg);
+            break;
+        case OPT_HTTP_PORT_FILE: set_str(&c->http_port_file, optarg); break;
+        case OPT_HTTP_MAX_CONN:
+            if (parse_size(optarg, 1, 1000000, &sz) != 0)
+                return errf(err, errlen, "invalid --http-max-connections '%s' (1..1000000)",
+                            optarg);
+            c->http_max_connections = (size_t)sz;
+            break;
+        case OPT_HTTP_MAX_HEADER:
+            if (parse_size(optarg, 1024, 1u << 20, &sz) != 0)
+                return errf(err, errlen, "invalid --http-max-header-size '%s' (1k..1M)", optarg);
+            c->http_max_header = (size_t)sz;
+            break;
+        case OPT_HTTP_MAX_BODY:
+            if (parse_size(optarg, 1, UINT32_MAX, &sz) != 0)
+                return errf(err, errlen, "invalid --http-max-body '%s' (1..4294967295)", optarg);
+            c->http_max_body = (size_t)sz;
+            break;
+        case OPT_HTTP_IDLE_TIMEOUT:
+            if (parse_long(optarg, 0, 86400, &v) != 0)
+                return errf(err, errlen, "invalid --http-idle-timeout '%s' (seconds, 0..86400)",
+                            optarg);
+            c->http_idle_timeout = (unsigned)v;
+            break;
         case ':':
             return errf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -754,6 +819,8 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
     if (rc == 0) {
         if (c->queue_type && strcasecmp(c->queue_type, "libsqlite3") == 0 && c->sqlite_db == NULL)
             return errf(err, errlen, "-q libsqlite3 needs --libsqlite3-db=FILE");
+        if (config_http_max_body(c) > c->max_packet)
+            return errf(err, errlen, "--http-max-body must be at most --max-packet-size");
         if (c->max_output < (size_t)c->max_packet + 4096)
             return errf(err, errlen,
                         "--max-output-buffer must be at least --max-packet-size + 4096");
@@ -800,6 +867,7 @@ int config_make_absolute(struct config *c, const char *cwd)
         strcmp(c->log_file, "none") != 0 && absolute(&c->log_file, cwd) != 0)
         return -1;
     if (absolute(&c->pid_file, cwd) != 0 || absolute(&c->port_file, cwd) != 0 ||
+        absolute(&c->http_port_file, cwd) != 0 ||
         absolute(&c->unix_path, cwd) != 0 || absolute(&c->sqlite_db, cwd) != 0)
         return -1;
     if (c->store != NULL && c->store[7] != '/') { /* "sqlite:" + a relative path */
@@ -823,6 +891,12 @@ void config_free(struct config *c)
     for (int i = 0; i < c->nlisten; i++)
         free(c->listen[i]);
     c->nlisten = 0;
+    for (int i = 0; i < c->nhttp_listen; i++)
+        free(c->http_listen[i]);
+    c->nhttp_listen = 0;
+    memset(c->http_listen, 0, sizeof c->http_listen);
+    free(c->http_port_file);
+    c->http_port_file = NULL;
     free(c->unix_path);
     free(c->port_file);
     free(c->pid_file);

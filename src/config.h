@@ -32,6 +32,18 @@ struct config {
     char *port_file;                 /* --port-file: write the bound TCP port here */
     int listen_retry;                /* --listen-retry: seconds to retry a busy port, 0 = fail */
 
+    /* HTTP listener (http.h); off unless --http-port or -r http is given */
+    int http_port;                   /* --http-port, -1 unset; 0 picks a free port */
+    int http_protocol;               /* -r http (gearmand): HTTP on --http-port, default 8080 */
+    char *http_listen[CONFIG_MAX_LISTEN]; /* --http-listen addresses; none means all */
+    int nhttp_listen;                /* entries in http_listen */
+    char *http_port_file;            /* --http-port-file: write the bound HTTP port here */
+    size_t http_max_connections;     /* --http-max-connections: HTTP connections at once */
+    size_t http_max_header;          /* --http-max-header-size: request line and headers */
+    size_t http_max_body;            /* --http-max-body: request body; 0 = --max-packet-size */
+    unsigned http_idle_timeout;      /* --http-idle-timeout seconds of an idle HTTP connection
+                                        (not one waiting on its job), 0 = never */
+
     /* process */
     int daemon;                      /* -d */
     char *pid_file;                  /* -P, NULL for none */
@@ -129,6 +141,24 @@ int config_make_absolute(struct config *c, const char *cwd);
 
 /* config_free frees the strings c owns. */
 void config_free(struct config *c);
+
+/* config_http_enabled reports whether the HTTP listener is on (--http-port or -r http). */
+static inline int config_http_enabled(const struct config *c)
+{
+    return c->http_port >= 0 || c->http_protocol;
+}
+
+/* config_http_port returns the HTTP port to bind: --http-port, else gearmand's 8080. */
+static inline int config_http_port(const struct config *c)
+{
+    return c->http_port >= 0 ? c->http_port : 8080;
+}
+
+/* config_http_max_body returns the largest HTTP request body accepted. */
+static inline size_t config_http_max_body(const struct config *c)
+{
+    return c->http_max_body != 0 ? c->http_max_body : c->max_packet;
+}
 
 /* config_usage writes the --help text to out. */
 void config_usage(FILE *out);

@@ -18,7 +18,7 @@ struct transport_kind;
  * (server.c's accept_proto table). */
 enum listen_proto {
     LISTEN_GEARMAN, /* the Gearman binary and admin text protocols (conn + peer) */
-    /* LISTEN_HTTP: later (metrics and job submission), with its own entry in accept_proto */
+    LISTEN_HTTP,    /* HTTP (http.h): pages and job submission; the socket goes to libmicrohttpd */
     LISTEN_PROTO_MAX
 };
 

@@ -39,6 +39,8 @@ enum {
     PEER_DEFERRED = 1u << 8,   /* input processing stopped at PEER_INPUT_QUOTA,
                                   PEER_OUTPUT_QUOTA or PEER_PACKET_QUOTA; the rest of p->in
                                   waits for the next loop iteration */
+    PEER_HTTP = 1u << 9,       /* an HTTP request's internal client (http.c's struct req), not
+                                  a struct conn: the shell routes its engine_ops to http.h */
 };
 
 /* PEER_OUTPUT_QUOTA is how many bytes of replies one session_feed or session_process may queue before

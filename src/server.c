@@ -28,16 +28,24 @@ static struct log_limit accept_limit = {5.0, 0, 0};
 
 /* ------------------------------------------------------------ engine callbacks */
 
+/* A PEER_HTTP peer is an HTTP request's internal client (http.h), not a struct conn. */
+
 static void eng_output(struct engine *e, struct peer *p)
 {
     (void)e;
-    conn_mark_dirty((struct conn *)p);
+    if (p->flags & PEER_HTTP)
+        http_peer_output(p);
+    else
+        conn_mark_dirty((struct conn *)p);
 }
 
 static void eng_close(struct engine *e, struct peer *p)
 {
     (void)e;
-    conn_close((struct conn *)p);
+    if (p->flags & PEER_HTTP)
+        http_peer_close(p);
+    else
+        conn_close((struct conn *)p);
 }
 
 static void close_listeners(struct server *s)
@@ -78,7 +86,10 @@ static void eng_shutdown(struct engine *e, int graceful)
 static void eng_resume(struct engine *e, struct peer *p)
 {
     (void)e;
-    conn_resume((struct conn *)p);
+    if (p->flags & PEER_HTTP)
+        http_peer_resume(p);
+    else
+        conn_resume((struct conn *)p);
 }
 
 static double eng_now(struct engine *e)
@@ -89,12 +100,13 @@ static double eng_now(struct engine *e)
 
 /* ------------------------------------------------------------ accepting */
 
-static void pause_listeners(struct server *s)
+/* pause_listeners stops accepting: on every listener (all: the fd limit), or only on the
+ * Gearman ones (--max-connections, which HTTP connections do not count against). */
+static void pause_listeners(struct server *s, int all)
 {
-    if (s->paused)
-        return;
     for (int i = 0; i < s->nlis; i++)
-        ev_io_stop(s->loop, &s->lis_io[i]);
+        if (all || s->lis[i].proto == LISTEN_GEARMAN)
+            ev_io_stop(s->loop, &s->lis_io[i]);
     s->paused = 1;
 }
 
@@ -137,11 +149,49 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
+/* arm_http_timer points the HTTP timer at libmicrohttpd's next timeout (at_once: now). */
+static void arm_http_timer(struct server *s, int at_once)
+{
+    if (s->http == NULL)
+        return;
+    long long ms = at_once ? 0 : http_timeout_ms(s->http);
+    ev_timer_stop(s->loop, &s->http_timer);
+    if (ms < 0)
+        return;
+    ev_timer_set(&s->http_timer, (double)ms / 1000.0, 0.);
+    ev_timer_start(s->loop, &s->http_timer);
+}
+
+/* accept_gearman makes a Gearman connection (conn + peer) over the listener's transport. */
+static void accept_gearman(struct server *s, const struct listener *lis, int fd,
+                           const struct sockaddr *sa, socklen_t sl)
+{
+    (void)sa;
+    (void)sl;
+    struct transport t;
+    if (lis->transport->wrap(&t, fd, lis->transport_arg) != 0) {
+        close(fd);
+        return;
+    }
+    conn_new(&s->conns, &t);
+}
+
+/* accept_http hands the socket to the HTTP front-end, which does its own I/O. */
+static void accept_http(struct server *s, const struct listener *lis, int fd,
+                        const struct sockaddr *sa, socklen_t sl)
+{
+    (void)lis;
+    if (http_add(s->http, fd, sa, sl) == 0)
+        arm_http_timer(s, 1); /* libmicrohttpd takes the new connection in its next run */
+}
+
 /* accept_proto makes the connection for a socket accepted on a listener of each protocol (the
- * table a new kind of listener, e.g. HTTP, adds its entry to). */
-static struct conn *(*const accept_proto[LISTEN_PROTO_MAX])(struct conn_ctx *x,
-                                                            const struct transport *t) = {
-    [LISTEN_GEARMAN] = conn_new,
+ * table a new kind of listener adds its entry to). */
+static void (*const accept_proto[LISTEN_PROTO_MAX])(struct server *s, const struct listener *lis,
+                                                    int fd, const struct sockaddr *sa,
+                                                    socklen_t sl) = {
+    [LISTEN_GEARMAN] = accept_gearman,
+    [LISTEN_HTTP] = accept_http,
 };
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -151,10 +201,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
     const struct listener *lis = &s->lis[w - s->lis_io];
     spin_input(&s->spin, ev_now(loop));
     for (int burst = 0; burst < 64; burst++) {
-        if (conn_count(&s->conns) >= s->cfg->max_connections) {
+        /* HTTP connections are bounded by --http-max-connections, in http_add */
+        if (lis->proto == LISTEN_GEARMAN && conn_count(&s->conns) >= s->cfg->max_connections) {
             log_limited(&accept_limit, LOG_WARNING, __FILE__, __LINE__,
                         "--max-connections (%zu) reached; not accepting", s->cfg->max_connections);
-            pause_listeners(s);
+            pause_listeners(s, 0);
             return;
         }
         struct sockaddr_storage ss;
@@ -166,7 +217,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 log_limited(&accept_limit, LOG_ERROR, __FILE__, __LINE__,
                             "accept: %s; pausing accepts for 1s", strerror(errno));
-                pause_listeners(s);
+                pause_listeners(s, 1);
                 ev_timer_stop(s->loop, &s->resume_timer);
                 ev_timer_set(&s->resume_timer, 1.0, 0.);
                 ev_timer_start(s->loop, &s->resume_timer);
@@ -174,12 +225,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             return;
         }
         tune_socket(s, fd, ss.ss_family);
-        struct transport t;
-        if (lis->transport->wrap(&t, fd, lis->transport_arg) != 0) {
-            close(fd);
-            continue;
-        }
-        accept_proto[lis->proto](&s->conns, &t);
+        accept_proto[lis->proto](s, lis, fd, (struct sockaddr *)&ss, sl);
     }
 }
 
@@ -298,6 +344,25 @@ static void lazy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     flush_lazy(w->data);
 }
 
+/* http_io_cb runs libmicrohttpd when one of its descriptors is readable or its timeout is due. */
+static void http_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    http_run(s->http);
+    arm_http_timer(s, 0);
+}
+
+static void http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    http_run(s->http);
+    arm_http_timer(s, 0);
+}
+
 /* ------------------------------------------------------------ before the loop sleeps
  *
  * before_sleep (the ev_prepare watcher: libev runs it once per loop iteration, after every
@@ -310,6 +375,9 @@ static void lazy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
  *     in this same iteration. The engine's pending wake-ups are done here too
  *     (engine_drain_ready): a handler drains its own, but a durable batch or the replay
  *     (store_async_cb) makes jobs ready outside any handler.
+ *     HTTP requests whose replies arrived (http_flush) get their answers: a finished request
+ *     leaves the engine (its teardown may add work to the steps below) and its connection is
+ *     resumed, for libmicrohttpd to write in the next iteration (its timer is set to 0).
  *  2. store hand-off (store_flush): the durable submits of this iteration go to the committer
  *     thread as one batch (group commit); their JOB_CREATED waits for its answer
  *     (store_async_cb). After 1, which may add to the batch; before 3, so the batch is on its
@@ -382,6 +450,8 @@ static void before_sleep(struct ev_loop *loop, ev_prepare *w, int revents)
     conn_run_deferred(&s->conns);                /* 1. input that waited */
     engine_drain_ready(&s->eng);                 /*    wake-ups left by the store */
     admin_continue(&s->eng);                     /*    and admin listings */
+    if (s->http != NULL && http_flush(s->http) > 0) /* and HTTP answers */
+        arm_http_timer(s, 1);
     store_flush(&s->eng);                        /* 2. store hand-off */
     write_output(s);                             /* 3. writes */
     size_t freed = conn_free_closed(&s->conns);  /* 4. closes */
@@ -427,6 +497,38 @@ static double mono_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* open_http opens the HTTP listeners (--http-listen, --http-port) and the HTTP front-end with
+ * its watchers. Returns 0, or -1 with a message in err. */
+static int open_http(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
+    int n = listen_tcp(cfg->http_listen, cfg->nhttp_listen, config_http_port(cfg), cfg->backlog,
+                       &s->lis[s->nlis], LISTEN_MAX - s->nlis, &s->http_port, err, errlen);
+    if (n < 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        s->lis[s->nlis + i].proto = LISTEN_HTTP;
+    s->nlis += n;
+    s->http = http_new(&s->eng, cfg, err, errlen);
+    if (s->http == NULL)
+        return -1;
+    int mhd_fd, gone_fd;
+    http_fds(s->http, &mhd_fd, &gone_fd);
+    if (mhd_fd < 0) {
+        snprintf(err, errlen, "the HTTP engine has no epoll descriptor");
+        return -1;
+    }
+    ev_io_init(&s->http_io, http_io_cb, mhd_fd, EV_READ);
+    s->http_io.data = s;
+    ev_io_start(s->loop, &s->http_io);
+    ev_io_init(&s->http_gone_io, http_io_cb, gone_fd, EV_READ);
+    s->http_gone_io.data = s;
+    ev_io_start(s->loop, &s->http_gone_io);
+    ev_timer_init(&s->http_timer, http_timer_cb, 0., 0.);
+    s->http_timer.data = s;
+    return 0;
 }
 
 /* open_tcp opens the TCP listeners, retrying a busy port once a second for --listen-retry
@@ -488,8 +590,11 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         s->lis[s->nlis].proto = LISTEN_GEARMAN;
         s->nlis++;
     }
+    s->http_port = -1;
+    if (config_http_enabled(cfg) && open_http(s, err, errlen) != 0)
+        return -1;
     for (int i = 0; i < s->nlis; i++) {
-        /* one kind configured today: Gearman over plain sockets */
+        /* one transport configured today: plain sockets (HTTP does its own I/O) */
         s->lis[i].transport = transport_kinds[TRANSPORT_PLAIN];
         s->lis[i].transport_arg = NULL;
         ev_io_init(&s->lis_io[i], accept_cb, s->lis[i].fd, EV_READ);
@@ -536,12 +641,23 @@ int server_start(struct server *s, char *err, size_t errlen)
     if (store_open(&s->eng, &cmd_store_sink, store_notify, s, err, errlen) != 0)
         return -1;
     log_notice("spurd listening on port %d", s->port);
+    if (s->http != NULL)
+        log_notice("spurd serving HTTP on port %d", s->http_port);
     return 0;
 }
 
 int server_write_port_file(struct server *s, char *err, size_t errlen)
 {
     const struct config *cfg = s->cfg;
+    if (cfg->http_port_file != NULL && s->http != NULL) { /* before the port file: the sign */
+        char text[32];
+        snprintf(text, sizeof text, "%d\n", s->http_port);
+        if (file_write_atomic(cfg->http_port_file, text) != 0) {
+            snprintf(err, errlen, "cannot write --http-port-file %s: %s", cfg->http_port_file,
+                     strerror(errno));
+            return -1;
+        }
+    }
     if (cfg->port_file != NULL) {
         char text[32];
         snprintf(text, sizeof text, "%d\n", s->port);
@@ -584,6 +700,14 @@ void server_destroy(struct server *s)
     /* the store first: what finished before the stop is written now, and the teardown below
      * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
     store_close(&s->eng);
+    if (s->http != NULL) { /* every HTTP request leaves the engine, before the conns (whose
+                              teardown takes every peer left for a conn) */
+        ev_io_stop(s->loop, &s->http_io);
+        ev_io_stop(s->loop, &s->http_gone_io);
+        ev_timer_stop(s->loop, &s->http_timer);
+        http_destroy(s->http);
+        s->http = NULL;
+    }
     conn_ctx_destroy(&s->conns); /* every connection, then the shared buffer */
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);

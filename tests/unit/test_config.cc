@@ -135,7 +135,9 @@ TEST(Config, BadValuesRejected)
     for (auto args : std::vector<std::vector<std::string>>{
              {"-p", "70000"}, {"-p", "12x"}, {"-j", "-2"}, {"-j", "256"}, {"--verbose=LOUD"},
              {"--max-packet-size=10"}, {"--admin-shutdown=maybe"}, {"--store=redis:x"},
-             {"-q", "mysql"}, {"-q", "libsqlite3"}, {"--ssl"}, {"-r", "http"},
+             {"-q", "mysql"}, {"-q", "libsqlite3"}, {"--ssl"}, {"-r", "websocket"},
+             {"--http-port=70000"}, {"--http-max-body=0"}, {"--http-max-body=100M"},
+             {"--http-max-header-size=10"}, {"--http-idle-timeout=-1"},
              {"--max-packet-size=1G", "--max-output-buffer=1M"}, {"--grab-wait=1001"},
              {"--grab-wait=-1"}, {"--busy-poll=100001"}, {"--busy-poll=1.5"},
              {"--reply-batch=1000001"}, {"--can-do-timeout=retry"}, {"--can-do-timeout="}}) {
@@ -144,6 +146,36 @@ TEST(Config, BadValuesRejected)
         EXPECT_FALSE(p.err.empty());
         config_free(&p.c);
     }
+}
+
+TEST(Config, HttpOffByDefaultAndGearmandNamesTurnItOn)
+{
+    Parsed d = parse({});
+    ASSERT_EQ(d.rc, 0) << d.err;
+    EXPECT_FALSE(config_http_enabled(&d.c));
+    EXPECT_EQ(config_http_max_body(&d.c), (size_t)d.c.max_packet);
+    config_free(&d.c);
+    Parsed r = parse({"-r", "http"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(config_http_enabled(&r.c));
+    EXPECT_EQ(config_http_port(&r.c), 8080); /* gearmand's default */
+    config_free(&r.c);
+    Parsed p = parse({"--protocol=http", "--http-port=9090", "--http-listen=127.0.0.1",
+                      "--http-max-body=1M", "--http-max-connections=7",
+                      "--http-max-header-size=4k", "--http-idle-timeout=5"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(config_http_port(&p.c), 9090);
+    EXPECT_EQ(p.c.nhttp_listen, 1);
+    EXPECT_EQ(config_http_max_body(&p.c), (size_t)1 << 20);
+    EXPECT_EQ(p.c.http_max_connections, 7u);
+    EXPECT_EQ(p.c.http_max_header, 4096u);
+    EXPECT_EQ(p.c.http_idle_timeout, 5u);
+    config_free(&p.c);
+    Parsed q = parse({"--http-port=0"}); /* the port alone turns it on */
+    ASSERT_EQ(q.rc, 0) << q.err;
+    EXPECT_TRUE(config_http_enabled(&q.c));
+    EXPECT_EQ(config_http_port(&q.c), 0);
+    config_free(&q.c);
 }
 
 TEST(Config, SizesWithSuffixes)

@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* http: the HTTP front-end: libmicrohttpd in external-polling epoll mode, the route table, and
+ * job submission through an internal client per request (http.h). */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "engine.h"
+#include "job.h"
+#include "list.h"
+#include "log.h"
+#include "peer.h"
+#include "proto.h"
+#include "proto_bin.h"
+#include "session.h"
+#include "store.h"
+
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+#define GONE_EVENTS 64 /* disconnect notices handled per http_run */
+
+/* enum req_state is where a submission request is. */
+enum req_state {
+    REQ_BODY = 0, /* receiving the body */
+    REQ_WAIT,     /* submitted: waiting for JOB_CREATED or the job's result */
+    REQ_DONE,     /* the answer is known (status, headers, body): queue it */
+};
+
+/* struct http is the HTTP engine: the MHD daemon and the live requests. */
+struct http {
+    struct engine *eng;        /* the engine requests submit to (borrowed) */
+    const struct config *cfg;  /* limits (borrowed) */
+    struct MHD_Daemon *d;      /* libmicrohttpd, external polling through its epoll fd */
+    int gone_fd;               /* epoll: sockets of suspended requests, for EOF (EPOLLRDHUP) */
+    size_t max_body;           /* --http-max-body (or --max-packet-size) */
+    struct list_node dirty;    /* requests with replies or a close to look at (req.dnode) */
+    struct list_node all;      /* every live submission request (req.anode) */
+    size_t nreqs;              /* entries in all */
+    size_t resumed;            /* requests resumed by the last http_flush */
+    int stopping;              /* http_destroy runs: new requests are answered 503 */
+};
+
+/* struct req is one POST/PUT /FUNC request: the internal client the engine sees, and its
+ * answer. */
+struct req {
+    struct peer peer;          /* must be first: the engine's view (PEER_HTTP) */
+    struct http *h;            /* owner */
+    struct MHD_Connection *mc; /* its connection */
+    struct list_node dnode;    /* on h->dirty while on_dirty */
+    struct list_node anode;    /* on h->all */
+    enum req_state state;      /* REQ_* */
+    unsigned on_dirty : 1;     /* dnode is linked */
+    unsigned attached : 1;     /* peer is in the engine: session_detach it once */
+    unsigned suspended : 1;    /* MHD_suspend_connection was called, not yet resumed */
+    unsigned watched : 1;      /* fd is in h->gone_fd */
+    unsigned background : 1;   /* X-Gearman-Background: true */
+    unsigned too_large : 1;    /* the body passed the limit: dropped, answered 413 */
+    int fd;                    /* the socket, for the disconnect watch */
+    size_t body;               /* body bytes received (into peer.in, behind the packet header,
+                                  function and unique: the SUBMIT packet being built there counts
+                                  against --max-buffer-memory like any partial packet) */
+    size_t max_body;           /* the most body bytes this request may have */
+    struct buf rx;             /* replies drained from peer.out, not yet parsed */
+    unsigned status;           /* the answer's HTTP status */
+    const char *command;       /* X-Gearman-Command of the answer, or NULL */
+    char handle[JOB_HANDLE_BUF]; /* X-Gearman-Job-Handle, "" until JOB_CREATED */
+    struct buf out;            /* the answer's body (never consumed: data is the allocation) */
+};
+
+static struct log_limit http_limit = {1.0, 0, 0};
+
+/* ------------------------------------------------------------ answers */
+
+/* queue_answer queues status with body (taken over: malloc'd, freed by MHD) and the optional
+ * X-Gearman headers. Returns MHD's result. */
+static enum MHD_Result queue_answer(struct MHD_Connection *mc, unsigned status, char *body,
+                                    size_t len, const char *type, const char *handle,
+                                    const char *command, const char *allow)
+{
+    struct MHD_Response *rsp;
+    if (body != NULL)
+        rsp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    else
+        rsp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (rsp == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : TEXT_PLAIN);
+    if (handle != NULL && handle[0] != '\0')
+        MHD_add_response_header(rsp, "X-Gearman-Job-Handle", handle);
+    if (command != NULL)
+        MHD_add_response_header(rsp, "X-Gearman-Command", command);
+    if (allow != NULL)
+        MHD_add_response_header(rsp, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result r = MHD_queue_response(mc, status, rsp);
+    MHD_destroy_response(rsp);
+    return r;
+}
+
+/* answer_text queues status with a short text body formatted from fmt. */
+static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, const char *allow,
+                                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, const char *allow,
+                                   const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof text)
+        n = (int)sizeof text - 1;
+    char *body = NULL;
+    if (n > 0) {
+        body = malloc((size_t)n);
+        if (body == NULL)
+            return MHD_NO;
+        memcpy(body, text, (size_t)n);
+    }
+    return queue_answer(mc, status, body, (size_t)n, NULL, NULL, NULL, allow);
+}
+
+/* ------------------------------------------------------------ GET routes */
+
+/* page_healthz: 200 once the store's replay is done (the server hands out stored jobs), else
+ * 503. */
+static int page_healthz(struct engine *e, struct http_page *pg)
+{
+    int ready = !store_replaying(e);
+    const char *text = ready ? "ok\n" : "replaying the store\n";
+    pg->status = ready ? 200 : 503;
+    pg->len = strlen(text);
+    pg->body = malloc(pg->len);
+    if (pg->body == NULL)
+        return -1;
+    memcpy(pg->body, text, pg->len);
+    return 0;
+}
+
+const struct http_route http_routes[] = {
+    {"/healthz", page_healthz},
+    /* Slots wired by the lead at merge (the observability renderers, worktree obsstats); until
+     * then they answer 501. Each takes an http_page_fn adapter around its renderer. */
+    {"/metrics", NULL},      /* Prometheus text format */
+    {"/status.json", NULL},  /* 'status json' */
+    {"/workers.json", NULL}, /* 'workers json' */
+    {"/stats.json", NULL},   /* 'stats json' */
+    {NULL, NULL},
+};
+
+static const struct http_route *find_route(const char *path)
+{
+    for (const struct http_route *r = http_routes; r->path != NULL; r++)
+        if (strcmp(r->path, path) == 0)
+            return r;
+    return NULL;
+}
+
+static enum MHD_Result answer_page(struct http *h, struct MHD_Connection *mc,
+                                   const struct http_route *rt)
+{
+    if (rt->page == NULL)
+        return answer_text(mc, MHD_HTTP_NOT_IMPLEMENTED, NULL,
+                           "%s is not available in this build\n", rt->path);
+    struct http_page pg = {200, NULL, NULL, 0};
+    if (rt->page(h->eng, &pg) != 0) {
+        free(pg.body);
+        return answer_text(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
+    }
+    return queue_answer(mc, pg.status, pg.body, pg.len, pg.type, NULL, NULL, NULL);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void dirty_add(struct req *r)
+{
+    if (r->on_dirty)
+        return;
+    r->on_dirty = 1;
+    list_push_back(&r->h->dirty, &r->dnode);
+}
+
+static void dirty_del(struct req *r)
+{
+    if (!r->on_dirty)
+        return;
+    r->on_dirty = 0;
+    list_del(&r->dnode);
+}
+
+static void unwatch(struct req *r)
+{
+    if (!r->watched)
+        return;
+    r->watched = 0;
+    epoll_ctl(r->h->gone_fd, EPOLL_CTL_DEL, r->fd, NULL);
+}
+
+/* detach takes r's peer out of the engine: a job it waits on is left as a vanished binary
+ * client leaves it (queued and waited on by nobody else: dropped; running: runs on). */
+static void detach(struct req *r)
+{
+    if (!r->attached)
+        return;
+    r->attached = 0;
+    session_detach(&r->peer);
+}
+
+static void req_free(struct req *r)
+{
+    detach(r);
+    dirty_del(r);
+    unwatch(r);
+    list_del(&r->anode);
+    r->h->nreqs--;
+    buf_free(&r->rx);
+    buf_free(&r->out);
+    free(r);
+}
+
+/* finish sets r's answer and releases what it held in the engine. */
+static void finish(struct req *r, unsigned status, const char *command)
+{
+    if (r->state == REQ_DONE)
+        return;
+    r->state = REQ_DONE;
+    r->status = status;
+    r->command = command;
+    detach(r);
+    buf_free(&r->rx);
+}
+
+/* finish_text is finish with a text body replacing what was collected. */
+static void finish_text(struct req *r, unsigned status, const char *command, const char *text,
+                        const void *extra, size_t extra_len)
+{
+    buf_free(&r->out);
+    if (buf_append(&r->out, text, strlen(text)) != 0 ||
+        (extra_len > 0 && buf_append(&r->out, extra, extra_len) != 0) ||
+        buf_append(&r->out, "\n", 1) != 0)
+        buf_free(&r->out); /* out of memory: the status alone says it */
+    finish(r, status, command);
+}
+
+/* error_status maps an ERROR packet's code to an HTTP status. */
+static unsigned error_status(const char *code, size_t len)
+{
+    if ((len == strlen(PROTO_ERR_ARGUMENT_TOO_LARGE) &&
+         memcmp(code, PROTO_ERR_ARGUMENT_TOO_LARGE, len) == 0) ||
+        (len == strlen(PROTO_ERR_INVALID_ARGUMENT) &&
+         memcmp(code, PROTO_ERR_INVALID_ARGUMENT, len) == 0))
+        return MHD_HTTP_BAD_REQUEST;
+    return MHD_HTTP_SERVICE_UNAVAILABLE; /* queue full, store error, out of memory */
+}
+
+/* reply handles one packet the engine queued for r. */
+static void reply(struct req *r, const struct pb_packet *pkt)
+{
+    switch (pkt->cmd) {
+    case CMD_JOB_CREATED:
+        snprintf(r->handle, sizeof r->handle, "%.*s", (int)pkt->len[0], pkt->arg[0]);
+        if (r->background)
+            finish(r, MHD_HTTP_OK, "JOB_CREATED");
+        return;
+    case CMD_WORK_DATA:
+    case CMD_WORK_COMPLETE:
+        if (pkt->data_len > 0 && buf_append(&r->out, pkt->data, pkt->data_len) != 0) {
+            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+            return;
+        }
+        if (buf_len(&r->out) > r->h->cfg->max_output) {
+            finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
+                        "the result is larger than --max-output-buffer", NULL, 0);
+            return;
+        }
+        if (pkt->cmd == CMD_WORK_COMPLETE)
+            finish(r, MHD_HTTP_OK, "WORK_COMPLETE");
+        return;
+    case CMD_WORK_FAIL:
+        finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_FAIL", "the job failed (WORK_FAIL)",
+                    NULL, 0);
+        return;
+    case CMD_WORK_EXCEPTION:
+        finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_EXCEPTION",
+                    "the job failed with an exception (WORK_EXCEPTION): ", pkt->data,
+                    pkt->data_len);
+        return;
+    case CMD_ERROR: {
+        char text[400];
+        snprintf(text, sizeof text, "ERROR %.*s: %.*s", (int)pkt->len[0], pkt->arg[0],
+                 (int)pkt->len[1], pkt->arg[1]);
+        finish_text(r, error_status(pkt->arg[0], pkt->len[0]), "ERROR", text, NULL, 0);
+        return;
+    }
+    default: /* WORK_STATUS, WORK_WARNING: not part of the answer */
+        return;
+    }
+}
+
+/* drain takes what the engine queued for r (binary reply packets) and turns it into r's
+ * answer, as far as it goes. */
+static void drain(struct req *r)
+{
+    dirty_del(r);
+    struct peer *p = &r->peer;
+    if (!r->attached)
+        return;
+    size_t n = outq_pending(&p->out);
+    if (n > 0) {
+        struct iovec iov[64];
+        while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
+            int k = outq_iov(&p->out, iov, 64);
+            size_t got = 0;
+            for (int i = 0; i < k; i++) {
+                if (buf_append(&r->rx, iov[i].iov_base, iov[i].iov_len) != 0) {
+                    finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+                    return;
+                }
+                got += iov[i].iov_len;
+            }
+            outq_consume(&p->out, got);
+            peer_account(p);
+            /* parse the whole packets received so far */
+            while (r->state != REQ_DONE && buf_len(&r->rx) > 0) {
+                struct pb_packet pkt;
+                size_t used = 0;
+                enum pb_status st = pb_parse(buf_head(&r->rx), buf_len(&r->rx),
+                                             PROTO_MAGIC_RES, UINT32_MAX, &pkt, &used);
+                if (st == PB_NEED_MORE)
+                    break;
+                if (st != PB_OK) { /* cannot happen: the engine encodes what it queues */
+                    finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "bad reply", NULL, 0);
+                    return;
+                }
+                reply(r, &pkt);
+                if (r->state != REQ_DONE)
+                    buf_consume(&r->rx, used);
+            }
+        }
+    }
+    if (r->state != REQ_DONE && (p->flags & PEER_CLOSING))
+        finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+                    "the server dropped the request (out of memory or --max-buffer-memory)",
+                    NULL, 0);
+}
+
+/* ------------------------------------------------------------ submission */
+
+/* header_value returns the value of request header name, or NULL. */
+static const char *header_value(struct MHD_Connection *mc, const char *name)
+{
+    return MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name);
+}
+
+/* start_submit checks a POST/PUT /FUNC request's headers and sets up its request. Returns the
+ * request, or NULL after queueing a 4xx/5xx answer (*rc). */
+static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const char *fn,
+                                enum MHD_Result *rc)
+{
+    size_t fnl = strlen(fn);
+    if (fnl == 0) {
+        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+                          "no function: submit a job with POST /FUNCTION\n");
+        return NULL;
+    }
+    if (strchr(fn, '/') != NULL) {
+        *rc = answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
+                          "unknown path: submit a job with POST /FUNCTION\n");
+        return NULL;
+    }
+    int bg = 0;
+    const char *v = header_value(mc, "X-Gearman-Background");
+    if (v != NULL && strcasecmp(v, "true") == 0)
+        bg = 1;
+    uint32_t cmd = bg ? CMD_SUBMIT_JOB_BG : CMD_SUBMIT_JOB;
+    v = header_value(mc, "X-Gearman-Priority");
+    if (v != NULL && strcasecmp(v, "high") == 0)
+        cmd = bg ? CMD_SUBMIT_JOB_HIGH_BG : CMD_SUBMIT_JOB_HIGH;
+    else if (v != NULL && strcasecmp(v, "low") == 0)
+        cmd = bg ? CMD_SUBMIT_JOB_LOW_BG : CMD_SUBMIT_JOB_LOW;
+    else if (v != NULL && strcasecmp(v, "normal") != 0) {
+        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+                          "X-Gearman-Priority must be high, normal or low\n");
+        return NULL;
+    }
+    const char *uq = header_value(mc, "X-Gearman-Unique");
+    size_t uql = uq != NULL ? strlen(uq) : 0;
+    /* the whole packet must fit --max-packet-size */
+    size_t room = (size_t)h->cfg->max_packet > fnl + uql + 2 ? h->cfg->max_packet - fnl - uql - 2 : 0;
+    size_t max_body = h->max_body < room ? h->max_body : room;
+    const char *cl = header_value(mc, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL) {
+        char *end;
+        errno = 0;
+        unsigned long long len = strtoull(cl, &end, 10);
+        if (errno == 0 && end != cl && len > max_body) {
+            *rc = answer_text(mc, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
+                              "the body is larger than --http-max-body (%zu bytes)\n",
+                              h->max_body);
+            return NULL;
+        }
+    }
+    /* the function name and unique are checked by the engine, as for a binary submit; only
+     * what would not fit a packet is refused here */
+    if (fnl > h->cfg->max_function || uql > PROTO_UNIQUE_MAX) {
+        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL, "%s\n",
+                          fnl > h->cfg->max_function ? "function name too long"
+                                                     : "X-Gearman-Unique too long");
+        return NULL;
+    }
+    struct req *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        *rc = MHD_NO;
+        return NULL;
+    }
+    r->h = h;
+    r->mc = mc;
+    r->max_body = max_body;
+    r->background = (unsigned)bg;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    r->fd = ci != NULL ? ci->connect_fd : -1;
+    char ip[48] = "-";
+    ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci != NULL && ci->client_addr != NULL) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
+    }
+    peer_init(&r->peer, h->eng, r->fd, ip, 0);
+    r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
+    list_node_init(&r->dnode);
+    list_push_back(&h->all, &r->anode);
+    h->nreqs++;
+    /* the client is attached from now on, so the body it sends counts in the buffer budget
+     * (and sheds it, worst first, like a connection sending a large packet) */
+    peer_attach(&r->peer);
+    r->attached = 1;
+    /* the packet: header (size patched at submit), function, NUL, unique, NUL, then the body */
+    struct peer *p = &r->peer;
+    unsigned char hdr[PROTO_HEADER_SIZE];
+    proto_header(hdr, PROTO_MAGIC_REQ, cmd, 0);
+    if (buf_append(&p->in, hdr, sizeof hdr) != 0 || buf_append(&p->in, fn, fnl + 1) != 0 ||
+        (uql > 0 && buf_append(&p->in, uq, uql) != 0) || buf_append(&p->in, "", 1) != 0) {
+        req_free(r);
+        *rc = MHD_NO;
+        return NULL;
+    }
+    peer_account(p);
+    return r;
+}
+
+/* take_body appends n body bytes to r's packet, or drops them once the request is refused or
+ * the body passed its limit. */
+static void take_body(struct req *r, const char *data, size_t n)
+{
+    struct peer *p = &r->peer;
+    if (r->state != REQ_BODY || r->too_large || (p->flags & PEER_CLOSING))
+        return;
+    if (r->body + n > r->max_body) {
+        r->too_large = 1; /* a chunked body past the limit: dropped as it arrives */
+        buf_free(&p->in);
+        peer_account(p);
+        return;
+    }
+    if (buf_append(&p->in, data, n) != 0) {
+        peer_close(p); /* out of memory: answered 503 */
+        return;
+    }
+    r->body += n;
+    peer_account(p); /* may shed r (or others) when all buffers passed the budget */
+}
+
+/* submit hands r's packet, now whole in its input buffer, to the engine. */
+static void submit(struct req *r)
+{
+    struct peer *p = &r->peer;
+    size_t n = buf_len(&p->in);
+    proto_put32(buf_head(&p->in) + 8, (uint32_t)(n - PROTO_HEADER_SIZE));
+    r->state = REQ_WAIT;
+    session_process(p);
+    drain(r);
+}
+
+/* answer queues r's known answer; the body goes to MHD. */
+static enum MHD_Result answer_req(struct req *r)
+{
+    size_t len = buf_len(&r->out);
+    char *body = len > 0 ? r->out.data : NULL; /* out is never consumed: data is its start */
+    if (body != NULL)
+        memset(&r->out, 0, sizeof r->out);
+    else
+        buf_free(&r->out);
+    /* a job's result is bytes; anything else is a message */
+    const char *type = r->status == MHD_HTTP_OK ? "application/octet-stream" : TEXT_PLAIN;
+    return queue_answer(r->mc, r->status, body, len, type, r->handle, r->command, NULL);
+}
+
+/* suspend parks r's connection until its answer is known, watching its socket for the client
+ * going away meanwhile. */
+static void suspend(struct req *r)
+{
+    MHD_suspend_connection(r->mc);
+    r->suspended = 1;
+    if (r->fd >= 0 && !r->watched) {
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLRDHUP | EPOLLONESHOT;
+        ev.data.ptr = r;
+        if (epoll_ctl(r->h->gone_fd, EPOLL_CTL_ADD, r->fd, &ev) == 0)
+            r->watched = 1;
+    }
+}
+
+static void resume(struct req *r)
+{
+    unwatch(r);
+    if (!r->suspended)
+        return;
+    r->suspended = 0;
+    MHD_resume_connection(r->mc);
+    r->h->resumed++;
+}
+
+/* get_marker is the request context of a GET or HEAD until it is answered. */
+static char get_marker;
+
+/* on_request is MHD's access handler: called once the headers are in, for each piece of the
+ * body, once the body is complete, and again after a resume. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct http *h = cls;
+    struct req *r = *con_cls;
+    if (r == (struct req *)&get_marker) {
+        /* a GET or HEAD, answered once the whole request is in, so the connection stays open
+         * for the next one (a body sent with it is read and dropped) */
+        if (*upload_size > 0) {
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        const struct http_route *rt = find_route(url);
+        if (rt != NULL)
+            return answer_page(h, mc, rt);
+        return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
+                           "unknown path: submit a job with POST /FUNCTION\n");
+    }
+    if (r == NULL && h->stopping)
+        return answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server is stopping\n");
+    if (r == NULL) {
+        const struct http_route *rt = find_route(url);
+        int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+                  strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+        int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0 ||
+                   strcmp(method, MHD_HTTP_METHOD_PUT) == 0;
+        if (get) {
+            *con_cls = &get_marker;
+            return MHD_YES;
+        }
+        if (rt != NULL)
+            return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
+                               "%s answers GET and HEAD\n", rt->path);
+        if (!post)
+            return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST, PUT",
+                               "a job is submitted with POST or PUT\n");
+        enum MHD_Result rc = MHD_YES;
+        r = start_submit(h, mc, url[0] == '/' ? url + 1 : url, &rc);
+        if (r == NULL)
+            return rc;
+        *con_cls = r;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        take_body(r, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    switch (r->state) {
+    case REQ_BODY:
+        drain(r); /* closed while its body arrived (the buffer budget): answered 503 */
+        if (r->state == REQ_DONE)
+            return answer_req(r);
+        if (r->too_large) {
+            finish_text(r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
+                        "the body is larger than --http-max-body", NULL, 0);
+            return answer_req(r);
+        }
+        submit(r);
+        if (r->state == REQ_DONE)
+            return answer_req(r);
+        suspend(r);
+        return MHD_YES;
+    case REQ_WAIT: /* resumed before its answer was known (cannot happen): wait again */
+        suspend(r);
+        return MHD_YES;
+    case REQ_DONE:
+        return answer_req(r);
+    }
+    return MHD_NO;
+}
+
+/* on_completed is MHD's notice that a request is over: answered, or its connection closed or
+ * timed out first. */
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)mc;
+    struct req *r = *con_cls;
+    if (r == NULL || r == (struct req *)&get_marker)
+        return;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->state != REQ_DONE)
+        log_limited(&http_limit, LOG_INFO, __FILE__, __LINE__,
+                    "HTTP client %s went away before its answer (%d)", r->peer.ip, (int)toe);
+    *con_cls = NULL;
+    req_free(r);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char text[300];
+    vsnprintf(text, sizeof text, fmt, ap);
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = '\0';
+    log_limited(&http_limit, LOG_DEBUG, __FILE__, __LINE__, "libmicrohttpd: %s", text);
+}
+
+/* ------------------------------------------------------------ the engine's ops for HTTP peers */
+
+void http_peer_output(struct peer *p)
+{
+    dirty_add((struct req *)p);
+}
+
+void http_peer_close(struct peer *p)
+{
+    dirty_add((struct req *)p);
+}
+
+void http_peer_resume(struct peer *p)
+{
+    struct req *r = (struct req *)p;
+    if (!r->attached || (p->flags & PEER_CLOSING))
+        return;
+    session_process(p);
+    dirty_add(r);
+}
+
+/* ------------------------------------------------------------ the shell's calls */
+
+struct http *http_new(struct engine *e, const struct config *cfg, char *err, size_t errlen)
+{
+    struct http *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    h->eng = e;
+    h->cfg = cfg;
+    h->max_body = config_http_max_body(cfg);
+    list_node_init(&h->dirty);
+    list_node_init(&h->all);
+    h->gone_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (h->gone_fd < 0) {
+        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+        free(h);
+        return NULL;
+    }
+    /* the pool holds the request line and headers plus MHD's read and write buffers */
+    size_t pool = 2 * cfg->http_max_header + 8192;
+    h->d = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                                MHD_USE_ERROR_LOG,
+                            0, NULL, NULL, on_request, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first: all messages */
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_connections,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+                            MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_idle_timeout,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_END);
+    if (h->d == NULL) {
+        snprintf(err, errlen, "cannot start the HTTP engine (libmicrohttpd)");
+        close(h->gone_fd);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void http_destroy(struct http *h)
+{
+    if (h == NULL)
+        return;
+    /* every request leaves the engine as a vanished client would; suspended ones are resumed,
+     * since MHD may not be stopped with suspended connections */
+    h->stopping = 1;
+    list_for_each(it, &h->all) {
+        struct req *r = container_of(it, struct req, anode);
+        drain(r); /* a result that arrived in the last loop iteration is still answered */
+        if (r->state != REQ_DONE)
+            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server is stopping", NULL, 0);
+        resume(r);
+    }
+    /* a few non-blocking rounds write the answers to clients that read them */
+    for (int i = 0; i < 4; i++)
+        MHD_run(h->d);
+    MHD_stop_daemon(h->d); /* frees the requests (on_completed) */
+    while (!list_empty(&h->all))
+        req_free(container_of(list_first(&h->all), struct req, anode));
+    close(h->gone_fd);
+    free(h);
+}
+
+void http_fds(const struct http *h, int *mhd_fd, int *gone_fd)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+    *mhd_fd = di != NULL ? di->epoll_fd : -1;
+    *gone_fd = h->gone_fd;
+}
+
+int http_add(struct http *h, int fd, const struct sockaddr *sa, socklen_t salen)
+{
+    if (MHD_add_connection(h->d, fd, sa, salen) != MHD_YES) { /* MHD closed fd */
+        log_limited(&http_limit, LOG_WARNING, __FILE__, __LINE__,
+                    "HTTP connection refused: %s (--http-max-connections %zu)", strerror(errno),
+                    h->cfg->http_max_connections);
+        return -1;
+    }
+    return 0;
+}
+
+/* check_gone looks at the sockets of suspended requests that reported a hang-up or input. */
+static void check_gone(struct http *h)
+{
+    struct epoll_event ev[GONE_EVENTS];
+    int n = epoll_wait(h->gone_fd, ev, GONE_EVENTS, 0);
+    for (int i = 0; i < n; i++) {
+        struct req *r = ev[i].data.ptr;
+        r->watched = 0; /* one-shot: disarmed */
+        epoll_ctl(h->gone_fd, EPOLL_CTL_DEL, r->fd, NULL);
+        if (r->state == REQ_DONE)
+            continue;
+        log_limited(&http_limit, LOG_INFO, __FILE__, __LINE__,
+                    "HTTP client %s went away while its job ran", r->peer.ip);
+        finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "client gone", NULL, 0);
+        resume(r); /* MHD answers, finds the socket closed, and frees the request */
+    }
+}
+
+void http_run(struct http *h)
+{
+    check_gone(h);
+    MHD_run(h->d);
+}
+
+long long http_timeout_ms(struct http *h)
+{
+    MHD_UNSIGNED_LONG_LONG t;
+    if (MHD_get_timeout(h->d, &t) != MHD_YES)
+        return -1;
+    return t > (MHD_UNSIGNED_LONG_LONG)LLONG_MAX ? LLONG_MAX : (long long)t;
+}
+
+size_t http_flush(struct http *h)
+{
+    h->resumed = 0;
+    while (!list_empty(&h->dirty)) {
+        struct req *r = container_of(list_first(&h->dirty), struct req, dnode);
+        drain(r);
+        if (r->state == REQ_DONE)
+            resume(r);
+    }
+    return h->resumed;
+}
+
+size_t http_requests(const struct http *h)
+{
+    return h->nreqs;
+}

@@ -1,0 +1,618 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The HTTP front-end (docs/HTTP.md): GET /healthz and the route table, job submission as
+gearmand's -r http protocol does it (POST /FUNC), with curl for the client side and raw sockets
+for malformed requests, keep-alive and HTTP/1.0; the limits (--http-max-body,
+--http-max-header-size, --http-max-connections, --http-idle-timeout); a client that goes away
+while its job waits or runs.
+
+Workers speak raw Gearman bytes (gearman_wire). Every wait is bounded; where a test must know
+that the server reached a state, it polls an observable (admin status, GET_STATUS_UNIQUE) with a
+generous deadline instead of sleeping.
+"""
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import EXTERNAL
+from gearman_wire import (CAN_DO, GET_STATUS_UNIQUE, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN,
+                          JOB_ASSIGN_UNIQ, NOOP, PRE_SLEEP, STATUS_RES_UNIQUE, WORK_COMPLETE,
+                          WORK_DATA, WORK_EXCEPTION, WORK_FAIL, admin_status)
+
+pytestmark = [pytest.mark.spur_only,
+              pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd")]
+
+DEADLINE = 20.0  # generous bound for anything the server must do (CI runs under a CPU hog)
+
+
+class Http:
+    """A spurd with its HTTP listener on a free port."""
+
+    def __init__(self, server, port_file):
+        self.server = server
+        with open(port_file) as f:
+            self.port = int(f.read())
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def curl(self, path, data=None, headers=(), method=None, extra=()):
+        """Run curl; return (status, {lower-case header: value}, body bytes)."""
+        d = self.server.tmpdir
+        hfile, bfile = os.path.join(d, "curl.h"), os.path.join(d, "curl.b")
+        args = ["curl", "-sS", "--max-time", str(DEADLINE), "-D", hfile, "-o", bfile,
+                "-w", "%{http_code}"]
+        for h in headers:
+            args += ["-H", h]
+        if data is not None:
+            args += ["--data-binary", "@-"]
+        if method:
+            args += ["-X", method]
+        args += list(extra) + [self.url + path]
+        r = subprocess.run(args, input=data, capture_output=True, timeout=DEADLINE + 10)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout), parse_headers(open(hfile, "rb").read()), open(bfile, "rb").read()
+
+    def curl_bg(self, path, data, headers=()):
+        """Start curl in the background (a foreground job that waits); returns the Popen and the
+        files its headers and body go to."""
+        d = self.server.tmpdir
+        n = len(os.listdir(d))
+        hfile, bfile = os.path.join(d, "bg%d.h" % n), os.path.join(d, "bg%d.b" % n)
+        dfile = os.path.join(d, "bg%d.d" % n)
+        with open(dfile, "wb") as f:
+            f.write(data)
+        args = ["curl", "-sS", "--max-time", str(DEADLINE), "-D", hfile, "-o", bfile,
+                "-w", "%{http_code}", "--data-binary", "@" + dfile]
+        for h in headers:
+            args += ["-H", h]
+        p = subprocess.Popen(args + [self.url + path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        return p, hfile, bfile
+
+    def raw(self, timeout=DEADLINE):
+        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+
+
+def parse_headers(raw):
+    """The last header block of curl's -D output as a dict (keys lower-case)."""
+    blocks = [b for b in raw.split(b"\r\n\r\n") if b.strip()]
+    out = {}
+    for line in blocks[-1].split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        out[k.strip().lower().decode()] = v.strip().decode()
+    return out
+
+
+def finish_bg(p, hfile, bfile):
+    out, err = p.communicate(timeout=DEADLINE + 10)
+    assert p.returncode == 0, err
+    return int(out), parse_headers(open(hfile, "rb").read()), open(bfile, "rb").read()
+
+
+def read_response(sock, buf=b""):
+    """Read one HTTP response with a Content-Length from sock. Returns (status line, headers,
+    body, rest of buf)."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed before a response: %r" % buf
+        buf += chunk
+    head, _, buf = buf.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(b":")
+        headers[k.strip().lower().decode()] = v.strip().decode()
+    n = int(headers.get("content-length", "0"))
+    while len(buf) < n:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside a body"
+        buf += chunk
+    return lines[0].decode(), headers, buf[:n], buf[n:]
+
+
+def assert_closed(sock):
+    """The server closes sock (after whatever it still sends)."""
+    sock.settimeout(DEADLINE)
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return
+        if not chunk:
+            return
+
+
+def wait_for(cond, what):
+    deadline = time.monotonic() + DEADLINE
+    while not cond():
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def http_factory_real(server_factory, tmp_path):
+    """server_factory with the HTTP port file in the server's own directory."""
+    def make(*args):
+        d = tmp_path / ("s%d" % len(list(tmp_path.iterdir())))
+        d.mkdir()
+        pf = str(d / "http-port")
+        s = server_factory("--http-port=0", "--http-listen=127.0.0.1", "--http-port-file=" + pf,
+                           *args, tmpdir=str(d))
+        return Http(s, pf)
+    return make
+
+
+@pytest.fixture
+def http(http_factory_real):
+    return http_factory_real()
+
+
+class Worker:
+    """A raw-bytes worker for one function."""
+
+    def __init__(self, server, func):
+        self.c = server.connect(timeout=DEADLINE)
+        self.func = func
+        self.c.send_packet(CAN_DO, func)
+
+    def next_job(self, uniq=False):
+        """Sleep until woken, then grab a job: returns (handle, unique or None, payload)."""
+        while True:
+            self.c.send_packet(PRE_SLEEP)
+            self.c.expect(NOOP, timeout=DEADLINE)
+            self.c.send_packet(GRAB_JOB_UNIQ if uniq else GRAB_JOB)
+            magic, cmd, body = self.c.read_packet(timeout=DEADLINE)
+            if cmd in (JOB_ASSIGN, JOB_ASSIGN_UNIQ):
+                parts = body.split(b"\0", 3 if uniq else 2)
+                if uniq:
+                    return parts[0], parts[2], parts[3]
+                return parts[0], None, parts[2]
+
+    def close(self):
+        self.c.close()
+
+
+# ------------------------------------------------------------------ routes
+
+
+def test_healthz_answers_200_with_keep_alive_and_head(http):
+    status, headers, body = http.curl("/healthz")
+    assert status == 200 and body == b"ok\n"
+    status, headers, body = http.curl("/healthz", extra=["-I"])  # HEAD
+    assert status == 200 and headers["content-length"] == "3"
+    # two GETs on one connection: the first answer does not close it
+    s = http.raw()
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    line, headers, body, rest = read_response(s)
+    assert line == "HTTP/1.1 200 OK" and body == b"ok\n"
+    assert headers.get("connection", "").lower() != "close"
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    line, headers, body, rest = read_response(s, rest)
+    assert line == "HTTP/1.1 200 OK" and body == b"ok\n"
+    s.close()
+
+
+def test_healthz_waits_for_the_store_replay_with_a_store(http_factory_real, tmp_path):
+    h = http_factory_real("--store=sqlite:" + str(tmp_path / "q.db"))
+    status, _, body = h.curl("/healthz")
+    assert status == 200 and body == b"ok\n"  # the port file is written after the replay began;
+    # an empty store's replay is done by the time a request is served, or answers 503
+
+
+def test_unknown_path_404_bad_method_405_unwired_slot_501(http):
+    assert http.curl("/nope")[0] == 404
+    assert http.curl("/")[0] == 404
+    status, headers, _ = http.curl("/healthz", data=b"x")  # POST to a page
+    assert status == 405 and headers["allow"] == "GET, HEAD"
+    status, headers, _ = http.curl("/fn", method="DELETE")
+    assert status == 405 and headers["allow"] == "POST, PUT"
+    for path in ("/metrics", "/status.json", "/workers.json", "/stats.json"):
+        assert http.curl(path)[0] == 501, path
+    assert http.curl("/healthz")[0] == 200
+
+
+# ------------------------------------------------------------------ submission
+
+
+def test_background_submit_returns_handle_and_the_worker_gets_the_payload(http):
+    status, headers, body = http.curl("/bgfn", data=b"payload\0with nul",
+                                      headers=["X-Gearman-Background: true"])
+    assert status == 200 and body == b""
+    assert headers["x-gearman-command"] == "JOB_CREATED"
+    handle = headers["x-gearman-job-handle"].encode()
+    assert handle.startswith(b"H:")
+    w = Worker(http.server, "bgfn")
+    got, _, payload = w.next_job()
+    assert got == handle and payload == b"payload\0with nul"
+    w.c.send_packet(WORK_COMPLETE, handle, b"")
+    w.c.echo_roundtrip()
+    w.close()
+
+
+def test_foreground_submit_returns_work_data_chunks_intact(http):
+    w = Worker(http.server, "fg")
+    p = http.curl_bg("/fg", b"in", headers=["X-Gearman-Unique: u-fg"])
+    handle, _, payload = w.next_job()
+    assert payload == b"in"
+    # gearmand drops the last byte of each WORK_DATA chunk; spurd keeps every byte
+    w.c.send_packet(WORK_DATA, handle, b"abc")
+    w.c.send_packet(WORK_DATA, handle, b"d")
+    w.c.send_packet(WORK_COMPLETE, handle, b"ef\0g")
+    status, headers, body = finish_bg(*p)
+    assert status == 200
+    assert body == b"abcdef\0g"
+    assert headers["x-gearman-job-handle"].encode() == handle
+    assert headers["x-gearman-command"] == "WORK_COMPLETE"
+    w.close()
+
+
+def test_put_submits_like_post(http):
+    status, headers, _ = http.curl("/putfn", data=b"x", method="PUT",
+                                   headers=["X-Gearman-Background: true"])
+    assert status == 200 and headers["x-gearman-command"] == "JOB_CREATED"
+    c = http.server.connect()
+    assert admin_status(c)[b"putfn"][0] == 1
+    c.close()
+
+
+def test_priority_header_orders_background_jobs(http):
+    for prio, data in (("low", b"L"), ("normal", b"N"), ("high", b"H")):
+        status, _, _ = http.curl("/prio", data=data, headers=["X-Gearman-Background: true",
+                                                              "X-Gearman-Priority: " + prio])
+        assert status == 200
+    status, _, _ = http.curl("/prio", data=b"N2", headers=["X-Gearman-Background: true"])
+    assert status == 200
+    w = Worker(http.server, "prio")
+    order = []
+    for _ in range(4):
+        handle, _, payload = w.next_job()
+        order.append(payload)
+        w.c.send_packet(WORK_COMPLETE, handle, b"")
+    assert order == [b"H", b"N", b"N2", b"L"]
+    w.close()
+
+
+def test_bad_priority_is_400(http):
+    status, _, body = http.curl("/fn", data=b"x", headers=["X-Gearman-Priority: urgent"])
+    assert status == 400 and b"X-Gearman-Priority" in body
+
+
+def test_same_unique_coalesces_two_requests_onto_one_job(http):
+    w = Worker(http.server, "co")
+    c = http.server.connect(timeout=DEADLINE)
+
+    def waiting(n):
+        c.send_packet(GET_STATUS_UNIQUE, b"same")
+        args = c.expect(STATUS_RES_UNIQUE).split(b"\0")
+        return args[1] == b"1" and int(args[5]) == n
+
+    p1 = http.curl_bg("/co", b"one", headers=["X-Gearman-Unique: same"])
+    wait_for(lambda: waiting(1), "the first request to wait on its job")
+    p2 = http.curl_bg("/co", b"two", headers=["X-Gearman-Unique: same"])
+    wait_for(lambda: waiting(2), "both requests to wait on the job")
+    handle, unique, payload = w.next_job(uniq=True)
+    assert unique == b"same" and payload == b"one"
+    w.c.send_packet(WORK_COMPLETE, handle, b"shared result")
+    for p in (p1, p2):
+        status, headers, body = finish_bg(*p)
+        assert status == 200 and body == b"shared result"
+        assert headers["x-gearman-job-handle"].encode() == handle
+    assert admin_status(c).get(b"co", (0,))[0] == 0
+    c.close()
+    w.close()
+
+
+def test_no_unique_header_does_not_coalesce_equal_bodies(http):
+    for _ in range(2):
+        assert http.curl("/nu", data=b"same", headers=["X-Gearman-Background: true"])[0] == 200
+    c = http.server.connect()
+    assert admin_status(c)[b"nu"][0] == 2
+    c.close()
+
+
+def test_worker_failure_and_exception_are_500_with_a_clear_body(http):
+    w = Worker(http.server, "bad")
+    p = http.curl_bg("/bad", b"x")
+    handle, _, _ = w.next_job()
+    w.c.send_packet(WORK_DATA, handle, b"partial")
+    w.c.send_packet(WORK_FAIL, handle)
+    status, headers, body = finish_bg(*p)
+    assert status == 500 and headers["x-gearman-command"] == "WORK_FAIL"
+    assert b"failed" in body and b"partial" not in body
+    p = http.curl_bg("/bad", b"y")
+    handle, _, _ = w.next_job()
+    w.c.send_packet(WORK_EXCEPTION, handle, b"division by zero")
+    status, headers, body = finish_bg(*p)
+    assert status == 500 and headers["x-gearman-command"] == "WORK_EXCEPTION"
+    assert b"division by zero" in body
+    w.close()
+
+
+def test_engine_errors_are_4xx_or_5xx(http):
+    # a function name the engine refuses (a space: URL-decoded by the server)
+    status, headers, body = http.curl("/has%20space", data=b"x")
+    assert status == 400 and headers["x-gearman-command"] == "ERROR"
+    assert b"INVALID_ARGUMENT" in body
+    status, _, body = http.curl("/fn", data=b"x", headers=["X-Gearman-Unique: " + "u" * 65])
+    assert status == 400
+    # maxqueue: a full queue is 503
+    c = http.server.connect()
+    assert http.curl("/full", data=b"1", headers=["X-Gearman-Background: true"])[0] == 200
+    assert c.admin("maxqueue full 1\n").startswith(b"OK")
+    status, _, body = http.curl("/full", data=b"2", headers=["X-Gearman-Background: true"])
+    assert status == 503 and b"QUEUE_ERROR" in body
+    c.close()
+
+
+def test_keep_alive_serves_submissions_one_after_another(http):
+    s = http.raw()
+    rest = b""
+    handles = set()
+    for i in range(3):
+        s.sendall(b"POST /ka HTTP/1.1\r\nHost: x\r\nX-Gearman-Background: true\r\n"
+                  b"Content-Length: 1\r\n\r\n" + str(i).encode())
+        line, headers, body, rest = read_response(s, rest)
+        assert line == "HTTP/1.1 200 OK"
+        handles.add(headers["x-gearman-job-handle"])
+    assert len(handles) == 3
+    # and a foreground one on the same connection
+    w = Worker(http.server, "ka2")
+    s.sendall(b"POST /ka2 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+    handle, _, payload = w.next_job()
+    assert payload == b"hi"
+    w.c.send_packet(WORK_COMPLETE, handle, b"done")
+    line, headers, body, rest = read_response(s, rest)
+    assert line == "HTTP/1.1 200 OK" and body == b"done"
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    line, _, body, rest = read_response(s, rest)
+    assert body == b"ok\n"
+    s.close()
+    w.close()
+
+
+def test_http_1_0_request_is_answered_and_closed(http):
+    s = http.raw()
+    s.sendall(b"POST /old HTTP/1.0\r\nX-Gearman-Background: true\r\nContent-Length: 3\r\n\r\nabc")
+    line, headers, body, rest = read_response(s)
+    assert line.startswith("HTTP/1.") and " 200 " in line
+    assert headers["x-gearman-command"] == "JOB_CREATED"
+    assert_closed(s)
+    s.close()
+
+
+def test_chunked_body_is_accepted(http):
+    status, headers, _ = http.curl("/chunk", data=b"abcdef",
+                                   headers=["Transfer-Encoding: chunked",
+                                            "X-Gearman-Background: true"])
+    assert status == 200
+    w = Worker(http.server, "chunk")
+    handle, _, payload = w.next_job()
+    assert payload == b"abcdef"
+    w.close()
+
+
+# ------------------------------------------------------------------ limits and bad requests
+
+
+def test_oversize_body_is_413_and_the_server_keeps_serving(http_factory_real):
+    h = http_factory_real("--http-max-body=1024")
+    assert h.curl("/big", data=b"x" * 1024, headers=["X-Gearman-Background: true"])[0] == 200
+    status, _, body = h.curl("/big", data=b"x" * 1025, headers=["X-Gearman-Background: true"])
+    assert status == 413 and b"--http-max-body" in body
+    # a chunked body has no length up front: it is dropped as it passes the limit, then 413
+    status, _, _ = h.curl("/big", data=b"y" * 5000, headers=["Transfer-Encoding: chunked",
+                                                             "X-Gearman-Background: true"])
+    assert status == 413
+    c = h.server.connect()
+    assert admin_status(c)[b"big"][0] == 1
+    c.close()
+    assert h.curl("/healthz")[0] == 200
+
+
+def test_oversize_headers_are_431(http_factory_real):
+    h = http_factory_real("--http-max-header-size=2048")
+    s = h.raw()
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+    line, _, _, _ = read_response(s)
+    assert " 431 " in line
+    s.close()
+    status, _, _ = h.curl("/healthz", headers=["X-Small: " + "b" * 1000])
+    assert status == 200
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"HELLO\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"POST /fn HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+    b"POST /fn HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"zz\r\n",
+    b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+    b"GET /healthz HTTP/1.1\r\nNo colon here\r\n\r\n",
+    b"\x00\x01\x02\x03\r\n\r\n",
+])
+def test_malformed_request_gets_4xx_or_a_close_and_others_are_served(http_factory_real,
+                                                                    request_bytes):
+    # libmicrohttpd closes some malformed requests without an answer, and waits for the end of
+    # others (a NUL in the request line) until the idle timeout
+    http = http_factory_real("--http-idle-timeout=2")
+    s = http.raw()
+    s.sendall(request_bytes)
+    s.settimeout(DEADLINE)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if b"\r\n\r\n" in data:
+                break
+    except ConnectionResetError:
+        pass
+    s.close()
+    if data:
+        status = int(data.split(b" ", 2)[1])
+        assert 400 <= status < 600 and status != 500, data
+    assert http.curl("/healthz")[0] == 200
+
+
+def test_connection_limit_closes_the_extra_connection(http_factory_real):
+    h = http_factory_real("--http-max-connections=2")
+    held = []
+    for _ in range(2):
+        s = h.raw()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[2] == b"ok\n"  # accepted and kept open
+        held.append(s)
+    extra = h.raw()
+    assert_closed(extra)
+    extra.close()
+    held.pop().close()
+
+    def served():
+        try:
+            return h.curl("/healthz")[0] == 200
+        except AssertionError:
+            return False
+    wait_for(served, "a free HTTP connection slot")
+    for s in held:
+        s.close()
+
+
+def test_idle_connection_times_out(http_factory_real):
+    h = http_factory_real("--http-idle-timeout=1")
+    s = h.raw()
+    s.sendall(b"GET /heal")  # an unfinished request line
+    t0 = time.monotonic()
+    assert_closed(s)
+    assert time.monotonic() - t0 < DEADLINE
+    s.close()
+
+
+# ------------------------------------------------------------------ clients that go away
+
+
+def test_client_gone_while_its_job_is_queued_drops_the_job(http):
+    s = http.raw()
+    s.sendall(b"POST /gone HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nq")
+    c = http.server.connect(timeout=DEADLINE)
+    wait_for(lambda: admin_status(c).get(b"gone", (0,))[0] == 1, "the job to be queued")
+    s.close()
+    # like a vanished binary client: a queued job nobody waits for is dropped
+    wait_for(lambda: admin_status(c).get(b"gone", (0,))[0] == 0, "the job to be dropped")
+    assert http.curl("/healthz")[0] == 200
+    c.close()
+
+
+def test_client_gone_while_its_job_runs_lets_the_job_finish(http):
+    w = Worker(http.server, "run")
+    s = http.raw()
+    s.sendall(b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nr")
+    handle, _, _ = w.next_job()
+    s.close()
+    c = http.server.connect(timeout=DEADLINE)
+    # the job is still running on the worker
+    assert admin_status(c)[b"run"][:2] == (1, 1)
+    w.c.send_packet(WORK_DATA, handle, b"x" * 100000)
+    w.c.send_packet(WORK_COMPLETE, handle, b"late")
+    w.c.echo_roundtrip()  # accepted, no ERROR
+    wait_for(lambda: admin_status(c).get(b"run", (0,))[0] == 0, "the job to finish")
+    assert http.curl("/healthz")[0] == 200
+    c.close()
+    w.close()
+
+
+def test_requests_waiting_at_shutdown_are_released(http):
+    p = http.curl_bg("/never", b"x")
+    c = http.server.connect(timeout=DEADLINE)
+    wait_for(lambda: admin_status(c).get(b"never", (0,))[0] == 1, "the job to be queued")
+    c.close()
+    assert http.server.stop() == 0  # no leak, no crash (ASan) with a suspended request
+    p[0].communicate(timeout=DEADLINE + 10)
+
+
+def test_gearmand_option_names_turn_http_on(server_factory, tmp_path):
+    pf = str(tmp_path / "http-port")
+    s = server_factory("-r", "http", "--http-port=0", "--http-listen=127.0.0.1",
+                       "--http-port-file=" + pf)
+    h = Http(s, pf)
+    assert h.curl("/healthz")[0] == 200
+
+
+def test_result_of_a_job_finishing_during_graceful_shutdown_is_answered(http):
+    w = Worker(http.server, "last")
+    p = http.curl_bg("/last", b"x")
+    handle, _, _ = w.next_job()
+    c = http.server.connect(timeout=DEADLINE)
+    c.send(b"shutdown graceful\n")
+    assert c.read_line().startswith(b"OK")
+    w.c.send_packet(WORK_COMPLETE, handle, b"the answer")
+    status, headers, body = finish_bg(*p)
+    assert status == 200 and body == b"the answer"
+    assert http.server.proc.wait(timeout=DEADLINE) == 0
+    c.close()
+    w.close()
+
+
+def test_bodies_being_received_count_in_the_buffer_budget(http_factory_real):
+    # budget 2 x 1 MiB + 64 KiB: two 900 KB bodies fit, a third passes it, and the worst holder
+    # is closed (answered 503 once its body is in); the other two are served
+    h = http_factory_real("--max-packet-size=1M", "--max-buffer-memory=2162688")
+    socks = []
+    for i in range(3):
+        s = h.raw()
+        s.sendall(b"POST /budget HTTP/1.1\r\nHost: x\r\nX-Gearman-Background: true\r\n"
+                  b"Content-Length: 900001\r\n\r\n" + b"b" * 900000)
+        socks.append(s)
+    wait_for(lambda: "over --max-buffer-memory" in h.server.stderr_text(),
+             "the bodies to pass the budget")
+    statuses = []
+    for s in socks:
+        s.sendall(b"!")
+        line, _, body, _ = read_response(s)
+        statuses.append(int(line.split()[1]))
+        s.close()
+    assert sorted(statuses) == [200, 200, 503], statuses
+    c = h.server.connect()
+    assert admin_status(c)[b"budget"][0] == 2
+    c.close()
+    assert h.curl("/healthz")[0] == 200
+
+
+def test_large_result_in_many_chunks_is_intact(http):
+    w = Worker(http.server, "big")
+    p = http.curl_bg("/big", b"x", headers=["X-Gearman-Unique: -"])
+    handle, _, _ = w.next_job()
+    chunks = [bytes([i % 251]) * (70000 + i) for i in range(20)]
+    for ch in chunks:
+        w.c.send_packet(WORK_DATA, handle, ch)
+    w.c.send_packet(WORK_COMPLETE, handle, b"end")
+    status, headers, body = finish_bg(*p)
+    assert status == 200
+    assert body == b"".join(chunks) + b"end"
+    w.close()
+
+
+def test_a_request_waiting_on_its_job_is_not_idle(http_factory_real):
+    h = http_factory_real("--http-idle-timeout=1")
+    w = Worker(h.server, "slow")
+    p = h.curl_bg("/slow", b"x")
+    handle, _, _ = w.next_job()
+    time.sleep(2.5)  # the subject: more than the idle timeout passes while the job runs
+    w.c.send_packet(WORK_COMPLETE, handle, b"finally")
+    status, _, body = finish_bg(*p)
+    assert status == 200 and body == b"finally"
+    w.close()
+
+
+def test_http_is_served_while_the_gearman_port_is_at_max_connections(http_factory_real):
+    h = http_factory_real("--max-connections=1")
+    a = h.server.connect(timeout=DEADLINE)
+    a.echo_roundtrip()
+    b = socket.create_connection(h.server.addr, timeout=DEADLINE)  # waits in the backlog
+    wait_for(lambda: "--max-connections (1) reached" in h.server.stderr_text(),
+             "the Gearman listener to pause")
+    assert h.curl("/healthz")[0] == 200
+    a.close()
+    b.close()
