@@ -519,3 +519,38 @@ def test_info_level_logs_no_job_lines(server_factory):
     assert "connect fd" in log
     assert "created" not in log
 
+
+# ------------------------------------------------------------------ spuradmin
+
+def run_spuradmin(s, *args):
+    tool = os.environ.get("SPURADMIN")
+    if not tool:
+        pytest.skip("SPURADMIN is not set (run through `make check`)")
+    p = subprocess.run([tool, "-h", s.addr[0], "-p", str(s.addr[1])] + list(args),
+                       capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_spuradmin_stats_and_json(server):
+    c = server.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"sa", b"uq", b"x")
+    c.expect(JOB_CREATED)
+    rc, out, err = run_spuradmin(server, "--stats")
+    assert rc == 0 and err == b""
+    lines = out.split(b"\r\n")
+    assert lines[-2:] == [b"END", b""]
+    assert b"STAT jobs_submitted 1" in lines
+    rc, out, err = run_spuradmin(server, "--json", "--status", "--workers", "--stats",
+                                 "--show-jobs")
+    assert rc == 0 and err == b""
+    docs = [json.loads(x) for x in out.splitlines()]
+    # gearadmin's order: show jobs, workers, status, then stats
+    check_schema(docs[0], JOBS_SCHEMA)
+    check_schema(docs[1], WORKERS_SCHEMA)
+    check_schema(docs[2], STATUS_SCHEMA)
+    check_schema(docs[3], STATS_SCHEMA)
+    assert docs[0]["jobs"][0]["unique"] == "uq"
+    assert docs[3]["jobs"]["events"]["submitted"]["total"] == 1
+    # gearadmin's prefix --stat still means --status (Spur's own options match exactly)
+    rc, out, err = run_spuradmin(server, "--stat")
+    assert rc == 0 and out == b"sa\t1\t0\t0\n.\n"
