@@ -494,7 +494,8 @@ def test_info_logs_connections_and_debug_logs_jobs(server_factory):
     w.close()
     a = s.connect()
     for _ in range(500):  # until both closes were handled
-        if as_int(stats(a))["curr_connections_client"] == 0:
+        st = as_int(stats(a))
+        if st["curr_connections_client"] == 0 and st["curr_connections_worker"] == 0:
             break
     assert s.stop() == 0
     log = s.stderr_text()
