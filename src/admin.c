@@ -284,10 +284,17 @@ static void send_rendered(struct peer *p, int rc, struct buf *b)
 {
     if (rc == 0)
         peer_write(p, buf_head(b), buf_len(b));
+    else if (rc == METRICS_TOO_LARGE)
+        reply(p, "ERR REPLY_TOO_LARGE The+reply+would+pass+max-output-buffer\r\n");
     else
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
     buf_free(b);
 }
+
+/* reply_max is the most a rendered reply may take: what --max-output-buffer would let the
+ * connection hold (a larger one would close it), so a huge document is refused before it is
+ * built rather than after. */
+static size_t reply_max(const struct peer *p) { return p->eng->cfg->max_output; }
 
 /* is_json reports whether the command's only argument is "json" (status json, workers json). */
 static int is_json(const struct pa_token *t, size_t n)
@@ -299,7 +306,7 @@ static void adm_workers(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (is_json(t, n)) {
         struct buf b = {0};
-        send_rendered(p, metrics_json_workers(p->eng, &b), &b);
+        send_rendered(p, metrics_json_workers(p->eng, &b, reply_max(p)), &b);
         return;
     }
     start_listing(p, LIST_WORKERS);
@@ -309,7 +316,7 @@ static void adm_status(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (is_json(t, n)) {
         struct buf b = {0};
-        send_rendered(p, metrics_json_status(p->eng, &b), &b);
+        send_rendered(p, metrics_json_status(p->eng, &b, reply_max(p)), &b);
         return;
     }
     start_listing(p, LIST_STATUS);
@@ -321,11 +328,11 @@ static void adm_stats(struct peer *p, const struct pa_token *t, size_t n)
     struct engine *e = p->eng;
     struct buf b = {0};
     if (n == 1)
-        send_rendered(p, metrics_stats_text(e, engine_now(e), &b), &b);
+        send_rendered(p, metrics_stats_text(e, engine_now(e), &b, reply_max(p)), &b);
     else if (n == 2 && pa_token_is(&t[1], "functions"))
-        send_rendered(p, metrics_stats_functions(e, &b), &b);
+        send_rendered(p, metrics_stats_functions(e, &b, reply_max(p)), &b);
     else if (n == 2 && pa_token_is(&t[1], "json"))
-        send_rendered(p, metrics_json_stats(e, engine_now(e), &b), &b);
+        send_rendered(p, metrics_json_stats(e, engine_now(e), &b, reply_max(p)), &b);
     else if (n == 2 && pa_token_is(&t[1], "reset")) {
         engine_stats_reset(e);
         log_notice("admin stats reset from fd %d (%s)", p->fd, p->ip);
@@ -342,7 +349,7 @@ static void adm_metrics(struct peer *p, size_t n)
         return;
     }
     struct buf b = {0};
-    int rc = metrics_prometheus(p->eng, engine_now(p->eng), &b);
+    int rc = metrics_prometheus(p->eng, engine_now(p->eng), &b, reply_max(p) - 2);
     if (rc == 0)
         rc = buf_append(&b, ".\n", 2);
     send_rendered(p, rc, &b);

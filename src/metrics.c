@@ -2,6 +2,7 @@
 /* metrics: the server's counters and state as STAT lines, JSON and Prometheus text. */
 #include "metrics.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,16 +30,28 @@ static const char *const perr_names[PERR_KINDS] = {
 
 /* ------------------------------------------------------------ text helpers */
 
-/* struct out is an output buffer that remembers a failed append. */
+/* struct out is an output buffer with a limit that remembers a failed append. */
 struct out {
     struct buf *b;
-    int err;
+    int err;      /* 0, METRICS_NO_MEMORY or METRICS_TOO_LARGE */
+    size_t start; /* buf_len(b) before the document */
+    size_t max;   /* bytes the document may take, 0 = no limit */
 };
+
+static struct out out_init(struct buf *b, size_t max)
+{
+    struct out o = {b, 0, buf_len(b), max};
+    return o;
+}
 
 static void put(struct out *o, const char *s, size_t n)
 {
-    if (!o->err && buf_append(o->b, s, n) != 0)
-        o->err = 1;
+    if (o->err)
+        return;
+    if (o->max != 0 && buf_len(o->b) - o->start + n > o->max)
+        o->err = METRICS_TOO_LARGE;
+    else if (buf_append(o->b, s, n) != 0)
+        o->err = METRICS_NO_MEMORY;
 }
 
 static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
@@ -127,7 +140,7 @@ static void put_label(struct out *o, const char *name, size_t len)
 {
     char *s = clean(name, len);
     if (s == NULL) {
-        o->err = 1;
+        o->err = METRICS_NO_MEMORY;
         return;
     }
     for (const char *c = s; *c; c++) {
@@ -154,9 +167,9 @@ static void stat_u(struct out *o, const char *name, uint64_t v)
 
 static void stat_f(struct out *o, const char *name, double v) { putf(o, "STAT %s %.6f\r\n", name, v); }
 
-int metrics_stats_text(const struct engine *e, double now, struct buf *b)
+int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t max)
 {
-    struct out o = {b, 0};
+    struct out o = out_init(b, max);
     struct engine_snapshot s;
     engine_stats_get(e, &s);
     const struct engine_stats *st = &s.stats;
@@ -221,12 +234,12 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b)
     stat_f(&o, "store_commit_seconds", st->store_commit_seconds.sum);
     stat_u(&o, "store_replayed", st->store_replayed);
     puts_(&o, "END\r\n");
-    return o.err ? -1 : 0;
+    return o.err;
 }
 
-int metrics_stats_functions(const struct engine *e, struct buf *b)
+int metrics_stats_functions(const struct engine *e, struct buf *b, size_t max)
 {
-    struct out o = {b, 0};
+    struct out o = out_init(b, max);
     list_for_each(n, &e->func_list) {
         const struct func *f = func_of_anode(n);
         if (f->marker)
@@ -257,28 +270,34 @@ int metrics_stats_functions(const struct engine *e, struct buf *b)
         puts_(&o, "STAT ");
         put(&o, f->name, f->name_len);
         putf(&o, ":run_seconds %.6f\r\n", f->run.sum);
+        if (o.err)
+            break;
     }
     puts_(&o, "END\r\n");
-    return o.err ? -1 : 0;
+    return o.err;
 }
 
 /* ------------------------------------------------------------ JSON */
 
 static int dump_cb(const char *buffer, size_t size, void *data)
 {
-    return buf_append(data, buffer, size);
+    struct out *o = data;
+    put(o, buffer, size);
+    return o->err ? -1 : 0;
 }
 
-/* finish appends doc (stolen) to b as compact JSON, then a newline if nl. */
-static int finish(json_t *doc, struct buf *b, int nl)
+/* dump appends v (stolen; NULL means out of memory) to o as compact JSON. */
+static void dump(struct out *o, json_t *v)
 {
-    if (doc == NULL)
-        return -1;
-    int rc = json_dump_callback(doc, dump_cb, b, JSON_COMPACT | JSON_REAL_PRECISION(9));
-    json_decref(doc);
-    if (rc == 0 && nl)
-        rc = buf_append(b, "\n", 1);
-    return rc == 0 ? 0 : -1;
+    if (v == NULL) {
+        if (!o->err)
+            o->err = METRICS_NO_MEMORY;
+        return;
+    }
+    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9);
+    if (!o->err && json_dump_callback(v, dump_cb, o, flags) != 0 && !o->err)
+        o->err = METRICS_NO_MEMORY;
+    json_decref(v);
 }
 
 /* jtext returns a JSON string of the bytes name[0..len), made valid UTF-8 (metrics_sanitize). */
@@ -323,7 +342,7 @@ static json_t *jkinds(const uint64_t *v, int n)
     return o;
 }
 
-int metrics_json_stats(const struct engine *e, double now, struct buf *b)
+int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t max)
 {
     struct engine_snapshot s;
     engine_stats_get(e, &s);
@@ -359,42 +378,49 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b)
                               jhist(&st->store_batch_ops, hist_sizes), "commit_seconds",
                               jhist(&st->store_commit_seconds, hist_seconds));
     json_t *doc = json_pack(
-        "{sssIsIsf sosososo sososIsIsIsIsIsI}", "version", PACKAGE_VERSION, "pid",
-        (json_int_t)getpid(), "time", (json_int_t)now, "uptime_seconds", now - s.started, "connections",
-        conns, "traffic", traffic, "protocol_errors", perr, "jobs", jobs, "store", store,
-        "functions_by_name", json_object(), "functions", (json_int_t)s.functions, "workers",
-        (json_int_t)s.workers, "abilities", (json_int_t)s.abilities, "held_grabs",
-        (json_int_t)s.held, "buffered_bytes", (json_int_t)s.buffered, "buffered_peak_bytes",
-        (json_int_t)s.buffered_peak);
-    if (doc == NULL)
-        return -1;
-    json_t *fns = json_object_get(doc, "functions_by_name");
+        "{sssIsIsf sosososo sosIsIsIsIsIsI}", "version", PACKAGE_VERSION, "pid",
+        (json_int_t)getpid(), "time", (json_int_t)now, "uptime_seconds", now - s.started,
+        "connections", conns, "traffic", traffic, "protocol_errors", perr, "jobs", jobs, "store",
+        store, "functions", (json_int_t)s.functions, "workers", (json_int_t)s.workers,
+        "abilities", (json_int_t)s.abilities, "held_grabs", (json_int_t)s.held, "buffered_bytes",
+        (json_int_t)s.buffered, "buffered_peak_bytes", (json_int_t)s.buffered_peak);
+    struct out o = out_init(b, max);
+    dump(&o, doc);
+    if (o.err)
+        return o.err;
+    /* the functions go in one at a time, so the document is never whole in memory: the dump's
+     * closing brace is taken back, then ,"functions_by_name":{"NAME":{...},...}} */
+    assert(buf_len(b) > o.start && b->data[b->end - 1] == '}');
+    b->end--;
+    puts_(&o, ",\"functions_by_name\":{");
+    int first = 1;
     list_for_each(n, &e->func_list) {
         const struct func *f = func_of_anode(n);
         if (f->marker)
             continue;
         json_t *fe = json_object();
-        for (int ev = 0; ev < JOB_EVENTS; ev++)
+        for (int ev = 0; ev < JOB_EVENTS && fe != NULL; ev++)
             json_object_set_new(fe, event_names[ev], json_integer((json_int_t)f->events[ev]));
-        json_t *fo = json_pack("{sososo}", "events", fe, "wait_seconds",
-                               jhist(&f->wait, hist_seconds), "run_seconds",
-                               jhist(&f->run, hist_seconds));
-        char *key = clean(f->name, f->name_len);
-        if (fo == NULL || key == NULL || json_object_set_new(fns, key, fo) != 0) {
-            free(key);
-            json_decref(doc);
-            return -1;
-        }
-        free(key);
+        if (!first)
+            puts_(&o, ",");
+        first = 0;
+        dump(&o, jtext(f->name, f->name_len));
+        puts_(&o, ":");
+        dump(&o, json_pack("{sososo}", "events", fe, "wait_seconds",
+                           jhist(&f->wait, hist_seconds), "run_seconds",
+                           jhist(&f->run, hist_seconds)));
+        if (o.err)
+            return o.err;
     }
-    return finish(doc, b, 1);
+    puts_(&o, "}}\n");
+    return o.err;
 }
 
-int metrics_json_status(const struct engine *e, struct buf *b)
+int metrics_json_status(const struct engine *e, struct buf *b, size_t max)
 {
-    json_t *arr = json_array();
-    if (arr == NULL)
-        return -1;
+    struct out o = out_init(b, max);
+    puts_(&o, "{\"functions\":[");
+    int first = 1;
     list_for_each(n, &e->func_list) {
         const struct func *f = func_of_anode(n);
         if (f->marker)
@@ -406,19 +432,22 @@ int metrics_json_status(const struct engine *e, struct buf *b)
                                 (json_int_t)f->running, "available_workers",
                                 (json_int_t)f->nworkers, "ready", (json_int_t)func_ready(f),
                                 "queued", jprio(q));
-        if (row == NULL || json_array_append_new(arr, row) != 0) {
-            json_decref(arr);
-            return -1;
-        }
+        if (!first)
+            puts_(&o, ",");
+        first = 0;
+        dump(&o, row);
+        if (o.err)
+            return o.err;
     }
-    return finish(json_pack("{so}", "functions", arr), b, 1);
+    puts_(&o, "]}\n");
+    return o.err;
 }
 
-int metrics_json_workers(const struct engine *e, struct buf *b)
+int metrics_json_workers(const struct engine *e, struct buf *b, size_t max)
 {
-    json_t *arr = json_array();
-    if (arr == NULL)
-        return -1;
+    struct out o = out_init(b, max);
+    puts_(&o, "{\"workers\":[");
+    int first = 1;
     list_for_each(n, &e->peers) {
         const struct peer *q = peer_of(n);
         if (q->flags & PEER_CLOSING)
@@ -438,12 +467,15 @@ int metrics_json_workers(const struct engine *e, struct buf *b)
             q->client_id ? jtext(q->client_id, strlen(q->client_id)) : json_null(), "kind",
             peer_kind_name(q, kind), "functions", fns, "running", (json_int_t)running,
             "sleeping", q->worker != NULL && q->worker->sleeping);
-        if (row == NULL || json_array_append_new(arr, row) != 0) {
-            json_decref(arr);
-            return -1;
-        }
+        if (!first)
+            puts_(&o, ",");
+        first = 0;
+        dump(&o, row);
+        if (o.err)
+            return o.err;
     }
-    return finish(json_pack("{so}", "workers", arr), b, 1);
+    puts_(&o, "]}\n");
+    return o.err;
 }
 
 static const char *state_name(const struct job *j)
@@ -468,7 +500,9 @@ int metrics_json_job(const struct engine *e, const struct job *j, struct buf *b)
         "retries", (json_int_t)j->retries, "background", (j->flags & JOB_BACKGROUND) != 0,
         "clients", (json_int_t)job_nwaiters(j), "payload_bytes", (json_int_t)job_payload_len(j),
         "memory_bytes", (json_int_t)job_size(j));
-    return finish(doc, b, 0);
+    struct out o = out_init(b, 0);
+    dump(&o, doc);
+    return o.err;
 }
 
 /* ------------------------------------------------------------ Prometheus */
@@ -541,15 +575,15 @@ static void counter(struct out *o, const char *name, const char *text, uint64_t 
     putf(o, "%s %llu\n", name, (unsigned long long)v);
 }
 
-/* FOR_FUNCS walks the functions (not the listing markers) of e as f. */
+/* FOR_FUNCS walks the functions (not the listing markers) of e as f, until the out o fails. */
 #define FOR_FUNCS(e, f)                                                                      \
-    for (const struct list_node *n_ = (e)->func_list.next; n_ != &(e)->func_list;            \
+    for (const struct list_node *n_ = (e)->func_list.next; n_ != &(e)->func_list && !o.err;  \
          n_ = n_->next)                                                                       \
         for (const struct func *f = func_of_anode(n_); f != NULL && !f->marker; f = NULL)
 
-int metrics_prometheus(const struct engine *e, double now, struct buf *b)
+int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t max)
 {
-    struct out o = {b, 0};
+    struct out o = out_init(b, max);
     struct engine_snapshot s;
     engine_stats_get(e, &s);
     const struct engine_stats *st = &s.stats;
@@ -654,5 +688,5 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b)
     prom_hist(&o, "spur_store_commit_seconds", NULL, &st->store_commit_seconds, hist_seconds);
     counter(&o, "spur_store_replayed_jobs_total", "Jobs restored from the store at start-up.",
             st->store_replayed);
-    return o.err ? -1 : 0;
+    return o.err;
 }

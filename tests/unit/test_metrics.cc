@@ -17,19 +17,20 @@ extern "C" {
 
 using std::string;
 
-static string render(int (*fn)(const engine *, buf *), const engine *e)
+static string render(int (*fn)(const engine *, buf *, size_t), const engine *e)
 {
     buf b = {};
-    EXPECT_EQ(fn(e, &b), 0);
+    EXPECT_EQ(fn(e, &b, 0), 0);
     string s(buf_head(&b), buf_len(&b));
     buf_free(&b);
     return s;
 }
 
-static string render_now(int (*fn)(const engine *, double, buf *), const engine *e, double now)
+static string render_now(int (*fn)(const engine *, double, buf *, size_t), const engine *e,
+                         double now)
 {
     buf b = {};
-    EXPECT_EQ(fn(e, now, &b), 0);
+    EXPECT_EQ(fn(e, now, &b, 0), 0);
     string s(buf_head(&b), buf_len(&b));
     buf_free(&b);
     return s;
@@ -144,4 +145,43 @@ TEST_F(MetricsTest, StatusJsonEscapesNames)
     json_decref(doc);
     string prom = render_now(metrics_prometheus, &sh.eng, sh.clock);
     EXPECT_NE(prom.find("gearman_workers{function=\"a\\\"b\\\\xff\"} 1\n"), string::npos) << prom;
+}
+
+TEST_F(MetricsTest, RenderersStopAtTheirLimit)
+{
+    peer *w = sh.connect();
+    for (int i = 0; i < 50; i++)
+        FakeShell::feed(w, FakeShell::req(CMD_CAN_DO, "function" + std::to_string(i)));
+    string whole = render_now(metrics_prometheus, &sh.eng, sh.clock);
+    buf b = {};
+    EXPECT_EQ(metrics_prometheus(&sh.eng, sh.clock, &b, whole.size()), 0);
+    EXPECT_EQ(buf_len(&b), whole.size());
+    buf_free(&b);
+    EXPECT_EQ(metrics_prometheus(&sh.eng, sh.clock, &b, whole.size() - 1), METRICS_TOO_LARGE);
+    EXPECT_LT(buf_len(&b), whole.size());
+    buf_free(&b);
+    int (*json[])(const engine *, buf *, size_t) = {metrics_json_status, metrics_json_workers};
+    for (auto fn : json) {
+        string doc = render(fn, &sh.eng);
+        EXPECT_EQ(fn(&sh.eng, &b, doc.size()), 0);
+        buf_free(&b);
+        EXPECT_EQ(fn(&sh.eng, &b, doc.size() - 1), METRICS_TOO_LARGE);
+        EXPECT_LE(buf_len(&b), doc.size() - 1);
+        buf_free(&b);
+    }
+    string st = render_now(metrics_json_stats, &sh.eng, sh.clock);
+    json_error_t err;
+    json_t *doc = json_loads(st.c_str(), 0, &err);
+    ASSERT_NE(doc, nullptr) << err.text;
+    EXPECT_EQ(json_object_size(json_object_get(doc, "functions_by_name")), 50u);
+    json_decref(doc);
+    EXPECT_EQ(metrics_json_stats(&sh.eng, sh.clock, &b, st.size() - 1), METRICS_TOO_LARGE);
+    EXPECT_LE(buf_len(&b), st.size() - 1);
+    buf_free(&b);
+    st = render_now(metrics_stats_text, &sh.eng, sh.clock);
+    EXPECT_EQ(metrics_stats_text(&sh.eng, sh.clock, &b, 100), METRICS_TOO_LARGE);
+    buf_free(&b);
+    st = render(metrics_stats_functions, &sh.eng);
+    EXPECT_EQ(metrics_stats_functions(&sh.eng, &b, st.size() / 2), METRICS_TOO_LARGE);
+    buf_free(&b);
 }

@@ -369,6 +369,23 @@ def test_store_commits_batches_and_replay(server_factory):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_a_reply_larger_than_the_output_limit_is_refused_before_it_is_built(server_factory):
+    s = server_factory("--max-packet-size=1024", "--max-output-buffer=5120")
+    w = s.connect()
+    for i in range(20):
+        w.send_packet(CAN_DO, b"function-%d" % i)
+    w.echo_roundtrip()
+    a = s.connect()
+    too_large = b"ERR REPLY_TOO_LARGE The+reply+would+pass+max-output-buffer\r\n"
+    assert a.admin(b"metrics\n") == too_large
+    assert a.admin(b"stats json\n") == too_large
+    assert a.admin(b"stats functions\n") == too_large
+    # the connection goes on, and a reply within the limit is served
+    assert a.admin(b"stats\n", terminator=b"END\r\n").startswith(b"STAT pid ")
+    st = json.loads(a.admin(b"status json\n"))
+    assert len(st["functions"]) == 20
+
+
 # ------------------------------------------------------------------ JSON documents
 
 def test_status_workers_and_jobs_json(server):
