@@ -37,6 +37,10 @@ static const struct opt_def defs[OPT_COUNT] = {
 	[OPT_SHUTDOWN] = {"shutdown", 0, false, "", "Ask the server to shut down now."},
 	[OPT_SHUTDOWN_GRACEFUL] = {"shutdown-graceful", 0, false, "",
 				   "Ask the server to stop listening and exit when idle."},
+	[OPT_STATS] = {"stats", 0, false, "",
+		       "Spur: the server's counters (STAT lines; see OBSERVABILITY.md)."},
+	[OPT_JSON] = {"json", 0, false, "",
+		      "Spur: --status, --workers, --stats and --show-jobs print JSON."},
 	[OPT_TIMEOUT] = {"timeout", 0, true, " arg (=10)",
 			 "Seconds to wait for the connection and each reply."},
 	[OPT_SSL] = {"ssl", 'S', false, "", "Not supported: spuradmin speaks plain TCP."},
@@ -147,7 +151,8 @@ static int match_long(struct parse *p, const char *word, const char *name, size_
 			continue;
 		if (defs[i].long_name[len] == '\0')
 			return i;
-		matches[n++] = i;
+		if (i != OPT_STATS && i != OPT_JSON) /* Spur's own: exact names only */
+			matches[n++] = i;
 	}
 	if (n == 0)
 		return fail(p, "unrecognised option '%s'", word);

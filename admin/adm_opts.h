@@ -7,6 +7,8 @@
  * takes a value swallows the next word unless that word is exactly a known short option
  * ("--cancel-job --status" cancels a job named "--status"), short options bundle ("-Sp4730"),
  * words that are not options are ignored, and an option given twice is an error.
+ * Spur's own options (--stats, --json) match only their exact names, so the prefixes gearadmin
+ * accepts ("--stat" for --status) keep their meaning.
  */
 #ifndef SPUR_ADMIN_ADM_OPTS_H
 #define SPUR_ADMIN_ADM_OPTS_H
@@ -37,6 +39,8 @@ enum adm_opt {
 	OPT_WORKERS,
 	OPT_SHUTDOWN,
 	OPT_SHUTDOWN_GRACEFUL,
+	OPT_STATS,
+	OPT_JSON,
 	OPT_TIMEOUT,
 	OPT_SSL,
 	OPT_COUNT /* number of options, not an option */

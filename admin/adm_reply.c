@@ -40,6 +40,9 @@ static bool line_ends_reply(const struct adm_reply_scan *s, const char *buf, siz
 		return true;
 	if (start == 0 && is_status_line(buf, end))
 		return true;
+	if (s->kind == ADM_REPLY_END)
+		return (end - start == 4 && memcmp(buf + start, "END\n", 4) == 0) ||
+		       (end - start == 5 && memcmp(buf + start, "END\r\n", 5) == 0);
 	return is_terminator(buf + start, end - start);
 }
 

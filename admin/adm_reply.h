@@ -17,7 +17,8 @@ extern "C" {
 /* The shape of reply a command expects. */
 enum adm_reply_kind {
 	ADM_REPLY_LINE, /* one line: "OK ...", "ERR ..." or a bare value */
-	ADM_REPLY_LIST  /* lines ending with a line that is exactly "." (or one "OK"/"ERR" line) */
+	ADM_REPLY_LIST, /* lines ending with a line that is exactly "." (or one "OK"/"ERR" line) */
+	ADM_REPLY_END   /* STAT lines ending with a line that is exactly "END" (or one "ERR" line) */
 };
 
 /* Incremental scanner for one reply at the start of a buffer. */

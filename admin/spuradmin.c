@@ -55,6 +55,15 @@ static const struct adm_command commands[] = {
 	{OPT_STATUS, "status", ADM_REPLY_LIST},
 	{OPT_SHUTDOWN, "shutdown", ADM_REPLY_LINE},
 	{OPT_SHUTDOWN_GRACEFUL, "shutdown graceful", ADM_REPLY_LINE},
+	{OPT_STATS, "stats", ADM_REPLY_END},
+};
+
+/* With --json, the read commands that have a JSON form send it instead: one line of JSON. */
+static const struct adm_command json_commands[] = {
+	{OPT_SHOW_JOBS, "show jobs json", ADM_REPLY_LINE},
+	{OPT_WORKERS, "workers json", ADM_REPLY_LINE},
+	{OPT_STATUS, "status json", ADM_REPLY_LINE},
+	{OPT_STATS, "stats json", ADM_REPLY_LINE},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -307,9 +316,16 @@ static int run_all(const struct adm_options *opts, int timeout_ms)
 		.in = {NULL, 0, 0},
 	};
 	int rc = open_session(&s, opts);
-	for (size_t i = 0; rc == 0 && i < N_COMMANDS; i++)
-		if (opts->given[commands[i].opt])
-			rc = run_command(&s, &commands[i], opts->value[commands[i].opt]);
+	for (size_t i = 0; rc == 0 && i < N_COMMANDS; i++) {
+		if (!opts->given[commands[i].opt])
+			continue;
+		const struct adm_command *cmd = &commands[i];
+		for (size_t k = 0; opts->given[OPT_JSON] && k < sizeof json_commands /
+								  sizeof json_commands[0]; k++)
+			if (json_commands[k].opt == cmd->opt)
+				cmd = &json_commands[k];
+		rc = run_command(&s, cmd, opts->value[commands[i].opt]);
+	}
 	if (s.fd >= 0)
 		close(s.fd);
 	free(s.in.data);

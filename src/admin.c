@@ -12,6 +12,7 @@
 #include "func.h"
 #include "job.h"
 #include "log.h"
+#include "metrics.h"
 #include "proto_admin.h"
 #include "worker.h"
 
@@ -66,7 +67,14 @@ void admin_line_too_long(struct peer *p)
  * the pointers at it on to the peer after it (admin_peer_gone), so a freed peer is never met.
  * Jobs submitted, functions created and peers connected after the request are left out, as a
  * snapshot would. */
-enum listing_kind { LIST_WORKERS, LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE };
+enum listing_kind { LIST_WORKERS, LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE,
+                    LIST_JOBS_JSON };
+
+/* job_listing reports whether a listing of kind walks the jobs (a marker in engine->jobs). */
+static int job_listing(enum listing_kind kind)
+{
+    return kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_JOBS_JSON;
+}
 
 struct admin_listing {
     enum listing_kind kind; /* what is listed */
@@ -76,6 +84,7 @@ struct admin_listing {
     struct func *fmark;     /* the place in engine->func_list (function listings) */
     struct peer *pnext;     /* the next peer of a workers listing, NULL at its end */
     struct list_node wnode; /* engine->worker_listings (workers listings) */
+    uint64_t rows;          /* rows written (JSON: a comma before each but the first) */
 };
 
 /* set_pnext moves a workers listing's place to q (NULL: the end). */
@@ -103,7 +112,7 @@ static void listing_free(struct peer *p)
     if (l->kind == LIST_WORKERS) {
         set_pnext(l, NULL);
         list_del(&l->wnode);
-    } else if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
+    } else if (job_listing(l->kind)) {
         job_list_remove(e, &l->jmark);
     } else {
         func_list_remove(e, l->fmark);
@@ -124,10 +133,20 @@ static void write_func(struct peer *p, enum listing_kind kind, const struct func
                f->queued[PRIO_LOW], f->nworkers);
 }
 
-/* write_job writes j's row of a show jobs or show unique jobs listing. */
-static void write_job(struct peer *p, enum listing_kind kind, const struct job *j)
+/* write_job writes j's row of a show jobs, show unique jobs or show jobs json listing. */
+static void write_job(struct peer *p, struct admin_listing *l, const struct job *j)
 {
-    if (kind == LIST_UNIQUE) {
+    enum listing_kind kind = l->kind;
+    if (kind == LIST_JOBS_JSON) {
+        struct buf b = {0};
+        if (l->rows > 0)
+            buf_append(&b, ",", 1);
+        if (metrics_json_job(p->eng, j, &b) == 0)
+            peer_write(p, buf_head(&b), buf_len(&b));
+        else
+            peer_close(p); /* out of memory: a half document must not look whole */
+        buf_free(&b);
+    } else if (kind == LIST_UNIQUE) {
         peer_write(p, job_unique(j), j->unique_len);
         peer_write(p, "\n", 1);
     } else {
@@ -170,7 +189,7 @@ static int write_slice(struct peer *p, int max, int *used)
             n++;
         }
         set_pnext(l, q);
-    } else if (l->kind == LIST_JOBS || l->kind == LIST_UNIQUE) {
+    } else if (job_listing(l->kind)) {
         struct job *at = &l->jmark, *next;
         while (n < max) {
             next = job_list_next(e, at);
@@ -178,8 +197,10 @@ static int write_slice(struct peer *p, int max, int *used)
                 done = 1;
                 break;
             }
-            if (next->state != JOB_MARKER)
-                write_job(p, l->kind, next);
+            if (next->state != JOB_MARKER) {
+                write_job(p, l, next);
+                l->rows++;
+            }
             at = next;
             n++;
         }
@@ -208,7 +229,7 @@ static int write_slice(struct peer *p, int max, int *used)
     *used += n;
     if (!done)
         return 0;
-    reply(p, ".\n");
+    reply(p, l->kind == LIST_JOBS_JSON ? "]}\n" : ".\n");
     return 1;
 }
 
@@ -223,7 +244,7 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     }
     struct admin_listing *l = calloc(1, sizeof *l);
     struct func *fm = NULL;
-    int no_fmark = kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_WORKERS;
+    int no_fmark = job_listing(kind) || kind == LIST_WORKERS;
     if (l != NULL && !no_fmark && (fm = calloc(1, sizeof *fm)) == NULL) {
         free(l);
         l = NULL;
@@ -248,6 +269,8 @@ static void start_listing(struct peer *p, enum listing_kind kind)
         job_list_after(e, &l->jmark, NULL);
     }
     p->listing = l;
+    if (kind == LIST_JOBS_JSON)
+        reply(p, "{\"jobs\":[");
     int used = 0;
     if (write_slice(p, ADMIN_SLICE_ONE, &used)) {
         listing_free(p);
@@ -256,9 +279,81 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     list_push_front(&e->listings, &p->listing_node);
 }
 
-static void adm_workers(struct peer *p) { start_listing(p, LIST_WORKERS); }
+/* send_rendered queues what a metrics renderer appended to b (rc its result) and frees b. */
+static void send_rendered(struct peer *p, int rc, struct buf *b)
+{
+    if (rc == 0)
+        peer_write(p, buf_head(b), buf_len(b));
+    else if (rc == METRICS_TOO_LARGE)
+        reply(p, "ERR REPLY_TOO_LARGE The+reply+would+pass+max-output-buffer\r\n");
+    else
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+    buf_free(b);
+}
 
-static void adm_status(struct peer *p) { start_listing(p, LIST_STATUS); }
+/* reply_max is the most a rendered reply may take: what --max-output-buffer would let the
+ * connection hold (a larger one would close it), so a huge document is refused before it is
+ * built rather than after. */
+static size_t reply_max(const struct peer *p) { return p->eng->cfg->max_output; }
+
+/* is_json reports whether the command's only argument is "json" (status json, workers json). */
+static int is_json(const struct pa_token *t, size_t n)
+{
+    return n == 2 && pa_token_is(&t[1], "json");
+}
+
+static void adm_workers(struct peer *p, const struct pa_token *t, size_t n)
+{
+    if (is_json(t, n)) {
+        struct buf b = {0};
+        send_rendered(p, metrics_json_workers(p->eng, &b, reply_max(p)), &b);
+        return;
+    }
+    start_listing(p, LIST_WORKERS);
+}
+
+static void adm_status(struct peer *p, const struct pa_token *t, size_t n)
+{
+    if (is_json(t, n)) {
+        struct buf b = {0};
+        send_rendered(p, metrics_json_status(p->eng, &b, reply_max(p)), &b);
+        return;
+    }
+    start_listing(p, LIST_STATUS);
+}
+
+/* adm_stats: 'stats' (STAT lines), 'stats functions', 'stats json', 'stats reset'. */
+static void adm_stats(struct peer *p, const struct pa_token *t, size_t n)
+{
+    struct engine *e = p->eng;
+    struct buf b = {0};
+    if (n == 1)
+        send_rendered(p, metrics_stats_text(e, engine_now(e), &b, reply_max(p)), &b);
+    else if (n == 2 && pa_token_is(&t[1], "functions"))
+        send_rendered(p, metrics_stats_functions(e, &b, reply_max(p)), &b);
+    else if (n == 2 && pa_token_is(&t[1], "json"))
+        send_rendered(p, metrics_json_stats(e, engine_now(e), &b, reply_max(p)), &b);
+    else if (n == 2 && pa_token_is(&t[1], "reset")) {
+        engine_stats_reset(e);
+        log_notice("admin stats reset from fd %d (%s)", p->fd, p->ip);
+        reply(p, "RESET\r\n");
+    } else
+        reply(p, "ERR UNKNOWN_STATS_ARGUMENTS\r\n");
+}
+
+/* adm_metrics: the Prometheus text exposition, then a line ".". */
+static void adm_metrics(struct peer *p, size_t n)
+{
+    if (n != 1) {
+        reply(p, "ERR UNKNOWN_ARGS Usage:+metrics\r\n");
+        return;
+    }
+    struct buf b = {0};
+    int rc = metrics_prometheus(p->eng, engine_now(p->eng), &b, reply_max(p) - 2);
+    if (rc == 0)
+        rc = buf_append(&b, ".\n", 2);
+    send_rendered(p, rc, &b);
+}
 
 static void adm_prioritystatus(struct peer *p) { start_listing(p, LIST_PRIORITY); }
 
@@ -326,6 +421,8 @@ static void adm_show(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n == 2 && pa_token_is(&t[1], "jobs"))
         start_listing(p, LIST_JOBS);
+    else if (n == 3 && pa_token_is(&t[1], "jobs") && pa_token_is(&t[2], "json"))
+        start_listing(p, LIST_JOBS_JSON);
     else if (n == 3 && pa_token_is(&t[1], "unique") && pa_token_is(&t[2], "jobs"))
         start_listing(p, LIST_UNIQUE);
     else if (n == 1)
@@ -479,9 +576,13 @@ void admin_line(struct peer *p, const char *line, size_t len)
     }
     const struct pa_token *c = &tok[0];
     if (pa_token_is(c, "workers"))
-        adm_workers(p);
+        adm_workers(p, tok, n);
     else if (pa_token_is(c, "status"))
-        adm_status(p);
+        adm_status(p, tok, n);
+    else if (pa_token_is(c, "stats"))
+        adm_stats(p, tok, n);
+    else if (pa_token_is(c, "metrics"))
+        adm_metrics(p, n);
     else if (pa_token_is(c, "prioritystatus"))
         adm_prioritystatus(p);
     else if (pa_token_is(c, "maxqueue"))

@@ -38,8 +38,10 @@ static void func_refused(struct peer *p)
  * memory. */
 static struct worker *worker_of(struct peer *p)
 {
-    if (p->worker == NULL)
+    if (p->worker == NULL) {
         p->worker = worker_new(p->eng, p);
+        peer_mark(p, PEER_KIND_WORKER);
+    }
     return p->worker;
 }
 
@@ -136,6 +138,7 @@ static int due_time(struct engine *e, const struct pb_packet *pkt, const struct 
 static void submit(struct peer *p, const struct pb_packet *pkt)
 {
     struct engine *e = p->eng;
+    peer_mark(p, PEER_KIND_CLIENT);
     struct submit_kind k;
     submit_kind(pkt->cmd, &k);
     const char *fn = pkt->arg[0], *uq = pkt->arg[1];
@@ -173,6 +176,7 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
 
     struct job *j = job_find_unique(e, f, uq, uql, pkt->data, pkt->data_len);
     if (j != NULL) {
+        func_count(e, f, JOB_EV_COALESCED, k.prio);
         /* coalesced: the new payload, priority and time are ignored, as in gearmand */
         if (!k.background) {
             if (job_add_waiter(j, p, &p->waiters) != 0) {
@@ -210,6 +214,8 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
         return;
     }
+    func_count(e, f, JOB_EV_SUBMITTED, k.prio);
+    job_log(e, j, "created");
     int future = due > engine_now(e);
     if (k.background && e->store_mgr != NULL) {
         /* JOB_CREATED and the job's first run wait until its batch is durable */
@@ -443,6 +449,7 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
         peer_send_error(p, PROTO_ERR_JOB_NOT_FOUND, text);
         return;
     }
+    enum job_event ev = JOB_EV_COMPLETED;
     switch (pkt->cmd) {
     case CMD_WORK_STATUS:
         j->num = parse_u32(pkt->arg[1], pkt->len[1]);
@@ -455,9 +462,11 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
         return;
     case CMD_WORK_COMPLETE:
     case CMD_WORK_FAIL:
+        ev = pkt->cmd == CMD_WORK_FAIL ? JOB_EV_FAILED : JOB_EV_COMPLETED;
         forward(j, pkt->cmd, pkt);
         break;
     case CMD_WORK_EXCEPTION: {
+        ev = JOB_EV_EXCEPTION;
         struct proto_arg a[2] = {{pkt->arg[0], pkt->len[0]}, {pkt->data, pkt->data_len}};
         list_for_each(it, &j->waiters) {
             struct waiter *w = waiter_of(it);
@@ -469,6 +478,10 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
         break;
     }
     }
+    func_count(e, j->func, ev, j->prio);
+    hist_observe(&j->func->run, hist_seconds, engine_now(e) - j->since);
+    job_log(e, j, ev == JOB_EV_COMPLETED ? "completed" : ev == JOB_EV_FAILED ? "failed"
+                                                                            : "exception");
     job_free(e, j);
 }
 
@@ -490,9 +503,11 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
         submit(p, pkt);
         break;
     case CMD_GET_STATUS:
+        peer_mark(p, PEER_KIND_CLIENT);
         send_status(p, pkt, job_find_handle(p->eng, pkt->arg[0], pkt->len[0]), CMD_STATUS_RES);
         break;
     case CMD_GET_STATUS_UNIQUE:
+        peer_mark(p, PEER_KIND_CLIENT);
         send_status(p, pkt, job_find_unique_any(p->eng, pkt->arg[0], pkt->len[0]),
                     CMD_STATUS_RES_UNIQUE);
         break;

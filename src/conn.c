@@ -63,6 +63,7 @@ struct conn *conn_new(struct conn_ctx *x, const struct transport *t)
     int local = transport_peer_name(&c->tr, ip, sizeof ip);
     peer_init(&c->peer, x->eng, fd, ip, local);
     peer_attach(&c->peer);
+    log_info("connect fd %d from %s (%s)", fd, c->peer.ip, t->ops->name);
     list_node_init(&c->dirty_node);
     list_node_init(&c->lazy_node);
     list_node_init(&c->close_node);
@@ -160,6 +161,7 @@ int conn_flush(struct conn *c)
             conn_close(c);
             return -1;
         }
+        c->ctx->eng->stats.bytes_out += (uint64_t)w;
         outq_consume(q, (size_t)w);
     }
     c->peer.flags &= ~PEER_BLOCKED;
@@ -180,7 +182,8 @@ void conn_free(struct conn *c)
         struct iovec iov[CONN_IOV_MAX];
         int n = outq_iov(&c->peer.out, iov, CONN_IOV_MAX);
         ssize_t w = transport_writev(&c->tr, iov, n);
-        (void)w;
+        if (w > 0)
+            x->eng->stats.bytes_out += (uint64_t)w;
     }
     ev_io_stop(x->loop, &c->rio);
     ev_io_stop(x->loop, &c->wio);
@@ -287,6 +290,7 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
             return;
         n = transport_read(&c->tr, buf_tail(&p->in), CONN_READ_SIZE);
         if (n > 0) {
+            x->eng->stats.bytes_in += (uint64_t)n;
             buf_commit(&p->in, (size_t)n);
             session_process(p);
             note_partial(c);
@@ -295,6 +299,7 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
     } else {
         n = transport_read(&c->tr, x->rbuf, CONN_READ_SIZE);
         if (n > 0) {
+            x->eng->stats.bytes_in += (uint64_t)n;
             session_feed(p, x->rbuf, (size_t)n);
             note_partial(c);
             return;

@@ -78,6 +78,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     e->seed = hmap_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32));
+    if (e->ops.now != NULL)
+        e->started = e->ops.now(e);
     return 0;
 }
 
@@ -177,6 +179,19 @@ void engine_stats_get(const struct engine *e, struct engine_snapshot *st)
     st->peers = e->npeers;
     st->buffered = e->buffered;
     st->buffered_peak = e->buffered_peak;
+    memcpy(st->conn_now, e->conn_now, sizeof st->conn_now);
+    st->job_bytes = e->job_bytes;
+    st->started = e->started;
+}
+
+void engine_stats_reset(struct engine *e)
+{
+    memset(&e->stats, 0, sizeof e->stats);
+    list_for_each(n, &e->func_list) {
+        struct func *f = func_of_anode(n);
+        if (!f->marker)
+            func_stats_reset(f);
+    }
 }
 
 int engine_check_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -242,9 +257,11 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
         return engine_check_fail(err, errlen,
                                  "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
     /* one pass over the jobs gathers each function's future and running counts */
+    size_t bytes = 0;
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
     for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+        bytes += job_size(j);
         if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
             j->func->check[j->prio]++;
         else if (j->state == JOB_RUNNING)
@@ -262,6 +279,9 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     list_for_each(n, &e->func_list)
         if (!func_of_anode(n)->marker && check_func(func_of_anode(n), err, errlen) != 0)
             return -1; /* (a marker has no lists) */
+    if (bytes != e->job_bytes)
+        return engine_check_fail(err, errlen, "job_bytes=%zu but jobs hold %zu", e->job_bytes,
+                                 bytes);
     if (e->jobs_by_id.count != e->njobs)
         return engine_check_fail(err, errlen,
                                  "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "heap.h"
+#include "hist.h"
 #include "hmap.h"
 #include "list.h"
 
@@ -63,7 +64,47 @@ struct engine_sink {
     void (*stored_gone)(struct engine *e, const struct job *j);
 };
 
-/* struct engine_stats counts what the server did, for logs and admin. */
+/* What a connection did, which makes it a client, a worker or an admin connection (one may be
+ * several). PEER_KIND_NONE is a connection that did none of these (yet). */
+enum peer_kind { PEER_KIND_CLIENT = 0, PEER_KIND_WORKER, PEER_KIND_ADMIN, PEER_KIND_NONE,
+                 PEER_KINDS };
+
+/* Events in a job's life, counted per priority (engine_stats.jobs) and per function
+ * (func.events). A job created by a submit ends in exactly one of COMPLETED, FAILED, EXCEPTION,
+ * TIMED_OUT, LOST, CANCELLED (queued when cancelled) or ABANDONED, unless still live. */
+enum job_event {
+    JOB_EV_SUBMITTED = 0, /* a submit created a new job */
+    JOB_EV_COALESCED,     /* a submit joined a live job with the same unique instead */
+    JOB_EV_ASSIGNED,      /* the job was handed to a worker (each time) */
+    JOB_EV_RETRIED,       /* ... of those, handed out again after a requeue */
+    JOB_EV_COMPLETED,     /* the worker sent WORK_COMPLETE */
+    JOB_EV_FAILED,        /* the worker sent WORK_FAIL */
+    JOB_EV_EXCEPTION,     /* the worker sent WORK_EXCEPTION */
+    JOB_EV_TIMED_OUT,     /* the worker passed CAN_DO_TIMEOUT (failed, or re-queued with
+                             --can-do-timeout=requeue) */
+    JOB_EV_REQUEUED,      /* put back at the head of its queue: its worker was lost (closed,
+                             CANT_DO, RESET_ABILITIES) or timed out with requeue */
+    JOB_EV_LOST,          /* failed by the server: its worker was lost --job-retries times */
+    JOB_EV_CANCELLED,     /* cancelled by the admin 'cancel job' */
+    JOB_EV_ABANDONED,     /* a foreground job dropped because no client waits for it */
+    JOB_EVENTS,
+};
+
+/* Kinds of malformed input (engine_stats.protocol_error). */
+enum proto_error_kind {
+    PERR_BAD_MAGIC = 0,  /* a binary packet without \0REQ or \0RES: the connection closes */
+    PERR_WRONG_MAGIC,    /* a response (\0RES) packet sent to the server */
+    PERR_TOO_LARGE,      /* a packet larger than --max-packet-size */
+    PERR_BAD_COMMAND,    /* an unknown command number */
+    PERR_BAD_ARGS,       /* fewer argument separators than the command has arguments */
+    PERR_LINE_TOO_LONG,  /* an admin line longer than --max-line-length */
+    PERR_UNRECOGNISED,   /* no protocol recognised: the connection closes */
+    PERR_KINDS,
+};
+
+/* struct engine_stats counts what the server did, for logs, admin and metrics. Every field is
+ * cumulative since the start or the last 'stats reset', incremented in O(1) where the event
+ * happens; gauges (what is, not what happened) are kept elsewhere. */
 struct engine_stats {
     uint64_t connections;   /* peers ever added */
     uint64_t packets;       /* binary packets handled */
@@ -72,6 +113,23 @@ struct engine_stats {
     uint64_t shed;          /* connections closed because all buffers passed --max-buffer-memory */
     uint64_t shed_bytes;    /* buffered bytes those connections held when closed */
     uint64_t status_coalesced; /* unsent WORK_STATUS packets replaced by a newer one */
+    uint64_t conn_kind[PEER_KINDS]; /* connections that acted as each kind (NONE: counted when
+                                       one closes without having done anything) */
+    uint64_t conn_rejected[PEER_KINDS]; /* connections closed by the server (malformed input,
+                                           --max-output-buffer, --max-buffer-memory, no
+                                           memory), by kind (the first of worker, client,
+                                           admin that applies) */
+    uint64_t accept_errors; /* accept() failures (EMFILE...) and connections refused at once */
+    uint64_t packets_out;   /* binary packets queued to peers */
+    uint64_t bytes_in;      /* bytes read from connections */
+    uint64_t bytes_out;     /* bytes written to connections */
+    uint64_t protocol_error[PERR_KINDS]; /* protocol_errors by kind */
+    uint64_t jobs[JOB_EVENTS][PRIO_SNAPSHOT]; /* job events by priority */
+    uint64_t store_commits; /* store batches written */
+    uint64_t store_commit_failures; /* store batches whose write failed */
+    struct hist store_batch_ops; /* operations (adds and deletions) per batch written */
+    struct hist store_commit_seconds; /* from hand-off to the committer to its answer */
+    uint64_t store_replayed; /* jobs restored from the store at start-up */
 };
 
 /* struct engine is the whole pure server state. */
@@ -116,6 +174,10 @@ struct engine {
     struct list_node held;        /* workers whose GRAB waits for a job (worker.hnode),
                                      oldest first, so the first has the earliest deadline */
     size_t nworkers;              /* live struct worker (worker_new .. worker_gone) */
+    size_t conn_now[PEER_KINDS];  /* open connections that acted as each kind (NONE unused) */
+    size_t job_bytes;             /* bytes allocated for live jobs (struct, unique, reducer,
+                                     payload), a gauge */
+    double started;               /* engine_now at engine_init: the start, for uptime */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */
@@ -151,11 +213,18 @@ struct engine_snapshot {
     size_t peers;                     /* connections attached */
     size_t buffered;                  /* bytes held by all connections' buffers */
     size_t buffered_peak;             /* the most that has been */
+    size_t conn_now[PEER_KINDS];      /* open connections that acted as each kind */
+    size_t job_bytes;                 /* bytes allocated for live jobs */
+    double started;                   /* engine_now at start (uptime = now - started) */
 };
 
 /* engine_stats_get fills *st with the current counters. O(functions) for the per-priority
  * queue counts; everything else O(1). */
 void engine_stats_get(const struct engine *e, struct engine_snapshot *st);
+
+/* engine_stats_reset zeroes every cumulative counter (struct engine_stats and each function's
+ * events and histograms: the admin 'stats reset'); gauges are left alone. O(functions). */
+void engine_stats_reset(struct engine *e);
 
 /* engine_destroy frees everything e holds. Peers must have been removed first. */
 void engine_destroy(struct engine *e);

@@ -158,6 +158,7 @@ void func_push(struct engine *e, struct job *j, int at_head)
     int p = j->prio;
     assert(j->state == JOB_LIMBO);
     j->state = JOB_READY;
+    j->since = engine_now(e); /* the queue wait starts */
     f->queued[p]++;
     if (at_head)
         list_push_front(&f->queue[p], &j->qnode);
@@ -181,3 +182,10 @@ void func_unlink(struct engine *e, struct job *j)
         became_empty(f, p);
 }
 
+
+void func_stats_reset(struct func *f)
+{
+    memset(f->events, 0, sizeof f->events);
+    memset(&f->wait, 0, sizeof f->wait);
+    memset(&f->run, 0, sizeof f->run);
+}

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
+#include "hist.h"
 #include "hmap.h"
 #include "job.h"
 #include "list.h"
@@ -38,6 +40,11 @@ struct func {
     uint64_t seq;                    /* creation number (engine->func_seq) */
     uint8_t marker;                  /* not a function: a 'status' listing's place in func_list */
     uint32_t check[PRIO_COUNT + 1];  /* scratch for engine_check: future per priority, running */
+    uint64_t events[JOB_EVENTS];     /* job events of this function (enum job_event), cumulative
+                                        while the function exists (engine.h) */
+    struct hist wait;                /* seconds from ready to assigned (hist_seconds) */
+    struct hist run;                 /* seconds from assigned to the worker's WORK_COMPLETE,
+                                        WORK_FAIL or WORK_EXCEPTION (hist_seconds) */
     uint32_t name_len;               /* bytes in name */
     char name[];                     /* the name, NUL-terminated */
 };
@@ -53,6 +60,16 @@ static inline uint32_t func_total(const struct func *f)
 {
     return f->queued[0] + f->queued[1] + f->queued[2] + f->running;
 }
+
+/* func_count counts one job event of f at priority prio, in f and in the engine's totals. O(1). */
+static inline void func_count(struct engine *e, struct func *f, enum job_event ev, unsigned prio)
+{
+    e->stats.jobs[ev][prio]++;
+    f->events[ev]++;
+}
+
+/* func_stats_reset zeroes f's events and histograms ('stats reset'). */
+void func_stats_reset(struct func *f);
 
 /* The two idle lists of a function: workers whose GRAB is held, and sleepers not yet woken. */
 enum { FUNC_HELD = 0, FUNC_SLEEPING = 1 };

@@ -23,6 +23,7 @@
 #include "job.h"
 #include "list.h"
 #include "log.h"
+#include "metrics.h"
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
@@ -80,7 +81,7 @@ struct req {
     struct buf out;            /* the answer's body (never consumed: data is the allocation) */
 };
 
-static struct log_limit http_limit = {1.0, 0, 0};
+static struct log_limit http_limit = {1.0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------ answers */
 
@@ -140,8 +141,9 @@ static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, c
 
 /* page_healthz: 200 once the store's replay is done (the server hands out stored jobs), else
  * 503. */
-static int page_healthz(struct engine *e, struct http_page *pg)
+static int page_healthz(struct engine *e, struct http_page *pg, size_t max)
 {
+    (void)max;
     int ready = !store_replaying(e);
     const char *text = ready ? "ok\n" : "replaying the store\n";
     pg->status = ready ? 200 : 503;
@@ -153,14 +155,59 @@ static int page_healthz(struct engine *e, struct http_page *pg)
     return 0;
 }
 
+/* page_rendered hands a metrics renderer's result (rc, b) to pg as its body. */
+static int page_rendered(struct http_page *pg, int rc, struct buf *b, const char *type)
+{
+    if (rc != 0) {
+        buf_free(b);
+        return rc == METRICS_TOO_LARGE ? -2 : -1;
+    }
+    pg->type = type;
+    pg->len = buf_len(b);
+    pg->body = malloc(pg->len > 0 ? pg->len : 1);
+    if (pg->body == NULL) {
+        buf_free(b);
+        return -1;
+    }
+    memcpy(pg->body, buf_head(b), pg->len);
+    buf_free(b);
+    return 0;
+}
+
+/* The observability pages (metrics.h), as the admin commands 'metrics', 'status json',
+ * 'workers json' and 'stats json' render them (without the admin '.' line). */
+static int page_metrics(struct engine *e, struct http_page *pg, size_t max)
+{
+    struct buf b = {0};
+    return page_rendered(pg, metrics_prometheus(e, engine_now(e), &b, max), &b,
+                         "text/plain; version=0.0.4; charset=utf-8");
+}
+
+static int page_status_json(struct engine *e, struct http_page *pg, size_t max)
+{
+    struct buf b = {0};
+    return page_rendered(pg, metrics_json_status(e, &b, max), &b, "application/json");
+}
+
+static int page_workers_json(struct engine *e, struct http_page *pg, size_t max)
+{
+    struct buf b = {0};
+    return page_rendered(pg, metrics_json_workers(e, &b, max), &b, "application/json");
+}
+
+static int page_stats_json(struct engine *e, struct http_page *pg, size_t max)
+{
+    struct buf b = {0};
+    return page_rendered(pg, metrics_json_stats(e, engine_now(e), &b, max), &b,
+                         "application/json");
+}
+
 const struct http_route http_routes[] = {
     {"/healthz", page_healthz},
-    /* Slots wired by the lead at merge (the observability renderers, worktree obsstats); until
-     * then they answer 501. Each takes an http_page_fn adapter around its renderer. */
-    {"/metrics", NULL},      /* Prometheus text format */
-    {"/status.json", NULL},  /* 'status json' */
-    {"/workers.json", NULL}, /* 'workers json' */
-    {"/stats.json", NULL},   /* 'stats json' */
+    {"/metrics", page_metrics},           /* Prometheus text format */
+    {"/status.json", page_status_json},   /* 'status json' */
+    {"/workers.json", page_workers_json}, /* 'workers json' */
+    {"/stats.json", page_stats_json},     /* 'stats json' */
     {NULL, NULL},
 };
 
@@ -179,9 +226,12 @@ static enum MHD_Result answer_page(struct http *h, struct MHD_Connection *mc,
         return answer_text(mc, MHD_HTTP_NOT_IMPLEMENTED, NULL,
                            "%s is not available in this build\n", rt->path);
     struct http_page pg = {200, NULL, NULL, 0};
-    if (rt->page(h->eng, &pg) != 0) {
+    int rc = rt->page(h->eng, &pg, h->cfg->max_output);
+    if (rc != 0) {
         free(pg.body);
-        return answer_text(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
+        return answer_text(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                           rc == -2 ? "reply too large (--max-output-buffer)\n"
+                                    : "out of memory\n");
     }
     return queue_answer(mc, pg.status, pg.body, pg.len, pg.type, NULL, NULL, NULL);
 }

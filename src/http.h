@@ -33,9 +33,10 @@ struct http_page {
     size_t len;       /* bytes in body */
 };
 
-/* http_page_fn fills pg from the engine's state (read only). Returns 0, or -1 when it could not
- * (out of memory): the request is answered 500. */
-typedef int (*http_page_fn)(struct engine *e, struct http_page *pg);
+/* http_page_fn fills pg from the engine's state (read only), a body of at most max bytes (0: no
+ * limit; --max-output-buffer). Returns 0, or -1 when out of memory, or -2 when the body would
+ * pass max: the request is answered 500 with the reason. */
+typedef int (*http_page_fn)(struct engine *e, struct http_page *pg, size_t max);
 
 /* struct http_route is one GET path of the route table (http.c, http_routes). A path that is
  * not in the table is a function name for POST/PUT submission. */

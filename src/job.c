@@ -177,6 +177,7 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
         after = after->prev;
     list_insert_after(after, &j->anode);
     e->njobs++;
+    e->job_bytes += job_size(j);
     return j;
 fail:
     free(j);
@@ -270,6 +271,14 @@ int job_defer(struct engine *e, struct job *j, double at)
 void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms)
 {
     assert(j->state == JOB_LIMBO);
+    struct func *f = j->func;
+    double now = engine_now(e);
+    func_count(e, f, JOB_EV_ASSIGNED, j->prio);
+    if (j->retries > 0)
+        func_count(e, f, JOB_EV_RETRIED, j->prio);
+    hist_observe(&f->wait, hist_seconds, now - j->since);
+    j->since = now; /* the run starts */
+    job_log(e, j, "assigned");
     j->state = JOB_RUNNING;
     j->worker = w;
     list_push_front(&w->running, &j->qnode);
@@ -277,7 +286,7 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
     j->func->running++;
     e->nrunning++;
     if (timeout_ms > 0)
-        heap_push(&e->timers, &j->timer, engine_now(e) + timeout_ms / 1000.0);
+        heap_push(&e->timers, &j->timer, now + timeout_ms / 1000.0);
 }
 
 void job_fail(struct engine *e, struct job *j)
@@ -289,6 +298,8 @@ void job_fail(struct engine *e, struct job *j)
 
 void job_cancel(struct engine *e, struct job *j)
 {
+    func_count(e, j->func, JOB_EV_CANCELLED, j->prio);
+    job_log(e, j, "cancelled");
     if (job_has_waiters(j))
         e->sink.job_failed(e, j);
     if (j->state != JOB_RUNNING) {
@@ -309,8 +320,11 @@ void job_client_gone(struct engine *e, struct list_node *list)
         struct waiter *w = waiter_of_pnode(list->next);
         struct job *j = w->job;
         job_remove_waiter(w);
-        if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING)
+        if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND) && j->state != JOB_RUNNING) {
+            func_count(e, j->func, JOB_EV_ABANDONED, j->prio);
+            job_log(e, j, "abandoned: no client waits");
             job_free(e, j);
+        }
     }
 }
 
@@ -327,7 +341,18 @@ void job_free(struct engine *e, struct job *j)
     while (job_has_waiters(j))
         job_remove_waiter(waiter_of(j->waiters.next));
     e->njobs--;
+    e->job_bytes -= job_size(j);
     blob_unref(job_blob(j)); /* frees the job too, unless a write still holds the payload */
     if (!e->destroying)
         func_release(e, f); /* the function goes with its last job if nothing else holds it */
+}
+
+static struct log_limit job_log_limit = {1.0, 0, 0, JOB_LOG_BURST, 0};
+
+void job_log_debug(const struct engine *e, const struct job *j, const char *what)
+{
+    char h[JOB_HANDLE_BUF];
+    job_handle(e, j, h);
+    log_limited(&job_log_limit, LOG_DEBUG, __FILE__, __LINE__, "job %s (%.*s): %s", h,
+                (int)j->func->name_len, j->func->name, what);
 }

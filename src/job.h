@@ -12,6 +12,7 @@
 #include "heap.h"
 #include "hmap.h"
 #include "list.h"
+#include "log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,8 @@ struct job {
     struct func *func;        /* the function */
     struct list_node waiters; /* foreground clients attached (waiter.jnode), newest first */
     struct worker *worker;    /* the worker running it, or NULL */
+    double since;             /* engine_now when it last became ready (JOB_READY) or was
+                                 assigned (JOB_RUNNING): queue wait and run time */
     uint32_t num;             /* last WORK_STATUS numerator */
     uint32_t den;             /* last WORK_STATUS denominator */
     uint32_t timer;           /* heap position: due time (JOB_FUTURE) or CAN_DO_TIMEOUT deadline */
@@ -83,6 +86,12 @@ static inline struct blob *job_blob(const struct job *j)
 static inline struct job *job_from_timer(uint32_t *pos)
 {
     return (struct job *)((char *)pos - offsetof(struct job, timer));
+}
+
+/* job_size is the memory j holds: the struct, its blob header and its data (engine.job_bytes). */
+static inline size_t job_size(const struct job *j)
+{
+    return sizeof *j + sizeof(struct blob) + job_blob(j)->len;
 }
 
 /* job_unique / job_reducer / job_payload return borrowed pointers into the job's data. */
@@ -205,6 +214,16 @@ void job_cancel(struct engine *e, struct job *j);
 /* job_client_gone detaches a client going away from every job it waits on (list, its list of
  * waiters, ends empty): a foreground job nobody waits for any more is freed unless running. */
 void job_client_gone(struct engine *e, struct list_node *list);
+
+/* JOB_LOG_BURST is how many lines about jobs' lives are written a second at DEBUG; the rest
+ * are counted and reported as suppressed. */
+#define JOB_LOG_BURST 1000
+
+/* job_log_debug writes "job HANDLE (FUNCTION): what" at DEBUG, at most JOB_LOG_BURST lines a
+ * second. Call it through job_log, which costs one comparison when DEBUG is off. */
+void job_log_debug(const struct engine *e, const struct job *j, const char *what);
+#define job_log(e, j, what) \
+    do { if (log_enabled(LOG_DEBUG)) job_log_debug((e), (j), (what)); } while (0)
 
 /* job_free removes j from every index, queue, heap and list, tells the store it is done if it was
  * stored (sink.stored_gone), detaches its waiters (sending nothing) and frees it. */

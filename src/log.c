@@ -20,6 +20,13 @@ static int disabled;                        /* "none" */
 static char *path;                          /* file destination, NULL otherwise */
 static int to_syslog;                       /* also send every line to syslog(3) */
 static int quiet;                           /* write nothing to the file/stderr destination */
+int log_max_level = LOG_ERROR;              /* see log.h: recomputed by update() */
+
+/* update recomputes log_max_level after the level or a destination changed. */
+static void update(void)
+{
+    log_max_level = (to_syslog || (!disabled && !quiet)) ? (int)cur_level : -1;
+}
 
 int log_level_parse(const char *name)
 {
@@ -55,6 +62,7 @@ int log_open(const char *dest)
         return 0;
     if (strcmp(dest, "none") == 0) {
         disabled = 1;
+        update();
         return 0;
     }
     path = strdup(dest);
@@ -81,6 +89,7 @@ void log_close(void)
     free(path);
     path = NULL;
     disabled = 0;
+    update();
 }
 
 void log_set_syslog(int on)
@@ -90,18 +99,22 @@ void log_set_syslog(int on)
     else if (!on && to_syslog)
         log_syslog_close();
     to_syslog = on;
+    update();
 }
 
-void log_set_quiet(int on) { quiet = on; }
+void log_set_quiet(int on)
+{
+    quiet = on;
+    update();
+}
 
-void log_set_level(enum log_level level) { cur_level = level; }
+void log_set_level(enum log_level level)
+{
+    cur_level = level;
+    update();
+}
 
 enum log_level log_get_level(void) { return cur_level; }
-
-int log_enabled(enum log_level level)
-{
-    return (to_syslog || (!disabled && !quiet)) && level <= cur_level;
-}
 
 static void vwrite(enum log_level level, const char *file, int line, const char *suffix,
                    const char *fmt, va_list ap)
@@ -154,14 +167,19 @@ void log_limited(struct log_limit *lim, enum log_level level, const char *file, 
         return;
     double now = mono_now();
     if (lim->last != 0 && now - lim->last < lim->interval) {
-        lim->dropped++;
-        return;
+        if (lim->used >= (lim->burst > 0 ? lim->burst : 1)) {
+            lim->dropped++;
+            return;
+        }
+    } else {
+        lim->last = now; /* a new window */
+        lim->used = 0;
     }
+    lim->used++;
     char suffix[64] = "";
     if (lim->dropped > 0)
         snprintf(suffix, sizeof suffix, " (%llu similar suppressed)",
                  (unsigned long long)lim->dropped);
-    lim->last = now;
     lim->dropped = 0;
     va_list ap;
     va_start(ap, fmt);

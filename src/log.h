@@ -52,18 +52,26 @@ void log_set_level(enum log_level level);
 /* log_get_level returns the current level. */
 enum log_level log_get_level(void);
 
-/* log_enabled reports whether messages at level are written. */
-int log_enabled(enum log_level level);
+/* log_max_level is the most verbose level written anywhere, -1 when nothing is (level "none"
+ * and no syslog, or quiet). Read it through log_enabled; only log.c writes it. */
+extern int log_max_level;
+
+/* log_enabled reports whether messages at level are written: one comparison, so a caller can
+ * skip formatting (or gathering) a message for free when its level is off. */
+static inline int log_enabled(enum log_level level) { return (int)level <= log_max_level; }
 
 /* log_msg writes one line at level, with file:line in debug builds. */
 void log_msg(enum log_level level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* struct log_limit rate-limits one kind of message: at most one line per interval. */
+/* struct log_limit rate-limits one kind of message: at most burst lines (1 if 0) per interval;
+ * the first line after a suppression says how many were suppressed. */
 struct log_limit {
-    double interval;   /* seconds between two lines */
-    double last;       /* monotonic time of the last line written, 0 if none */
+    double interval;   /* seconds of one window */
+    double last;       /* monotonic time the current window began, 0 if none */
     uint64_t dropped;  /* messages suppressed since the last line */
+    uint32_t burst;    /* lines allowed per window; 0 means 1 */
+    uint32_t used;     /* lines written in the current window */
 };
 
 /* log_limited writes the message if lim allows it now, appending how many were suppressed. */
@@ -76,6 +84,11 @@ void log_limited(struct log_limit *lim, enum log_level level, const char *file, 
 #define log_info(...) log_msg(LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
 #define log_debug(...) \
     do { if (log_enabled(LOG_DEBUG)) log_msg(LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+/* log_debug_limited is log_debug through the limiter lim: nothing is formatted when DEBUG is off. */
+#define log_debug_limited(lim, ...) \
+    do { if (log_enabled(LOG_DEBUG)) log_limited((lim), LOG_DEBUG, __FILE__, __LINE__, \
+                                                 __VA_ARGS__); } while (0)
 
 #ifdef __cplusplus
 }

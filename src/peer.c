@@ -3,6 +3,7 @@
  * budget). The input side is session.c. */
 #include "peer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +11,8 @@
 #include "job.h"
 #include "log.h"
 
-static struct log_limit output_limit = {1.0, 0, 0};
-static struct log_limit shed_limit = {1.0, 0, 0};
+static struct log_limit output_limit = {1.0, 0, 0, 0, 0};
+static struct log_limit shed_limit = {1.0, 0, 0, 0, 0};
 
 /* account updates p's share of e->buffered; sheds when the total grew past the budget. */
 static inline void account(struct peer *p)
@@ -92,6 +93,38 @@ void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int loc
         p->flags |= PEER_EXCEPTIONS;
 }
 
+void peer_mark_first(struct peer *p, enum peer_kind k)
+{
+    p->kinds |= (uint8_t)(1u << k);
+    p->eng->stats.conn_kind[k]++;
+    p->eng->conn_now[k]++;
+}
+
+const char *peer_kind_name(const struct peer *p, char *out)
+{
+    static const char *const names[PEER_KINDS] = {"client", "worker", "admin", "none"};
+    size_t n = 0;
+    out[0] = '\0';
+    for (int k = 0; k < PEER_KIND_NONE; k++)
+        if (p->kinds & (1u << k))
+            n += (size_t)snprintf(out + n, 32 - n, "%s%s", n > 0 ? "+" : "", names[k]);
+    if (n == 0)
+        snprintf(out, 32, "%s", names[PEER_KIND_NONE]);
+    return out;
+}
+
+/* primary_kind is the kind a closed connection is counted under: worker, client, admin, none. */
+static enum peer_kind primary_kind(const struct peer *p)
+{
+    if (p->kinds & (1u << PEER_KIND_WORKER))
+        return PEER_KIND_WORKER;
+    if (p->kinds & (1u << PEER_KIND_CLIENT))
+        return PEER_KIND_CLIENT;
+    if (p->kinds & (1u << PEER_KIND_ADMIN))
+        return PEER_KIND_ADMIN;
+    return PEER_KIND_NONE;
+}
+
 void peer_attach(struct peer *p)
 {
     struct engine *e = p->eng;
@@ -107,6 +140,16 @@ void peer_unlink(struct peer *p)
     if (list_linked(&p->node)) {
         list_del(&p->node);
         e->npeers--;
+        for (int k = 0; k < PEER_KIND_NONE; k++)
+            if (p->kinds & (1u << k))
+                e->conn_now[k]--;
+        if (p->kinds == 0)
+            e->stats.conn_kind[PEER_KIND_NONE]++;
+        if (log_enabled(LOG_INFO)) {
+            char kind[32];
+            log_info("disconnect fd %d (%s), kind %s", p->fd, p->ip,
+                     peer_kind_name(p, kind));
+        }
     }
     buf_free(&p->in);
     outq_clear(&p->out);
@@ -121,6 +164,7 @@ void peer_close(struct peer *p)
     if (p->flags & PEER_CLOSING)
         return;
     p->flags |= PEER_CLOSING;
+    p->eng->stats.conn_rejected[primary_kind(p)]++;
     p->eng->ops.close(p->eng, p);
     account(p);
 }
@@ -175,6 +219,7 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
 {
     if (p->flags & PEER_CLOSING)
         return -1;
+    p->eng->stats.packets_out++;
     mark_write(p, cmd);
     uint64_t body = b ? len : 0;
     for (int i = 0; i < nargs; i++)
@@ -233,6 +278,8 @@ int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, ui
     }
     if (rc > 0)
         p->eng->stats.status_coalesced++;
+    else
+        p->eng->stats.packets_out++;
     return queued(p);
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "engine.h"
 #include "list.h"
 #include "outq.h"
 #include "proto.h"
@@ -80,6 +81,7 @@ struct peer {
     uint32_t pending_acks; /* replies held until the store has written their batch */
     size_t held;          /* bytes of in's allocation plus out's unsent bytes, as counted in
                              eng->buffered (0 once closing) */
+    uint8_t kinds;        /* what it did: bit 1 << PEER_KIND_* (peer_mark) */
     char ip[48];          /* peer address as text, for 'workers' */
 };
 
@@ -89,6 +91,20 @@ static inline struct peer *peer_of(const struct list_node *n)
 {
     return n != NULL ? container_of(n, struct peer, node) : NULL;
 }
+
+/* peer_mark_first records that p first acted as kind k (a client, a worker, an admin
+ * connection): counted in the engine's totals and open connections of that kind. */
+void peer_mark_first(struct peer *p, enum peer_kind k);
+
+/* peer_mark records that p acted as kind k: one test when it had already. */
+static inline void peer_mark(struct peer *p, enum peer_kind k)
+{
+    if (!(p->kinds & (1u << k)))
+        peer_mark_first(p, k);
+}
+
+/* peer_kind_name writes what p did ("client", "worker+admin", "none") into out (32 bytes). */
+const char *peer_kind_name(const struct peer *p, char *out);
 
 /* peer_init prepares p for engine e with the socket number and printable address. */
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local);

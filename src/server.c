@@ -24,7 +24,7 @@
 #include "store.h"
 #include "transport.h"
 
-static struct log_limit accept_limit = {5.0, 0, 0};
+static struct log_limit accept_limit = {5.0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------ engine callbacks */
 
@@ -170,10 +170,12 @@ static void accept_gearman(struct server *s, const struct listener *lis, int fd,
     (void)sl;
     struct transport t;
     if (lis->transport->wrap(&t, fd, lis->transport_arg) != 0) {
+        s->eng.stats.accept_errors++;
         close(fd);
         return;
     }
-    conn_new(&s->conns, &t);
+    if (conn_new(&s->conns, &t) == NULL)
+        s->eng.stats.accept_errors++;
 }
 
 /* accept_http hands the socket to the HTTP front-end, which does its own I/O. */
@@ -214,6 +216,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                s->eng.stats.accept_errors++;
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 log_limited(&accept_limit, LOG_ERROR, __FILE__, __LINE__,
                             "accept: %s; pausing accepts for 1s", strerror(errno));

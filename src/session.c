@@ -17,12 +17,13 @@
 #include "store.h"
 #include "worker.h"
 
-static struct log_limit bad_input_limit = {1.0, 0, 0};
+static struct log_limit bad_input_limit = {1.0, 0, 0, 0, 0};
 
 /* bad_input logs malformed input at a rate-limited level. */
-static void bad_input(struct peer *p, const char *what, uint32_t cmd)
+static void bad_input(struct peer *p, enum proto_error_kind kind, const char *what, uint32_t cmd)
 {
     p->eng->stats.protocol_errors++;
+    p->eng->stats.protocol_error[kind]++;
     log_limited(&bad_input_limit, LOG_WARNING, __FILE__, __LINE__,
                 "fd %d (%s): %s (command %u)", p->fd, p->ip, what, cmd);
 }
@@ -62,23 +63,23 @@ static long bin_frame(struct peer *p, const char *data, size_t n)
     case PB_NEED_MORE:
         return 0;
     case PB_BAD_MAGIC:
-        bad_input(p, "bad magic, closing", 0);
+        bad_input(p, PERR_BAD_MAGIC, "bad magic, closing", 0);
         return -1;
     case PB_WRONG_MAGIC:
-        bad_input(p, "response magic from a client", pkt.cmd);
+        bad_input(p, PERR_WRONG_MAGIC, "response magic from a client", pkt.cmd);
         peer_send_error(p, PROTO_ERR_INVALID_MAGIC, "Request magic expected");
         return (long)used;
     case PB_TOO_LARGE:
-        bad_input(p, "packet larger than --max-packet-size", pkt.cmd);
+        bad_input(p, PERR_TOO_LARGE, "packet larger than --max-packet-size", pkt.cmd);
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Packet larger than max-packet-size");
         p->discard = pkt.size; /* the body is dropped as it arrives (step) */
         return (long)used;
     case PB_BAD_COMMAND:
-        bad_input(p, "unknown command", pkt.cmd);
+        bad_input(p, PERR_BAD_COMMAND, "unknown command", pkt.cmd);
         peer_send_error(p, PROTO_ERR_INVALID_COMMAND, "Invalid command expected");
         return (long)used;
     case PB_BAD_ARGS:
-        bad_input(p, "missing argument separators", pkt.cmd);
+        bad_input(p, PERR_BAD_ARGS, "missing argument separators", pkt.cmd);
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Malformed arguments");
         return (long)used;
     case PB_OK:
@@ -115,7 +116,7 @@ static long text_frame(struct peer *p, const char *data, size_t n)
     case PA_NEED_MORE:
         return 0;
     case PA_TOO_LONG: {
-        bad_input(p, "admin line too long", 0);
+        bad_input(p, PERR_LINE_TOO_LONG, "admin line too long", 0);
         admin_line_too_long(p);
         /* drop through the newline if it is here already, else until it arrives */
         const char *nl = memchr(data, '\n', n);
@@ -126,6 +127,7 @@ static long text_frame(struct peer *p, const char *data, size_t n)
     }
     case PA_OK:
         e->stats.lines++;
+        peer_mark(p, PEER_KIND_ADMIN);
         admin_line(p, data, len);
         return (long)used;
     }
@@ -170,7 +172,7 @@ static long step(struct peer *p, const char *data, size_t n)
         if (sp == NULL) {
             if (need_more)
                 return 0;
-            bad_input(p, "no protocol recognised, closing", 0);
+            bad_input(p, PERR_UNRECOGNISED, "no protocol recognised, closing", 0);
             return -1;
         }
         if ((p->pending_acks > 0 || p->eng->replaying) && sp->must_wait != NULL &&

@@ -86,6 +86,7 @@ struct store {
     struct ack_list flight;        /* replies held on the batch being written */
     size_t held;                   /* entries in cur and flight */
     int in_flight;                 /* a batch is with the committer */
+    double flight_since;           /* monotonic time it was handed over (commit latency) */
     uint64_t replayed;             /* jobs restored so far */
     double replay_started;         /* monotonic time the replay began */
     double retry_at;               /* after a failed commit: monotonic time before which a batch
@@ -438,6 +439,7 @@ void store_flush(struct engine *e)
     st->flight = st->cur;
     st->cur.head = st->cur.tail = NULL;
     st->in_flight = 1;
+    st->flight_since = mono();
     pthread_mutex_lock(&st->mu);
     st->to_write = b;
     pthread_cond_signal(&st->cv);
@@ -534,11 +536,18 @@ void store_complete(struct engine *e)
         for (size_t i = 0; i < c->n; i++)
             restore(e, &c->jobs[i]);
         st->replayed += c->n;
+        e->stats.store_replayed += c->n;
         free_chunk(c);
     }
     if (replay_done && e->replaying)
         finish_replay(e, replay_failed);
     if (b != NULL) {
+        hist_observe(&e->stats.store_commit_seconds, hist_seconds, mono() - st->flight_since);
+        hist_observe(&e->stats.store_batch_ops, hist_sizes, (double)store_batch_ops(b));
+        if (rc != 0)
+            e->stats.store_commit_failures++;
+        else
+            e->stats.store_commits++;
         if (rc != 0) {
             commit_failed(st, b);
             if (store_queue_retry_dones(&st->q, b) != 0)

@@ -301,6 +301,8 @@ void worker_requeue(struct engine *e, struct job *j)
     job_detach(e, j);
     j->num = j->den = 0;
     if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND)) {
+        func_count(e, j->func, JOB_EV_ABANDONED, j->prio);
+        job_log(e, j, "abandoned: no client waits");
         job_free(e, j);
         return;
     }
@@ -310,14 +312,18 @@ void worker_requeue(struct engine *e, struct job *j)
     if (limit >= 0 && j->retries >= (limit > 0 ? limit : 1)) {
         log_info("job %llu failed: its worker was lost %u times (--job-retries=%d)",
                  (unsigned long long)j->id, j->retries, limit);
+        func_count(e, j->func, JOB_EV_LOST, j->prio);
         job_fail(e, j);
         return;
     }
+    func_count(e, j->func, JOB_EV_REQUEUED, j->prio);
+    job_log(e, j, "requeued");
     func_push(e, j, 1);
 }
 
 void worker_job_timeout(struct engine *e, struct job *j)
 {
+    func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
     if (e->cfg->can_do_timeout_requeue) {
         log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
                  (unsigned long long)j->id);

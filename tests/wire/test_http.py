@@ -9,7 +9,9 @@ Workers speak raw Gearman bytes (gearman_wire). Every wait is bounded; where a t
 that the server reached a state, it polls an observable (admin status, GET_STATUS_UNIQUE) with a
 generous deadline instead of sleeping.
 """
+import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -200,16 +202,64 @@ def test_healthz_waits_for_the_store_replay_with_a_store(http_factory_real, tmp_
     # an empty store's replay is done by the time a request is served, or answers 503
 
 
-def test_unknown_path_404_bad_method_405_unwired_slot_501(http):
+def test_unknown_path_404_bad_method_405(http):
     assert http.curl("/nope")[0] == 404
     assert http.curl("/")[0] == 404
     status, headers, _ = http.curl("/healthz", data=b"x")  # POST to a page
     assert status == 405 and headers["allow"] == "GET, HEAD"
+    status, headers, _ = http.curl("/metrics", data=b"x")
+    assert status == 405 and headers["allow"] == "GET, HEAD"
     status, headers, _ = http.curl("/fn", method="DELETE")
     assert status == 405 and headers["allow"] == "POST, PUT"
-    for path in ("/metrics", "/status.json", "/workers.json", "/stats.json"):
-        assert http.curl(path)[0] == 501, path
     assert http.curl("/healthz")[0] == 200
+
+
+def test_observability_pages(http):
+    """GET /metrics, /status.json, /workers.json, /stats.json serve what the admin commands
+    'metrics', 'status json', 'workers json' and 'stats json' render (docs/OBSERVABILITY.md)."""
+    status, _, _ = http.curl("/obsfn", data=b"x", headers=["X-Gearman-Background: true"])
+    assert status == 200
+    status, headers, body = http.curl("/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
+    lines = body.decode().splitlines()
+    assert 'gearman_jobs{function="obsfn"} 1' in lines
+    assert 'gearman_workers{function="obsfn"} 0' in lines
+    assert lines[-1] != "." and body.endswith(b"\n"), "no admin terminator over HTTP"
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                           timeout=DEADLINE)
+        assert r.returncode == 0, r.stdout + r.stderr
+    c = http.server.connect()
+    c.sock.sendall(b"status json\n")
+    admin = json.loads(c.read_line())
+    c.close()
+    for path in ("/status.json", "/workers.json", "/stats.json"):
+        status, headers, body = http.curl(path)
+        assert status == 200 and headers["content-type"] == "application/json", path
+        doc = json.loads(body)
+        if path == "/status.json":
+            assert doc == admin
+            assert doc["functions"][0]["function"] == "obsfn"
+        elif path == "/stats.json":
+            assert doc["pid"] == http.server.proc.pid and doc["uptime_seconds"] >= 0
+        else:
+            assert isinstance(doc, (dict, list))
+
+
+def test_observability_page_larger_than_the_output_limit_is_refused(http_factory_real):
+    h = http_factory_real("--max-packet-size=16k", "--max-output-buffer=64k")
+    c = h.server.connect()
+    c.sock.sendall(b"".join(b"create function f%05d\n" % i for i in range(3000)))
+    c.sock.sendall(b"status\n")
+    buf = b""
+    while not buf.endswith(b".\n"):  # every function exists
+        chunk = c.sock.recv(1 << 16)
+        assert chunk
+        buf += chunk
+    c.close()
+    status, _, body = h.curl("/status.json")
+    assert status == 500 and b"too large" in body, (status, body[:200])
+    assert h.curl("/healthz")[0] == 200, "the server keeps serving"
 
 
 # ------------------------------------------------------------------ submission
