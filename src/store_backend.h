@@ -35,6 +35,7 @@ struct config;
 /* struct store_params is what a backend is opened with, from the configuration. */
 struct store_params {
     const char *location;     /* what follows "scheme:" in --store (a path for sqlite) */
+    const char *shown;        /* the location as logs may show it (no password), NULL: location */
     const char *import_table; /* gearmand's queue table to import, NULL for none */
     int gearmand;             /* 1: opened as gearmand's -q TYPE (import from import_table or the
                                  backend's default table) */

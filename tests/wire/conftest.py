@@ -196,6 +196,7 @@ class PgCluster:
         self.dir = dir
         self.bindir = bindir
         self.ndb = 0
+        self.running = True
 
     def conninfo(self, db="postgres"):
         return f"host={self.dir} dbname={db} user=spur"
@@ -220,6 +221,7 @@ class PgCluster:
         r = subprocess.run([PG_SCRIPT, "restart" if what == "start" else what, self.dir],
                            capture_output=True, timeout=300)
         assert r.returncode == 0, r.stderr.decode(errors="replace")
+        self.running = what != "stop"
 
 
 @pytest.fixture(scope="session")
