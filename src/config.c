@@ -104,6 +104,7 @@ enum {
     OPT_STORE_MAX_PAGES,
     OPT_STORE_SYNC,
     OPT_STORE_RECOVER,
+    OPT_STORE_WAIT,
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
@@ -166,6 +167,7 @@ static const struct option long_opts[] = {
     {"store-max-pages", required_argument, NULL, OPT_STORE_MAX_PAGES},
     {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
     {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
+    {"store-wait", required_argument, NULL, OPT_STORE_WAIT},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca-file", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
@@ -238,6 +240,8 @@ void config_usage(FILE *out)
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
         "      --store-max-pages=N    cap the store at N pages (to test a full disk)\n"
+        "      --store-wait=S         postgres: a background submit waits up to S seconds for an\n"
+        "                             unavailable database (default 0: QUEUE_ERROR at once)\n"
         "      --store-recover        start even if the store is damaged: rewrite it with every\n"
         "                             readable job, keep the damaged file as PATH.damaged-TIME\n"
         "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
@@ -737,6 +741,11 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --store-sync '%s' (full or normal)", optarg);
             break;
         case OPT_STORE_RECOVER: c->store_recover = 1; break;
+        case OPT_STORE_WAIT:
+            if (parse_seconds(optarg, &d) != 0 || d > 3600)
+                return errf(err, errlen, "invalid --store-wait '%s' (0 to 3600 seconds)", optarg);
+            c->store_wait = d;
+            break;
         case OPT_STORE_MAX_PAGES:
             if (parse_long(optarg, 0, LONG_MAX, &v) != 0)
                 return errf(err, errlen, "invalid --store-max-pages '%s'", optarg);

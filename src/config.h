@@ -91,6 +91,7 @@ struct config {
     long store_max_pages;            /* --store-max-pages (testing): cap the store file, 0 = none */
     int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
     int store_recover;               /* --store-recover: start on a damaged store with what is readable */
+    double store_wait;               /* --store-wait: seconds a batch waits for an unavailable database */
 };
 
 /* config_defaults fills c with the defaults (no allocation). */

@@ -42,6 +42,8 @@ struct store_params {
     int recover;              /* --store-recover: rewrite a damaged store from what is readable */
     int sync_normal;          /* --store-sync=normal: do not sync every batch */
     long max_pages;           /* --store-max-pages, 0 = no cap (tests a full disk) */
+    double wait;              /* --store-wait: seconds a write may wait for an unavailable
+                                 database before it fails (postgres), 0 = fail at once */
     size_t max_function;      /* --max-function-name: longest name a replayed row may have */
 };
 

@@ -47,6 +47,7 @@ const struct store_backend *store_backend_choose(const struct config *c, struct 
     p->recover = c->store_recover;
     p->sync_normal = c->store_sync_normal;
     p->max_pages = c->store_max_pages;
+    p->wait = c->store_wait;
     p->max_function = c->max_function;
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
         const struct scheme *s = &schemes[i];

@@ -38,6 +38,7 @@ struct pgstore {
     char *conninfo;          /* the libpq connection string, as configured */
     PGconn *conn;            /* the session, NULL while the database is unavailable */
     int sync_normal;         /* synchronous_commit=off */
+    double wait;             /* --store-wait: seconds a batch waits for an unavailable database */
     size_t max_func;         /* longest function or reducer name a replayed row may have */
     double next_try;         /* monotonic time before which no reconnect is attempted */
     double gap;              /* the current pause between reconnect attempts, 0 after success */
@@ -116,7 +117,7 @@ static const struct {
     const Oid *types;
 } stmts[] = {
     {"spur_ins", "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, ins_types},
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING", 7, ins_types},
     {"spur_del", "DELETE FROM spur_jobs WHERE id = ANY ($1::bigint[])", 1, NULL},
     {"spur_hwm", "UPDATE spur_meta SET value = $1 WHERE key = 'max_id' AND value < $1", 1, one_int8},
     {"spur_sel", "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs ORDER BY id", 0,
@@ -374,6 +375,7 @@ static void *pg_open(const struct store_params *p, uint64_t *next_id, char *err,
         return NULL;
     }
     s->sync_normal = p->sync_normal;
+    s->wait = p->wait;
     s->max_func = p->max_function ? p->max_function : MAX_FUNC_DEFAULT;
     uint64_t hwm = 0;
     if (p->import_table != NULL && !store_pg_valid_ident(p->import_table)) {
@@ -457,18 +459,20 @@ static void remember_doubt(struct pgstore *s, const struct store_batch *b)
     }
 }
 
-static int pg_write_batch(void *db, struct store_batch *b)
+/* write_once tries to write b once. Returns 0, or -1 with s->err set and *lost set when the
+ * database was unavailable or the session broke (worth another attempt), and *unknown set when the
+ * commit was sent but its outcome never came back. */
+static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *unknown)
 {
-    struct pgstore *s = db;
+    *lost = *unknown = 0;
     if (ensure(s) != 0) {
-        store_batch_set_error(b, s->err);
+        *lost = 1;
         return -1;
     }
     int none;
     char *ids = id_array(s, b, &none);
     if (ids == NULL && !none) {
         set_err(s, "out of memory");
-        store_batch_set_error(b, s->err);
         return -1;
     }
     PGconn *c = s->conn;
@@ -555,18 +559,43 @@ out:
     if (fail != NULL) {
         if (why[0] == '\0')
             pq_msg(PQerrorMessage(c), why, sizeof why);
-        int lost = PQstatus(c) != CONNECTION_OK;
-        set_err(s, "%s%s: %s", lost ? "database unavailable: " : "", fail, why);
-        store_batch_set_error(b, s->err);
-        if (lost || synced != 2 || PQpipelineStatus(c) != PQ_PIPELINE_OFF) {
-            if (synced == 1)
-                remember_doubt(s, b); /* committed or not: nobody knows */
+        *lost = PQstatus(c) != CONNECTION_OK;
+        set_err(s, "%s%s: %s", *lost ? "database unavailable: " : "", fail, why);
+        if (*lost || synced != 2 || PQpipelineStatus(c) != PQ_PIPELINE_OFF) {
+            *unknown = synced == 1; /* committed or not: nobody knows */
+            *lost = 1;
             drop(s);
         }
         return -1;
     }
     s->ndoubt = 0; /* deleted by this batch */
     s->err[0] = '\0';
+    return 0;
+}
+
+static int pg_write_batch(void *db, struct store_batch *b)
+{
+    struct pgstore *s = db;
+    double deadline = mono() + s->wait;
+    int lost, unknown, doubt = 0;
+    /* with --store-wait, an unavailable database is waited for, up to the bound: the inserts are
+     * idempotent (ON CONFLICT DO NOTHING on the never reused id), so a batch whose first commit
+     * had an unknown outcome may be written again */
+    while (write_once(s, b, &lost, &unknown) != 0) {
+        doubt |= unknown;
+        double now = mono();
+        if (!lost || now >= deadline) {
+            if (doubt)
+                remember_doubt(s, b);
+            store_batch_set_error(b, s->err);
+            return -1;
+        }
+        double until = s->next_try > now ? s->next_try : now + STORE_PG_RETRY_FIRST;
+        if (until > deadline)
+            until = deadline;
+        struct timespec ts = {(time_t)(until - now), (long)((until - now - (double)(time_t)(until - now)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     store_batch_set_error(b, NULL);
     return 0;
 }

@@ -238,3 +238,38 @@ def test_unreachable_database_at_start_is_a_clear_error(tmp_path):
     assert r.returncode == 1
     assert b"store postgres:host=" in r.stderr and b"database unavailable" in r.stderr
     assert b"hidden" not in r.stderr
+
+
+def test_store_wait_holds_submits_until_the_database_is_back(server_factory, pg):
+    s = server_factory(pg.arg, "--store-wait=300")
+    c = s.connect(timeout=300)
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"before")
+    first = c.expect(JOB_CREATED)
+    pg.cluster.ctl("stop")
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"waits")
+    other = s.connect()
+    other.echo_roundtrip()  # the loop serves others meanwhile
+    c.sock.setblocking(False)
+    try:
+        got = c.sock.recv(1)
+        pytest.fail(f"a reply ({got!r}) came while the database was down")
+    except BlockingIOError:
+        pass  # nothing to read: the JOB_CREATED is held
+    finally:
+        c.sock.setblocking(True)
+        c.sock.settimeout(300)
+    pg.cluster.ctl("start")
+    h = c.expect(JOB_CREATED)
+    assert stored_ids(pg) == handle_ids([first, h])
+
+
+def test_store_wait_is_bounded(server_factory, pg):
+    s = server_factory(pg.arg, "--store-wait=0.2")
+    c = s.connect(timeout=60)
+    pg.cluster.ctl("stop")
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"refused")
+    _, cmd, body = c.read_packet(timeout=60)
+    assert cmd == ERROR and b"database unavailable" in body, body
+    pg.cluster.ctl("start")
+    h, _ = submit_until_stored(c)
+    assert stored_ids(pg) == handle_ids([h])
