@@ -34,7 +34,7 @@ extern "C" {
 #define STORE_PG_RETRY_FIRST 0.05             /* seconds before the second reconnect attempt */
 #define STORE_PG_RETRY_MAX 2.0                /* longest pause between reconnect attempts */
 #define STORE_PG_CONNECT_TIMEOUT "10"         /* libpq connect_timeout unless CONNINFO sets one */
-#define STORE_PG_LOCK_WAIT_MS 5000            /* how long open waits for the advisory lock */
+#define STORE_PG_LOCK_WAIT_MS 15000           /* how long open waits for the advisory lock */
 
 /* store_pg_backend is this module behind the store_backend interface. params->location is the
  * libpq connection string (empty: libpq's defaults and PG* environment variables);

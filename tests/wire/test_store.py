@@ -382,7 +382,7 @@ def test_second_server_on_the_same_store_is_refused(server_factory, store):
     server_factory(store.arg)
     binary = os.environ["SPURD"]
     r = subprocess.run([binary, "--port=0", "--listen=127.0.0.1", store.arg],
-                       capture_output=True, timeout=20)
+                       capture_output=True, timeout=120)
     assert r.returncode == 1
     assert b"in use by another server" in r.stderr
 

@@ -88,8 +88,15 @@ def test_postgres_restarted_mid_load_loses_nothing_and_service_resumes(server_fa
     s = server_factory(pg.arg)
     acked, lock, stop = set(), threading.Lock(), threading.Event()
     errors = [0]
+    failures = []
 
     def submitter(k):
+        try:
+            submit(k)
+        except Exception as e:  # reported by the main thread
+            failures.append(repr(e))
+
+    def submit(k):
         cc = s.connect(timeout=60)
         n = 0
         while not stop.is_set():
@@ -113,11 +120,13 @@ def test_postgres_restarted_mid_load_loses_nothing_and_service_resumes(server_fa
         for _ in range(2):
             with lock:
                 seen = len(acked)
-            while True:  # load is flowing (bounded by the clients' own timeouts)
+            deadline = time.monotonic() + 300
+            while True:  # load is flowing
                 c.echo_roundtrip()
                 with lock:
                     if len(acked) > seen + 100 or not all(t.is_alive() for t in threads):
                         break
+                assert time.monotonic() < deadline, "no submit was acknowledged for 300 s"
             pg.cluster.ctl("restart")
             submit_until_stored(c)
     finally:
@@ -125,6 +134,7 @@ def test_postgres_restarted_mid_load_loses_nothing_and_service_resumes(server_fa
         for t in threads:
             t.join(timeout=60)
     assert all(not t.is_alive() for t in threads)
+    assert failures == []
     probe, _ = submit_until_stored(c)  # one more batch: it deletes the doubtful ids
     acked.add(probe)
     c.echo_roundtrip()
