@@ -283,3 +283,32 @@ def test_store_wait_is_bounded(server_factory, pg):
     pg.cluster.ctl("start")
     h, _ = submit_until_stored(c)
     assert stored_ids(pg) == handle_ids([h])
+
+
+def test_gearmand_table_rules_skipped_rows_and_defaults(server_factory, pg):
+    """gearmand's table as an old version left it (no when_to_run): rows without a function name
+    are skipped and counted, an unknown priority becomes normal, NULL data is empty."""
+    pg.sql("CREATE TABLE gq (unique_key varchar(64), function_name varchar(255), priority integer,"
+           " data bytea)")
+    pg.sql("INSERT INTO gq VALUES ('a', 'f', 7, 'x'), ('b', '', 0, 'skipped'),"
+           " ('c', NULL, 0, 'skipped'), ('d', 'f', 0, NULL)")
+    s = server_factory("-q", "Postgres", "--libpq-conninfo=" + pg.conninfo, "--libpq-table=gq")
+    wait_replayed(s)
+    assert "imported 2 jobs from gearmand's table gq" in s.stderr_text()
+    assert "2 rows skipped" in s.stderr_text()
+    got = grab_all(s, b"f", 2)
+    assert [(u, d) for _, u, d in got] == [(b"d", b""), (b"a", b"x")], "d is high, a normal"
+
+
+def test_table_without_gearmands_columns_stops_the_start_and_changes_nothing(pg):
+    pg.sql("CREATE TABLE queue (id integer, payload text)")
+    pg.sql("INSERT INTO queue VALUES (1, 'mine')")
+    binary = os.environ.get("SPURD")
+    if not binary:
+        pytest.skip("SPURD is not set")
+    r = subprocess.run([binary, "--port=0", "--listen=127.0.0.1", "-q", "Postgres",
+                        "--libpq-conninfo=" + pg.conninfo], capture_output=True, timeout=120)
+    assert r.returncode == 1
+    assert b"table queue exists but is not gearmand's queue table" in r.stderr, r.stderr
+    assert pg.sql("SELECT payload FROM queue").strip() == "mine"
+    assert pg.sql("SELECT count(*) FROM spur_import").strip() == "0"
