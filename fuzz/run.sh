@@ -72,6 +72,8 @@ echo "fuzz build: $(echo $sources | wc -w) files from src/ (left out: $skipped)"
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS_COMMON="-g -O1 $SAN -include $build/spur_config.h -I$build -I$top/src -Wall -Wextra"
+# store_pg.c includes <libpq-fe.h> from /usr/include/postgresql
+CFLAGS_COMMON="$CFLAGS_COMMON $(pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)"
 objs=""
 for f in $sources; do
     o="$build/obj/$(basename "$f" .c).o"
@@ -87,6 +89,9 @@ if grep -q '#include <microhttpd.h>' $sources 2>/dev/null; then
 fi
 if grep -q '#include <sqlite3.h>' $sources 2>/dev/null; then
     extra_libs="$extra_libs $(pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)"
+fi
+if grep -q '#include <libpq-fe.h>' $sources 2>/dev/null; then
+    extra_libs="$extra_libs $(pkg-config --libs libpq 2>/dev/null || echo -lpq)"
 fi
 
 for t in $targets; do

@@ -14,6 +14,7 @@
 
 #include "file.h"
 #include "log.h"
+#include "store_pg_text.h"
 
 size_t config_default_buffer_memory(void)
 {
@@ -102,10 +103,13 @@ enum {
     OPT_STORE,
     OPT_SQLITE_DB,
     OPT_SQLITE_TABLE,
+    OPT_PG_CONNINFO,
+    OPT_PG_TABLE,
     OPT_STORE_ON_SHUTDOWN,
     OPT_STORE_MAX_PAGES,
     OPT_STORE_SYNC,
     OPT_STORE_RECOVER,
+    OPT_STORE_WAIT,
     OPT_SSL,
     OPT_SSL_FILE,
     OPT_HTTP_PORT,
@@ -168,10 +172,13 @@ static const struct option long_opts[] = {
     {"store", required_argument, NULL, OPT_STORE},
     {"libsqlite3-db", required_argument, NULL, OPT_SQLITE_DB},
     {"libsqlite3-table", required_argument, NULL, OPT_SQLITE_TABLE},
+    {"libpq-conninfo", required_argument, NULL, OPT_PG_CONNINFO},
+    {"libpq-table", required_argument, NULL, OPT_PG_TABLE},
     {"store-queue-on-shutdown", no_argument, NULL, OPT_STORE_ON_SHUTDOWN},
     {"store-max-pages", required_argument, NULL, OPT_STORE_MAX_PAGES},
     {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
     {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
+    {"store-wait", required_argument, NULL, OPT_STORE_WAIT},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca-file", required_argument, NULL, OPT_SSL_FILE},
     {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
@@ -214,9 +221,13 @@ void config_usage(FILE *out)
         "  -L, --listen=ADDR          address to listen on (repeatable; default all)\n"
         "  -p, --port=PORT            TCP port (default 4730, or $GEARMAND_PORT; 0 = any free)\n"
         "  -P, --pid-file=FILE        write the process id to FILE\n"
-        "  -q, --queue-type=TYPE      builtin (memory) or libsqlite3 (durable)\n"
+        "  -q, --queue-type=TYPE      builtin (memory), libsqlite3 or Postgres (durable)\n"
         "      --libsqlite3-db=FILE   SQLite file for -q libsqlite3\n"
         "      --libsqlite3-table=T   gearmand queue table to import (default gearman_queue)\n"
+        "      --libpq-conninfo=S     libpq connection string for -q Postgres (default: libpq's\n"
+        "                             defaults and PG* variables)\n"
+        "      --libpq-table=T        gearmand queue table to import for -q Postgres (default\n"
+        "                             queue)\n"
         "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
         "  -r, --protocol=http        serve HTTP (docs/HTTP.md) on --http-port (default 8080)\n"
         "      --http-port=PORT       the HTTP port; given alone it also turns HTTP on (0 = any\n"
@@ -254,9 +265,12 @@ void config_usage(FILE *out)
         "      --http-idle-timeout=S  close an HTTP connection idle for S seconds, unless it\n"
         "                             waits on its job (default 60; 0 = never)\n"
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
+        "      --store=postgres:CONNINFO  keep them in PostgreSQL (libpq connection string)\n"
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
         "      --store-max-pages=N    cap the store at N pages (to test a full disk)\n"
+        "      --store-wait=S         postgres: a background submit waits up to S seconds for an\n"
+        "                             unavailable database (default 0: QUEUE_ERROR at once)\n"
         "      --store-recover        start even if the store is damaged: rewrite it with every\n"
         "                             readable job, keep the damaged file as PATH.damaged-TIME\n"
         "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
@@ -591,9 +605,11 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             break;
         case 'P': set_str(&c->pid_file, optarg); break;
         case 'q':
-            if (strcasecmp(optarg, "builtin") != 0 && strcasecmp(optarg, "libsqlite3") != 0)
+            if (strcasecmp(optarg, "builtin") != 0 && strcasecmp(optarg, "libsqlite3") != 0 &&
+                strcasecmp(optarg, "Postgres") != 0)
                 return errf(err, errlen,
-                            "unsupported --queue-type '%s' (builtin or libsqlite3)", optarg);
+                            "unsupported --queue-type '%s' (builtin, libsqlite3 or Postgres)",
+                            optarg);
             set_str(&c->queue_type, optarg);
             break;
         case 'r':
@@ -732,12 +748,22 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             c->shutdown_timeout = d;
             break;
         case OPT_STORE:
-            if (strncmp(optarg, "sqlite:", 7) != 0 || optarg[7] == '\0')
-                return errf(err, errlen, "invalid --store '%s' (sqlite:PATH)", optarg);
+            if ((strncmp(optarg, "sqlite:", 7) != 0 || optarg[7] == '\0') &&
+                strncmp(optarg, "postgres:", 9) != 0)
+                return errf(err, errlen, "invalid --store '%s' (sqlite:PATH or postgres:CONNINFO)",
+                            optarg);
             set_str(&c->store, optarg);
             break;
         case OPT_SQLITE_DB: set_str(&c->sqlite_db, optarg); break;
         case OPT_SQLITE_TABLE: set_str(&c->sqlite_table, optarg); break;
+        case OPT_PG_CONNINFO: set_str(&c->pg_conninfo, optarg); break;
+        case OPT_PG_TABLE:
+            if (!store_pg_valid_ident(optarg))
+                return errf(err, errlen,
+                            "invalid --libpq-table '%s' (letters, digits and _, at most %d bytes)",
+                            optarg, STORE_PG_IDENT_MAX);
+            set_str(&c->pg_table, optarg);
+            break;
         case OPT_STORE_ON_SHUTDOWN: c->store_on_shutdown = 1; break;
         case OPT_STORE_SYNC:
             if (strcmp(optarg, "full") == 0)
@@ -748,6 +774,11 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --store-sync '%s' (full or normal)", optarg);
             break;
         case OPT_STORE_RECOVER: c->store_recover = 1; break;
+        case OPT_STORE_WAIT:
+            if (parse_seconds(optarg, &d) != 0 || d > 3600)
+                return errf(err, errlen, "invalid --store-wait '%s' (0 to 3600 seconds)", optarg);
+            c->store_wait = d;
+            break;
         case OPT_STORE_MAX_PAGES:
             if (parse_long(optarg, 0, LONG_MAX, &v) != 0)
                 return errf(err, errlen, "invalid --store-max-pages '%s'", optarg);
@@ -870,7 +901,8 @@ int config_make_absolute(struct config *c, const char *cwd)
         absolute(&c->http_port_file, cwd) != 0 ||
         absolute(&c->unix_path, cwd) != 0 || absolute(&c->sqlite_db, cwd) != 0)
         return -1;
-    if (c->store != NULL && c->store[7] != '/') { /* "sqlite:" + a relative path */
+    if (c->store != NULL && strncmp(c->store, "sqlite:", 7) == 0 &&
+        c->store[7] != '/') { /* "sqlite:" + a relative path */
         char *a = file_absolute(c->store + 7, cwd);
         char *s = a ? malloc(strlen(a) + 8) : NULL;
         if (s == NULL) {
@@ -907,7 +939,10 @@ void config_free(struct config *c)
     free(c->queue_type);
     free(c->sqlite_db);
     free(c->sqlite_table);
+    free(c->pg_conninfo);
+    free(c->pg_table);
     memset(c->listen, 0, sizeof c->listen);
     c->unix_path = c->port_file = c->pid_file = c->log_file = c->user = NULL;
-    c->job_handle_prefix = c->store = c->queue_type = c->sqlite_db = c->sqlite_table = NULL;
+    c->job_handle_prefix = c->store = c->queue_type = c->sqlite_db = c->sqlite_table = c->pg_conninfo =
+        c->pg_table = NULL;
 }

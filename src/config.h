@@ -93,14 +93,17 @@ struct config {
     double shutdown_timeout;         /* --shutdown-timeout: graceful shutdown bound, seconds */
 
     /* durable store */
-    char *store;                     /* --store=sqlite:PATH, or NULL for memory only */
-    char *queue_type;                /* -q (gearmand): "builtin" or "libsqlite3" */
+    char *store;                     /* --store=sqlite:PATH or postgres:CONNINFO, NULL: memory only */
+    char *queue_type;                /* -q (gearmand): "builtin", "libsqlite3" or "Postgres" */
     char *sqlite_db;                 /* --libsqlite3-db */
     char *sqlite_table;              /* --libsqlite3-table */
+    char *pg_conninfo;               /* --libpq-conninfo (for -q Postgres) */
+    char *pg_table;                  /* --libpq-table: gearmand's table to import (-q Postgres) */
     int store_on_shutdown;           /* --store-queue-on-shutdown (accepted) */
     long store_max_pages;            /* --store-max-pages (testing): cap the store file, 0 = none */
     int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
     int store_recover;               /* --store-recover: start on a damaged store with what is readable */
+    double store_wait;               /* --store-wait: seconds a batch waits for an unavailable database */
 };
 
 /* config_defaults fills c with the defaults (no allocation). */

@@ -259,7 +259,8 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
         free(st);
         return -1;
     }
-    log_notice("store: %s opened; replaying stored jobs", p->location);
+    log_notice("store: %s:%s opened; replaying stored jobs", b->name,
+               p->shown != NULL ? p->shown : p->location);
     return 0;
 }
 

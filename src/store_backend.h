@@ -35,12 +35,15 @@ struct config;
 /* struct store_params is what a backend is opened with, from the configuration. */
 struct store_params {
     const char *location;     /* what follows "scheme:" in --store (a path for sqlite) */
+    const char *shown;        /* the location as logs may show it (no password), NULL: location */
     const char *import_table; /* gearmand's queue table to import, NULL for none */
     int gearmand;             /* 1: opened as gearmand's -q TYPE (import from import_table or the
                                  backend's default table) */
     int recover;              /* --store-recover: rewrite a damaged store from what is readable */
     int sync_normal;          /* --store-sync=normal: do not sync every batch */
     long max_pages;           /* --store-max-pages, 0 = no cap (tests a full disk) */
+    double wait;              /* --store-wait: seconds a write may wait for an unavailable
+                                 database before it fails (postgres), 0 = fail at once */
     size_t max_function;      /* --max-function-name: longest name a replayed row may have */
 };
 

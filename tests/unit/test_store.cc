@@ -19,6 +19,7 @@ extern "C" {
 #include "store.h"
 #include "store_backend.h"
 #include "store_mem.h"
+#include "store_pg_text.h"
 }
 
 namespace {
@@ -432,3 +433,49 @@ TEST_F(StoreTest, CloseWritesTheLastBatchAndReopenReplaysIt)
 }
 
 } // namespace
+
+// ---------------------------------------------------------------- store_pg_text (pure helpers)
+
+TEST(StorePgText, TableNamesAreOnlyPlainIdentifiers)
+{
+    EXPECT_TRUE(store_pg_valid_ident("queue"));
+    EXPECT_TRUE(store_pg_valid_ident("_Gearman_queue2"));
+    EXPECT_TRUE(store_pg_valid_ident(std::string(63, 'q').c_str()));
+    EXPECT_FALSE(store_pg_valid_ident(std::string(64, 'q').c_str()));
+    EXPECT_FALSE(store_pg_valid_ident(""));
+    EXPECT_FALSE(store_pg_valid_ident(nullptr));
+    EXPECT_FALSE(store_pg_valid_ident("1queue"));
+    EXPECT_FALSE(store_pg_valid_ident("queue\"; DROP TABLE spur_jobs; --"));
+    EXPECT_FALSE(store_pg_valid_ident("a b"));
+    EXPECT_FALSE(store_pg_valid_ident("a-b"));
+    EXPECT_FALSE(store_pg_valid_ident("caf\xc3\xa9"));
+}
+
+static std::string redact(const char *conninfo, size_t len = 256)
+{
+    std::vector<char> out(len);
+    return store_pg_redact(conninfo, out.data(), out.size());
+}
+
+TEST(StorePgText, PasswordsAreRedactedForLogs)
+{
+    EXPECT_EQ(redact("host=/tmp dbname=q user=spur"), "host=/tmp dbname=q user=spur");
+    EXPECT_EQ(redact("host=/tmp password=s3cr3t dbname=q"), "host=/tmp password=*** dbname=q");
+    EXPECT_EQ(redact("password = 'a b\\' c' host=h"), "password=*** host=h");
+    EXPECT_EQ(redact(""), "");
+    EXPECT_EQ(redact("postgresql://spur:s3cr3t@db.example:5432/q"),
+              "postgresql://spur:***@db.example:5432/q");
+    EXPECT_EQ(redact("postgres://db.example:5432/q?password=s3cr3t&sslmode=require"),
+              "postgres://db.example:5432/q?password=***&sslmode=require");
+    EXPECT_EQ(redact("postgresql://h/q?user=a&password=x"), "postgresql://h/q?user=a&password=***");
+    EXPECT_EQ(redact("postgresql://spur@h/q"), "postgresql://spur@h/q");
+    // a short buffer truncates, never overflows, and never shows the password
+    for (size_t n = 1; n < 40; n++) {
+        std::string r = redact("host=/tmp password=s3cr3t dbname=q", n);
+        EXPECT_LT(r.size(), n);
+        EXPECT_EQ(r.find("s3cr3t"), std::string::npos) << n;
+        r = redact("postgresql://spur:s3cr3t@h/q?password=s3cr3t", n);
+        EXPECT_LT(r.size(), n);
+        EXPECT_EQ(r.find("s3c"), std::string::npos) << n;
+    }
+}

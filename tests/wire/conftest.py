@@ -183,3 +183,69 @@ def gearmand_factory():
 def gearmand(gearmand_factory):
     """A fresh gearmand (Debian's) for side-by-side comparisons."""
     return gearmand_factory()
+
+
+PG_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                         "pg-cluster.sh")
+
+
+class PgCluster:
+    """A throw-away PostgreSQL cluster (scripts/pg-cluster.sh) on a unix socket in dir."""
+
+    def __init__(self, dir, bindir):
+        self.dir = dir
+        self.bindir = bindir
+        self.ndb = 0
+        self.running = True
+
+    def conninfo(self, db="postgres"):
+        return f"host={self.dir} dbname={db} user=spur"
+
+    def psql(self, sql, db="postgres"):
+        """Runs sql in database db; returns psql's unaligned output (rows | separated)."""
+        r = subprocess.run([os.path.join(self.bindir, "psql"), "-X", "-q", "-A", "-t",
+                            "-v", "ON_ERROR_STOP=1", "-d", self.conninfo(db), "-c", sql],
+                           capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        return r.stdout.decode(errors="replace")
+
+    def new_database(self):
+        """Creates an empty database with a fresh name and returns the name."""
+        self.ndb += 1
+        name = "t%d" % self.ndb
+        self.psql("CREATE DATABASE " + name)
+        return name
+
+    def ctl(self, what):
+        """stop, start (= restart) or restart the cluster, waiting until it is done."""
+        r = subprocess.run([PG_SCRIPT, "restart" if what == "start" else what, self.dir],
+                           capture_output=True, timeout=300)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        self.running = what != "stop"
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One PostgreSQL cluster for the session, started on first use and destroyed at the end;
+    skips the test when Debian's postgresql is not installed."""
+    if EXTERNAL:
+        pytest.skip("needs its own spurd")
+    r = subprocess.run([PG_SCRIPT, "bindir"], capture_output=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip("postgresql is not installed (scripts/deps.sh test installs it): "
+                    + r.stderr.decode(errors="replace").strip())
+    bindir = r.stdout.decode().strip()
+    d = tempfile.mkdtemp(prefix="spur-pg-")
+    r = subprocess.run([PG_SCRIPT, "start", d], capture_output=True, timeout=300)
+    assert r.returncode == 0, "cannot start a PostgreSQL cluster: " + r.stderr.decode(errors="replace")
+    try:
+        yield PgCluster(d, bindir)
+    finally:
+        subprocess.run([PG_SCRIPT, "destroy", d], capture_output=True, timeout=300)
+
+
+@pytest.fixture
+def pg_db(pg_cluster):
+    """A fresh, empty database in the session's cluster; returns (cluster, conninfo)."""
+    name = pg_cluster.new_database()
+    return pg_cluster, pg_cluster.conninfo(name)

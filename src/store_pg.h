@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* store_pg: the durable store of background jobs in a PostgreSQL database, through libpq
+ * (--store=postgres:CONNINFO, or gearmand's -q Postgres --libpq-conninfo=CONNINFO).
+ *
+ * It is only a backend (store_backend.h): the store manager (store.c) batches, and calls it on its
+ * committer thread, so libpq's blocking calls never stall the event loop. Each batch is one
+ * implicit transaction sent in libpq's pipeline mode (every insert, one delete of all the batch's
+ * finished ids and the high-water mark, then one Sync: one round trip per batch), with prepared
+ * statements and binary parameters only: no SQL text is ever built from job data.
+ *
+ * Tables, created if missing: spur_jobs and spur_meta (the same columns as the SQLite store's, in
+ * PostgreSQL types), spur_quarantine and spur_import. One server per database: each session takes
+ * the advisory lock STORE_PG_LOCK_KEY, waiting up to STORE_PG_LOCK_WAIT_MS (the session of a
+ * server just killed ends when PostgreSQL notices), and fails "in use by another server" when
+ * another session keeps it.
+ *
+ * Outages: when the connection is lost, write_batch fails at once with "database unavailable"
+ * (the manager answers the batch's submits with QUEUE_ERROR and retries its deletions), and the
+ * backend reconnects by itself, from write_batch and from maintain (about once a second when
+ * idle), with a pause between attempts that doubles from STORE_PG_RETRY_FIRST to
+ * STORE_PG_RETRY_MAX seconds. The ids added by a batch whose commit outcome is unknown (the
+ * connection broke after the Sync was sent) are deleted by the next successful batch, so a job
+ * answered with an error is never run later from the database. */
+#ifndef SPUR_STORE_PG_H
+#define SPUR_STORE_PG_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STORE_PG_LOCK_KEY 0x5370757253746f72LL /* pg_advisory_lock key: "SpurStor" */
+#define STORE_PG_RETRY_FIRST 0.05             /* seconds before the second reconnect attempt */
+#define STORE_PG_RETRY_MAX 2.0                /* longest pause between reconnect attempts */
+#define STORE_PG_CONNECT_TIMEOUT "10"         /* libpq connect_timeout unless CONNINFO sets one */
+#define STORE_PG_LOCK_WAIT_MS 15000           /* how long open waits for the advisory lock */
+
+/* store_pg_backend is this module behind the store_backend interface. params->location is the
+ * libpq connection string (empty: libpq's defaults and PG* environment variables);
+ * params->sync_normal sets synchronous_commit=off for the session; params->import_table, when set
+ * (-q Postgres --libpq-table), must be a valid identifier. */
+struct store_backend;
+extern const struct store_backend store_pg_backend;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

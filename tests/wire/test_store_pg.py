@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The PostgreSQL store: what only it has. Outages (the database stopped or restarted under load:
+background submits get QUEUE_ERROR, foreground work goes on, the store reconnects by itself, no
+acknowledged job is lost and no job answered with an error stays stored), gearmand's option names
+and its queue table imported once, no SQL built from job data, rows that are not jobs set aside.
+The tests every backend passes are parametrized in test_store.py."""
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import start_gearmand, start_spurd
+from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED, SUBMIT_JOB,
+                          SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG, WORK_COMPLETE, packet)
+from test_store import PgStore, ask, grab_all, restart, wait_replayed
+
+pytestmark = pytest.mark.spur_only
+
+GEARMAND = os.environ.get("SPUR_GEARMAND", "/usr/sbin/gearmand")
+
+
+@pytest.fixture
+def pg(pg_cluster):
+    """A PgStore in a fresh database. The cluster is shared by the session: a test that stops it
+    starts it again before it ends."""
+    st = PgStore(pg_cluster)
+    yield st
+    if not pg_cluster.running:
+        pg_cluster.ctl("start")
+
+
+def handle_ids(handles):
+    return {int(h.rsplit(b":", 1)[1]) for h in handles}
+
+
+def stored_ids(pg):
+    return {int(x) for x in pg.sql("SELECT id FROM spur_jobs").split()}
+
+
+def submit_until_stored(c, deadline_s=60):
+    """Submits background jobs until one is acknowledged (the store is back); bounded. Returns
+    (the acknowledged handle, the number of QUEUE_ERRORs before it)."""
+    deadline = time.monotonic() + deadline_s
+    errors = 0
+    while True:
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"probe")
+        _, cmd, body = c.read_packet(timeout=30)
+        if cmd == JOB_CREATED:
+            return body, errors
+        assert cmd == ERROR and body.startswith(b"QUEUE_ERROR\0"), (cmd, body)
+        errors += 1
+        assert time.monotonic() < deadline, "the store did not come back: " + body.decode()
+
+
+def test_database_down_refuses_background_serves_foreground_and_reconnects(server_factory, pg):
+    s = server_factory(pg.arg)
+    c = s.connect(timeout=30)
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"before")
+    before = c.expect(JOB_CREATED)
+    pg.cluster.ctl("stop")
+    # a background submit is refused with the reason, and is not queued
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"during")
+    _, cmd, body = c.read_packet(timeout=30)
+    assert cmd == ERROR and body.startswith(b"QUEUE_ERROR\0Could not store the job: database "
+                                            b"unavailable"), body
+    assert ask(c, b"status\n") == b"f\t1\t0\t0\n.\n"
+    # foreground jobs work from memory
+    w = s.connect()
+    w.send_packet(CAN_DO, b"g")
+    c.send_packet(SUBMIT_JOB, b"g", b"", b"fg")
+    h = c.expect(JOB_CREATED)
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    pg.cluster.ctl("start")
+    after, _ = submit_until_stored(c)
+    assert stored_ids(pg) == handle_ids([before, after]), "the refused job was not stored"
+    assert "writing works again" in s.stderr_text()
+
+
+def test_postgres_restarted_mid_load_loses_nothing_and_service_resumes(server_factory, pg):
+    """Three clients submit while PostgreSQL is restarted twice. Every acknowledged job is stored,
+    and nothing that was answered with an error is (not even from a batch whose commit the restart
+    cut off), without restarting spurd."""
+    s = server_factory(pg.arg)
+    acked, lock, stop = set(), threading.Lock(), threading.Event()
+    errors = [0]
+    failures = []
+
+    def submitter(k):
+        try:
+            submit(k)
+        except Exception as e:  # reported by the main thread
+            failures.append(repr(e))
+
+    def submit(k):
+        cc = s.connect(timeout=60)
+        n = 0
+        while not stop.is_set():
+            cc.send(b"".join(packet(SUBMIT_JOB_BG, b"load", b"", b"c%dn%d" % (k, n + i))
+                             for i in range(16)))
+            for _ in range(16):
+                _, cmd, body = cc.read_packet(timeout=60)
+                with lock:
+                    if cmd == JOB_CREATED:
+                        acked.add(body)
+                    else:
+                        assert cmd == ERROR and body.startswith(b"QUEUE_ERROR\0"), body
+                        errors[0] += 1
+            n += 16
+
+    threads = [threading.Thread(target=submitter, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    c = s.connect(timeout=60)
+    try:
+        for _ in range(2):
+            with lock:
+                seen = len(acked)
+            deadline = time.monotonic() + 300
+            while True:  # load is flowing
+                c.echo_roundtrip()
+                with lock:
+                    if len(acked) > seen + 100 or not all(t.is_alive() for t in threads):
+                        break
+                assert time.monotonic() < deadline, "no submit was acknowledged for 300 s"
+            pg.cluster.ctl("restart")
+            submit_until_stored(c)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert all(not t.is_alive() for t in threads)
+    assert failures == []
+    probe, _ = submit_until_stored(c)  # one more batch: it deletes the doubtful ids
+    acked.add(probe)
+    c.echo_roundtrip()
+    assert handle_ids([probe]) <= stored_ids(pg)
+    load = {int(x) for x in pg.sql("SELECT id FROM spur_jobs WHERE func = 'load'::bytea").split()}
+    acked_load = handle_ids(h for h in acked if h != probe)
+    assert acked_load <= load, f"{len(acked_load - load)} acknowledged jobs lost"
+    assert load <= acked_load, f"{len(load - acked_load)} jobs stored that were answered ERROR"
+    print(f"restart test: {len(acked)} acknowledged, {errors[0]} refused while PostgreSQL was down")
+
+
+def test_gearmand_option_names(server_factory, pg):
+    args = ("-q", "Postgres", "--libpq-conninfo=" + pg.conninfo)
+    s = server_factory(*args)
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_HIGH_BG, b"f", b"u", b"x")
+    h = c.expect(JOB_CREATED)
+    s2 = restart(server_factory, s, *args)
+    assert [g[0] for g in grab_all(s2, b"f", 1)] == [h]
+
+
+def test_gearmand_postgres_queue_is_imported_once(pg):
+    if not os.path.exists(GEARMAND):
+        pytest.skip("needs gearmand")
+    g = start_gearmand(["-q", "Postgres", "--libpq-conninfo=" + pg.conninfo])
+    c = g.connect()
+    for cmd, u, d in [(SUBMIT_JOB_BG, b"u1", b"one"), (SUBMIT_JOB_HIGH_BG, b"u2", b"two"),
+                      (SUBMIT_JOB_LOW_BG, b"u3", b"three\0bytes")]:
+        c.send_packet(cmd, b"f", u, d)
+        c.expect(JOB_CREATED)
+    g.stop()
+    args = ["-q", "Postgres", "--libpq-conninfo=" + pg.conninfo, "--libpq-table=queue"]
+    s = start_spurd(args)
+    try:
+        wait_replayed(s)
+        assert "imported 3 jobs from gearmand's table queue" in s.stderr_text()
+        got = grab_all(s, b"f", 3)
+        assert [(u, d) for _, u, d in got] == [(b"u2", b"two"), (b"u1", b"one"),
+                                               (b"u3", b"three\0bytes")]
+    finally:
+        s.stop()
+    assert pg.sql("SELECT table_name, renamed_to, jobs FROM spur_import").strip() == \
+        "queue|queue_spur_imported|3"
+    s = start_spurd(args)
+    try:
+        wait_replayed(s)
+        assert ask(s.connect(), b"status\n") == b".\n", "imported only once"
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("table", ['queue"; DROP TABLE spur_jobs; --', "1queue", "q" * 64, ""])
+def test_libpq_table_must_be_an_identifier(table):
+    binary = os.environ.get("SPURD")
+    if not binary:
+        pytest.skip("SPURD is not set")
+    r = subprocess.run([binary, "-q", "Postgres", "--libpq-table=" + table, "--check-args"],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 1
+    assert b"invalid --libpq-table" in r.stderr
+
+
+def test_job_bytes_never_become_sql(server_factory, pg):
+    """Function names, uniques and payloads with quotes, backslashes and SQL are stored and
+    replayed byte for byte (prepared statements, binary parameters)."""
+    s = server_factory(pg.arg)
+    c = s.connect()
+    func = b"f');DROP/**/TABLE/**/spur_jobs;--\\x"
+    uniq = b"u'||pg_sleep(5)||'"
+    data = bytes(range(256))
+    c.send_packet(SUBMIT_JOB_BG, func, uniq, data)
+    h = c.expect(JOB_CREATED)
+    s2 = restart(server_factory, s, pg.arg)
+    w = s2.connect()
+    w.send_packet(CAN_DO, func)
+    w.send_packet(GRAB_JOB_UNIQ)
+    assert w.expect(JOB_ASSIGN_UNIQ) == h + b"\0" + func + b"\0" + uniq + b"\0" + data
+
+
+def test_password_is_not_logged(server_factory, pg):
+    s = server_factory(pg.arg + " password=s3cr3t")
+    wait_replayed(s)
+    log = s.stderr_text()
+    assert "postgres:" in log and "password=***" in log
+    assert "s3cr3t" not in log
+
+
+def test_stored_rows_that_are_not_jobs_are_quarantined(server_factory, pg):
+    s = server_factory(pg.arg)
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"good")
+    h = c.expect(JOB_CREATED)
+    s.stop()
+    pg.sql("INSERT INTO spur_jobs VALUES (1, 7, 0, 'f'::bytea, ''::bytea, ''::bytea, 'bad prio'),"
+           " (2, 1, 0, ''::bytea, ''::bytea, ''::bytea, 'no function'),"
+           " (3, 1, 0, 'f'::bytea, decode(repeat('75', 65), 'hex'), ''::bytea, 'long unique')")
+    s2 = server_factory(pg.arg)
+    wait_replayed(s2)
+    assert "3 invalid stored rows moved to table spur_quarantine" in s2.stderr_text()
+    assert [g[0] for g in grab_all(s2, b"f", 1)] == [h]
+    assert pg.sql("SELECT id FROM spur_quarantine ORDER BY id").split() == ["1", "2", "3"]
+
+
+def test_unreachable_database_at_start_is_a_clear_error(tmp_path):
+    binary = os.environ.get("SPURD")
+    if not binary:
+        pytest.skip("SPURD is not set")
+    r = subprocess.run([binary, "--port=0", "--listen=127.0.0.1",
+                        "--store=postgres:host=%s dbname=x password=hidden" % tmp_path],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 1
+    assert b"store postgres:host=" in r.stderr and b"database unavailable" in r.stderr
+    assert b"hidden" not in r.stderr
+
+
+def test_store_wait_holds_submits_until_the_database_is_back(server_factory, pg):
+    s = server_factory(pg.arg, "--store-wait=300")
+    c = s.connect(timeout=300)
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"before")
+    first = c.expect(JOB_CREATED)
+    pg.cluster.ctl("stop")
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"waits")
+    other = s.connect()
+    other.echo_roundtrip()  # the loop serves others meanwhile
+    c.sock.setblocking(False)
+    try:
+        got = c.sock.recv(1)
+        pytest.fail(f"a reply ({got!r}) came while the database was down")
+    except BlockingIOError:
+        pass  # nothing to read: the JOB_CREATED is held
+    finally:
+        c.sock.setblocking(True)
+        c.sock.settimeout(300)
+    pg.cluster.ctl("start")
+    h = c.expect(JOB_CREATED)
+    assert stored_ids(pg) == handle_ids([first, h])
+
+
+def test_store_wait_is_bounded(server_factory, pg):
+    s = server_factory(pg.arg, "--store-wait=0.2")
+    c = s.connect(timeout=60)
+    pg.cluster.ctl("stop")
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"refused")
+    _, cmd, body = c.read_packet(timeout=60)
+    assert cmd == ERROR and b"database unavailable" in body, body
+    pg.cluster.ctl("start")
+    h, _ = submit_until_stored(c)
+    assert stored_ids(pg) == handle_ids([h])
+
+
+def test_gearmand_table_rules_skipped_rows_and_defaults(server_factory, pg):
+    """gearmand's table as an old version left it (no when_to_run): rows without a function name
+    are skipped and counted, an unknown priority becomes normal, NULL data is empty."""
+    pg.sql("CREATE TABLE gq (unique_key varchar(64), function_name varchar(255), priority integer,"
+           " data bytea)")
+    pg.sql("INSERT INTO gq VALUES ('a', 'f', 7, 'x'), ('b', '', 0, 'skipped'),"
+           " ('c', NULL, 0, 'skipped'), ('d', 'f', 0, NULL)")
+    s = server_factory("-q", "Postgres", "--libpq-conninfo=" + pg.conninfo, "--libpq-table=gq")
+    wait_replayed(s)
+    assert "imported 2 jobs from gearmand's table gq" in s.stderr_text()
+    assert "2 rows skipped" in s.stderr_text()
+    got = grab_all(s, b"f", 2)
+    assert [(u, d) for _, u, d in got] == [(b"d", b""), (b"a", b"x")], "d is high, a normal"
+
+
+def test_table_without_gearmands_columns_stops_the_start_and_changes_nothing(pg):
+    pg.sql("CREATE TABLE queue (id integer, payload text)")
+    pg.sql("INSERT INTO queue VALUES (1, 'mine')")
+    binary = os.environ.get("SPURD")
+    if not binary:
+        pytest.skip("SPURD is not set")
+    r = subprocess.run([binary, "--port=0", "--listen=127.0.0.1", "-q", "Postgres",
+                        "--libpq-conninfo=" + pg.conninfo], capture_output=True, timeout=120)
+    assert r.returncode == 1
+    assert b"table queue exists but is not gearmand's queue table" in r.stderr, r.stderr
+    assert pg.sql("SELECT payload FROM queue").strip() == "mine"
+    assert pg.sql("SELECT count(*) FROM spur_import").strip() == "0"
