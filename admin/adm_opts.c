@@ -40,7 +40,7 @@ static const struct opt_def defs[OPT_COUNT] = {
 	[OPT_STATS] = {"stats", 0, false, "",
 		       "Spur: the server's counters (STAT lines; see OBSERVABILITY.md)."},
 	[OPT_JSON] = {"json", 0, false, "",
-		      "Spur: --status, --workers, --stats and --show-jobs print JSON."},
+		      "Spur: every read option prints JSON (one line each)."},
 	[OPT_TIMEOUT] = {"timeout", 0, true, " arg (=10)",
 			 "Seconds to wait for the connection and each reply."},
 	[OPT_SSL] = {"ssl", 'S', false, "", "Not supported: spuradmin speaks plain TCP."},

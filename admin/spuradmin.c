@@ -38,32 +38,41 @@ struct adm_command {
 	enum adm_opt opt;          /* the option that asks for it */
 	const char *line;          /* text before the argument (if any) and "\r\n" */
 	enum adm_reply_kind kind;  /* shape of the reply */
+	const char *json_key;      /* with --json, print a one-line reply as {"key": value} */
 };
 
 /* Every command, in the order gearadmin sends them (not the order of the arguments). */
 static const struct adm_command commands[] = {
-	{OPT_GETPID, "getpid", ADM_REPLY_LINE},
-	{OPT_CREATE_FUNCTION, "create function ", ADM_REPLY_LINE},
-	{OPT_DROP_FUNCTION, "drop function ", ADM_REPLY_LINE},
-	{OPT_SHOW_JOBS, "show jobs", ADM_REPLY_LIST},
-	{OPT_SHOW_UNIQUE_JOBS, "show unique jobs", ADM_REPLY_LIST},
-	{OPT_CANCEL_JOB, "cancel job ", ADM_REPLY_LINE},
-	{OPT_SERVER_VERBOSE, "verbose", ADM_REPLY_LINE},
-	{OPT_SERVER_VERSION, "version", ADM_REPLY_LINE},
-	{OPT_WORKERS, "workers", ADM_REPLY_LIST},
-	{OPT_PRIORITY_STATUS, "prioritystatus", ADM_REPLY_LIST},
-	{OPT_STATUS, "status", ADM_REPLY_LIST},
-	{OPT_SHUTDOWN, "shutdown", ADM_REPLY_LINE},
-	{OPT_SHUTDOWN_GRACEFUL, "shutdown graceful", ADM_REPLY_LINE},
-	{OPT_STATS, "stats", ADM_REPLY_END},
+	{OPT_GETPID, "getpid", ADM_REPLY_LINE, NULL},
+	{OPT_CREATE_FUNCTION, "create function ", ADM_REPLY_LINE, NULL},
+	{OPT_DROP_FUNCTION, "drop function ", ADM_REPLY_LINE, NULL},
+	{OPT_SHOW_JOBS, "show jobs", ADM_REPLY_LIST, NULL},
+	{OPT_SHOW_UNIQUE_JOBS, "show unique jobs", ADM_REPLY_LIST, NULL},
+	{OPT_CANCEL_JOB, "cancel job ", ADM_REPLY_LINE, NULL},
+	{OPT_SERVER_VERBOSE, "verbose", ADM_REPLY_LINE, NULL},
+	{OPT_SERVER_VERSION, "version", ADM_REPLY_LINE, NULL},
+	{OPT_WORKERS, "workers", ADM_REPLY_LIST, NULL},
+	{OPT_PRIORITY_STATUS, "prioritystatus", ADM_REPLY_LIST, NULL},
+	{OPT_STATUS, "status", ADM_REPLY_LIST, NULL},
+	{OPT_SHUTDOWN, "shutdown", ADM_REPLY_LINE, NULL},
+	{OPT_SHUTDOWN_GRACEFUL, "shutdown graceful", ADM_REPLY_LINE, NULL},
+	{OPT_STATS, "stats", ADM_REPLY_END, NULL},
 };
 
-/* With --json, the read commands that have a JSON form send it instead: one line of JSON. */
+/* With --json, the read commands that have a JSON form send it instead: one line of JSON
+ * (--priority-status and --show-unique-jobs get the documents that hold their data: every
+ * priority's queue in 'status json', every job's unique in 'show jobs json'); the one-line
+ * replies are printed as an object with one key. */
 static const struct adm_command json_commands[] = {
-	{OPT_SHOW_JOBS, "show jobs json", ADM_REPLY_LINE},
-	{OPT_WORKERS, "workers json", ADM_REPLY_LINE},
-	{OPT_STATUS, "status json", ADM_REPLY_LINE},
-	{OPT_STATS, "stats json", ADM_REPLY_LINE},
+	{OPT_SHOW_JOBS, "show jobs json", ADM_REPLY_LINE, NULL},
+	{OPT_SHOW_UNIQUE_JOBS, "show jobs json", ADM_REPLY_LINE, NULL},
+	{OPT_WORKERS, "workers json", ADM_REPLY_LINE, NULL},
+	{OPT_PRIORITY_STATUS, "status json", ADM_REPLY_LINE, NULL},
+	{OPT_STATUS, "status json", ADM_REPLY_LINE, NULL},
+	{OPT_STATS, "stats json", ADM_REPLY_LINE, NULL},
+	{OPT_GETPID, "getpid", ADM_REPLY_LINE, "pid"},
+	{OPT_SERVER_VERBOSE, "verbose", ADM_REPLY_LINE, "verbose"},
+	{OPT_SERVER_VERSION, "version", ADM_REPLY_LINE, "version"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -287,6 +296,35 @@ static int print_reply(const char *reply, size_t len)
 	return 0;
 }
 
+/* print_json_value prints the one-line reply reply[0..len) as {"key": "text"} (JSON-escaped),
+ * or its error as print_reply does. Returns 0, or 1 if the output could not be written. */
+static int print_json_value(const char *key, const char *reply, size_t len)
+{
+	struct adm_reply_out out;
+	adm_reply_format(reply, len, &out);
+	if (out.to_stderr || out.prefix[0] != '\0')
+		return print_reply(reply, len);
+	size_t n = out.body_len;
+	while (n > 0 && (out.body[n - 1] == '\n' || out.body[n - 1] == '\r'))
+		n--;
+	printf("{\"%s\": \"", key);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)out.body[i];
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	printf("\"}\n");
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "spuradmin: cannot write the reply: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* run_command sends one command and prints its reply. Returns 0, or 1 after printing the error
  * (the session is then unusable). */
 static int run_command(struct session *s, const struct adm_command *cmd, const char *value)
@@ -299,7 +337,8 @@ static int run_command(struct session *s, const struct adm_command *cmd, const c
 		return 1;
 	if (len == 0)
 		return 0; /* a shutdown answered by hanging up */
-	int rc = print_reply(s->in.data, len);
+	int rc = cmd->json_key != NULL ? print_json_value(cmd->json_key, s->in.data, len)
+					: print_reply(s->in.data, len);
 	rbuf_consume(&s->in, len);
 	return rc;
 }

@@ -569,6 +569,18 @@ def test_spuradmin_stats_and_json(server):
     check_schema(docs[3], STATS_SCHEMA)
     assert docs[0]["jobs"][0]["unique"] == "uq"
     assert docs[3]["jobs"]["events"]["submitted"]["total"] == 1
+    # every read option has a JSON form; the one-line replies become one-key objects
+    rc, out, err = run_spuradmin(server, "--json", "--getpid", "--show-unique-jobs",
+                                 "--server-verbose", "--server-version", "--priority-status")
+    assert rc == 0 and err == b""
+    docs = [json.loads(x) for x in out.splitlines()]
+    assert len(docs) == 5
+    assert docs[0] == {"pid": str(server.proc.pid)}
+    check_schema(docs[1], JOBS_SCHEMA)
+    assert docs[1]["jobs"][0]["unique"] == "uq"
+    assert set(docs[2]) == {"verbose"} and docs[2]["verbose"]
+    assert set(docs[3]) == {"version"} and docs[3]["version"]
+    check_schema(docs[4], STATUS_SCHEMA)
     # gearadmin's prefix --stat still means --status (Spur's own options match exactly)
     rc, out, err = run_spuradmin(server, "--stat")
     assert rc == 0 and out == b"sa\t1\t0\t0\n.\n"
