@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int buf_reserve(struct buf *b, size_t n)
+/* reserve makes room for n more bytes; a growing buffer doubles, or with exact gets just enough. */
+static int reserve(struct buf *b, size_t n, int exact)
 {
     if (b->cap - b->end >= n)
         return 0;
@@ -16,12 +17,16 @@ int buf_reserve(struct buf *b, size_t n)
         b->end = used;
         return 0;
     }
+    if (n > ((size_t)-1) / 2 - used)
+        return -1;
     size_t want = used + n;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < want) {
-        if (cap > ((size_t)-1) / 2)
-            return -1;
-        cap *= 2;
+    size_t cap;
+    if (exact) {
+        cap = (want + 63) & ~(size_t)63;
+    } else {
+        cap = b->cap ? b->cap : 256;
+        while (cap < want)
+            cap *= 2;
     }
     char *p = malloc(cap);
     if (p == NULL)
@@ -34,6 +39,16 @@ int buf_reserve(struct buf *b, size_t n)
     b->end = used;
     b->cap = cap;
     return 0;
+}
+
+int buf_reserve(struct buf *b, size_t n)
+{
+    return reserve(b, n, 0);
+}
+
+int buf_reserve_exact(struct buf *b, size_t n)
+{
+    return reserve(b, n, 1);
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)

@@ -27,6 +27,10 @@ static inline char *buf_head(const struct buf *b) { return b->data + b->start; }
  * or growing the allocation. Returns 0, or -1 when out of memory (the buffer is unchanged). */
 int buf_reserve(struct buf *b, size_t n);
 
+/* buf_reserve_exact is buf_reserve, but a buffer that must grow gets exactly the room asked
+ * for (rounded up to 64 bytes), not a power of two: for a partial packet whose size is known. */
+int buf_reserve_exact(struct buf *b, size_t n);
+
 /* buf_tail returns where the next byte goes; buf_reserve first. */
 static inline char *buf_tail(const struct buf *b) { return b->data + b->end; }
 

@@ -280,15 +280,18 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         return;
     }
     if (buf_len(&p->in) > 0) {
-        /* a partial packet is pending: read straight behind it */
-        if (buf_reserve(&p->in, CONN_READ_SIZE) != 0) {
+        /* a partial packet is pending: read straight behind it, up to its end when its size is
+         * known (then nothing is left over to move to the front of the buffer) */
+        size_t need = session_need(p);
+        size_t want = need > 0 && need < CONN_READ_SIZE ? need : CONN_READ_SIZE;
+        if (buf_reserve(&p->in, want) != 0) {
             conn_close(c);
             return;
         }
         peer_account(p); /* the buffer may have grown: count it before filling it */
         if (c->closing)
             return;
-        n = transport_read(&c->tr, buf_tail(&p->in), CONN_READ_SIZE);
+        n = transport_read(&c->tr, buf_tail(&p->in), want);
         if (n > 0) {
             x->eng->stats.bytes_in += (uint64_t)n;
             buf_commit(&p->in, (size_t)n);

@@ -223,6 +223,27 @@ static int run(struct peer *p, const char *data, size_t n, size_t *left)
     return 0;
 }
 
+/* frame_size returns the whole size of the binary packet that data[0..n) begins, when its header
+ * is there (0 otherwise, or for a packet over --max-packet-size, which is never buffered). */
+static size_t frame_size(const struct peer *p, const char *data, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)data;
+    if (p->discard > 0 || (p->flags & PEER_SKIP_LINE) || n < PROTO_HEADER_SIZE ||
+        memcmp(u, "\0REQ", 4) != 0)
+        return 0;
+    uint32_t size = (uint32_t)u[8] << 24 | (uint32_t)u[9] << 16 | (uint32_t)u[10] << 8 | u[11];
+    if (size > p->eng->cfg->max_packet)
+        return 0;
+    return PROTO_HEADER_SIZE + (size_t)size;
+}
+
+size_t session_need(const struct peer *p)
+{
+    size_t have = buf_len(&p->in);
+    size_t total = frame_size(p, buf_head(&p->in), have);
+    return total > have ? total - have : 0;
+}
+
 int session_feed(struct peer *p, const char *data, size_t n)
 {
     if (p->flags & PEER_CLOSING)
@@ -238,7 +259,15 @@ int session_feed(struct peer *p, const char *data, size_t n)
     if (run(p, data, n, &left) != 0)
         return -1;
     if (left > 0) {
-        if (buf_append(&p->in, data + (n - left), left) != 0) {
+        /* a packet cut by the read: room for it and what the next read brings of it, in one
+         * allocation (never more than a read ahead of what arrived: a header alone cannot make
+         * spurd allocate its declared size) */
+        size_t total = frame_size(p, data + (n - left), left);
+        size_t room = total > left ? total - left : 0;
+        if (room > SESSION_READ_AHEAD)
+            room = SESSION_READ_AHEAD;
+        if (buf_reserve_exact(&p->in, left + room) != 0 ||
+            buf_append(&p->in, data + (n - left), left) != 0) {
             peer_close(p);
             return -1;
         }

@@ -67,6 +67,15 @@ const struct session_proto *session_sniff(const char *data, size_t n, int *need_
  * must be closed (framing lost, no memory). */
 int session_feed(struct peer *p, const char *data, size_t n);
 
+/* SESSION_READ_AHEAD is how much room session_feed makes for the rest of a partial packet beyond
+ * what arrived: one read's worth (the shell's read size). */
+#define SESSION_READ_AHEAD 65536u
+
+/* session_need returns how many more bytes complete the binary packet held partially in p->in
+ * (0 when p->in is empty, holds an admin line, or the header is not all there): the shell reads
+ * no more than that, so the read ends at the packet's end and nothing is left to move. */
+size_t session_need(const struct peer *p);
+
 /* session_process handles the bytes already in p->in (after the shell read into it directly).
  * Returns 0 or -1 as session_feed. */
 int session_process(struct peer *p);

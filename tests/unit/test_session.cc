@@ -224,3 +224,43 @@ TEST_F(SessionTest, CheckCatchesAWaiterOfAnotherClient)
     EXPECT_NE(string(err).find("waiter of another client"), string::npos) << err;
     waiter_of_pnode(c->waiters.next)->client = c;
 }
+
+// A large packet cut by a read: session_feed keeps what arrived in one allocation with room for
+// what the next read brings, session_need says how much completes it (so the shell reads up to
+// the packet's end and nothing is left to move), and a header alone never makes it allocate the
+// size it declares.
+TEST_F(SessionTest, PartialLargePacketIsHeldWithRoomForItsRest)
+{
+    peer *p = f.connect();
+    string big = FakeShell::req(CMD_ECHO_REQ, string(70000, 'z')); // 70,012 bytes
+    const size_t first = 65536;
+    ASSERT_EQ(session_feed(p, big.data(), first), 0);
+    EXPECT_EQ(buf_len(&p->in), first);
+    EXPECT_EQ(session_need(p), big.size() - first);
+    EXPECT_GE(p->in.cap, big.size()) << "room for the rest, allocated once";
+    EXPECT_LT(p->in.cap, big.size() + 64) << "not a power of two";
+    // the shell reads what is needed straight behind it, and the packet completes in place
+    char *before = p->in.data;
+    ASSERT_EQ(buf_reserve(&p->in, session_need(p)), 0);
+    EXPECT_EQ(p->in.data, before) << "no reallocation";
+    memcpy(buf_tail(&p->in), big.data() + first, big.size() - first);
+    buf_commit(&p->in, big.size() - first);
+    ASSERT_EQ(session_process(p), 0);
+    EXPECT_EQ(FakeShell::take(p), FakeShell::res(CMD_ECHO_RES, string(70000, 'z')));
+    EXPECT_EQ(buf_len(&p->in), 0u);
+    EXPECT_EQ(session_need(p), 0u);
+
+    // a header declaring a large packet, and nothing else: room for one read ahead only
+    string hdr = big.substr(0, 12);
+    hdr[8] = 0x01; // 16 MiB + 70,000 declared (under the default --max-packet-size)
+    ASSERT_EQ(session_feed(p, hdr.data(), hdr.size()), 0);
+    EXPECT_EQ(session_need(p), ((size_t)0x01 << 24) + 70000);
+    EXPECT_LE(p->in.cap, 12u + SESSION_READ_AHEAD + 64);
+    // an admin line or a short header has no known size
+    peer *q = f.connect();
+    ASSERT_EQ(session_feed(q, "stat", 4), 0);
+    EXPECT_EQ(session_need(q), 0u);
+    peer *r = f.connect();
+    ASSERT_EQ(session_feed(r, big.data(), 11), 0);
+    EXPECT_EQ(session_need(r), 0u);
+}
