@@ -44,9 +44,9 @@ def echo_reply(tag):
     return RES + struct.pack(">II", 17, len(tag)) + tag
 
 
-def probe_main(addr, pid, stop, out):
+def probe_main(addr, pid, stop, out, count):
     """The probe process: ECHO round trips until stop is set; sends [(start, wall seconds,
-    server CPU seconds meanwhile)] to out."""
+    server CPU seconds meanwhile)] to out, and counts them in count as they come."""
     conn = Conn(addr, timeout=30)
     samples = []
     while not stop.is_set():
@@ -54,6 +54,8 @@ def probe_main(addr, pid, stop, out):
         conn.send_packet(ECHO_REQ, b"probe")
         conn.read_until(echo_reply(b"probe"), timeout=30)
         samples.append((t0, time.monotonic() - t0, server_cpu(pid) - c0))
+        with count.get_lock():
+            count.value += 1
         time.sleep(0.001)
     conn.close()
     out.send(samples)
@@ -67,7 +69,9 @@ class Probe:
         ctx = multiprocessing.get_context("fork")
         self.stop = ctx.Event()
         self.rx, tx = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=probe_main, args=(server.addr, server.proc.pid, self.stop, tx),
+        self.count = ctx.Value("l", 0)
+        self.proc = ctx.Process(target=probe_main,
+                                args=(server.addr, server.proc.pid, self.stop, tx, self.count),
                                 daemon=True)
         self.proc.start()
         self.phases = []
@@ -89,12 +93,22 @@ class Probe:
         return out
 
 
+MIN_SAMPLES = 200  # probe answers per phase: its p99 then leaves out the two worst
+MAX_PHASE_SECS = 90
+
+
 def run_attack(name, probe, attack, min_secs=1.5):
-    """Run attack(round) repeatedly for at least min_secs, so the probe's p99 rests on a few
-    hundred samples and one scheduling hiccup of the loaded test machine does not decide it."""
+    """Run attack(round) repeatedly for at least min_secs and until the probe has MIN_SAMPLES
+    answers in the phase (or MAX_PHASE_SECS passed), so its p99 rests on a few hundred samples
+    whatever the machine's load, and one scheduling hiccup does not decide it (the server's CPU
+    time while a probe waits includes the attack turns served meanwhile, and on a machine loaded
+    enough to stretch that wait, a phase of 1.5 s got only 19 answers: its p99 was its max)."""
     t0 = time.monotonic()
+    n0 = probe.count.value
     rnd = 0
-    while rnd == 0 or time.monotonic() - t0 < min_secs:
+    while rnd == 0 or (time.monotonic() - t0 < min_secs or
+                       (probe.count.value - n0 < MIN_SAMPLES and
+                        time.monotonic() - t0 < MAX_PHASE_SECS)):
         attack(rnd)
         rnd += 1
     probe.phases.append((name, t0, time.monotonic()))
