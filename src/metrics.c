@@ -56,6 +56,14 @@ static void put(struct out *o, const char *s, size_t n)
 
 static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
 
+/* comma separates the items of a JSON list or object: a comma before all but the first. */
+static void comma(struct out *o, int *first)
+{
+    if (!*first)
+        puts_(o, ",");
+    *first = 0;
+}
+
 static void putf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void putf(struct out *o, const char *fmt, ...)
 {
@@ -401,9 +409,7 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
         json_t *fe = json_object();
         for (int ev = 0; ev < JOB_EVENTS && fe != NULL; ev++)
             json_object_set_new(fe, event_names[ev], json_integer((json_int_t)f->events[ev]));
-        if (!first)
-            puts_(&o, ",");
-        first = 0;
+        comma(&o, &first);
         dump(&o, jtext(f->name, f->name_len));
         puts_(&o, ":");
         dump(&o, json_pack("{sososo}", "events", fe, "wait_seconds",
@@ -432,9 +438,7 @@ int metrics_json_status(const struct engine *e, struct buf *b, size_t max)
                                 (json_int_t)f->running, "available_workers",
                                 (json_int_t)f->nworkers, "ready", (json_int_t)func_ready(f),
                                 "queued", jprio(q));
-        if (!first)
-            puts_(&o, ",");
-        first = 0;
+        comma(&o, &first);
         dump(&o, row);
         if (o.err)
             return o.err;
@@ -467,9 +471,7 @@ int metrics_json_workers(const struct engine *e, struct buf *b, size_t max)
             q->client_id ? jtext(q->client_id, strlen(q->client_id)) : json_null(), "kind",
             peer_kind_name(q, kind), "functions", fns, "running", (json_int_t)running,
             "sleeping", q->worker != NULL && q->worker->sleeping);
-        if (!first)
-            puts_(&o, ",");
-        first = 0;
+        comma(&o, &first);
         dump(&o, row);
         if (o.err)
             return o.err;

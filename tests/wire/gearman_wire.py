@@ -183,6 +183,20 @@ def admin_status(c):
         out[name] = (int(total), int(running), int(workers))
 
 
+def foreground_job_runs(server, client, func=b"g"):
+    """A foreground job of func, submitted by client, goes to a new worker and its result comes
+    back: what must keep working when the store cannot write."""
+    w = server.connect()
+    w.send_packet(CAN_DO, func)
+    client.send_packet(SUBMIT_JOB, func, b"", b"fg")
+    h = client.expect(JOB_CREATED)
+    w.send_packet(GRAB_JOB_UNIQ)
+    w.expect(JOB_ASSIGN_UNIQ)
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert client.expect(WORK_COMPLETE) == h + b"\0ok"
+    w.close()
+
+
 def rss_kib(pid, field="VmRSS"):
     """The process's resident memory (or another /proc/PID/status field) in KiB."""
     with open(f"/proc/{pid}/status") as f:

@@ -15,9 +15,10 @@ from conftest import EXTERNAL, start_gearmand, start_spurd
 
 GEARMAND = os.environ.get("SPUR_GEARMAND", "/usr/sbin/gearmand")
 from gearman_wire import (CAN_DO, ECHO_REQ, ERROR, GRAB_JOB_ALL, GRAB_JOB_UNIQ, JOB_ASSIGN_ALL,
-                          JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB, SUBMIT_JOB, SUBMIT_JOB_BG,
+                          JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB, SUBMIT_JOB_BG,
                           SUBMIT_JOB_EPOCH, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG,
-                          SUBMIT_REDUCE_JOB_BACKGROUND, WORK_COMPLETE, WORK_FAIL, Conn, packet)
+                          SUBMIT_REDUCE_JOB_BACKGROUND, WORK_COMPLETE, WORK_FAIL, Conn,
+                          foreground_job_runs, packet)
 
 pytestmark = pytest.mark.spur_only
 
@@ -239,14 +240,7 @@ def test_full_disk_answers_queue_error_and_server_keeps_running(server_factory, 
     # nothing unacknowledged is queued: status counts exactly the acknowledged jobs
     assert ask(c, b"status\n") == b"f\t%d\t0\t0\n.\n" % created
     # foreground work is unaffected by the full store
-    w = s.connect()
-    w.send_packet(CAN_DO, b"g")
-    c.send_packet(SUBMIT_JOB, b"g", b"", b"fg")
-    h = c.expect(JOB_CREATED)
-    w.send_packet(GRAB_JOB_UNIQ)
-    w.expect(JOB_ASSIGN_UNIQ)
-    w.send_packet(WORK_COMPLETE, h, b"ok")
-    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    foreground_job_runs(s, c)
     s2 = restart(server_factory, s, "--store=sqlite:" + store_path, "--store-max-pages=40")
     assert ask(s2.connect(), b"status\n") == b"f\t%d\t0\t0\n.\n" % created
 

@@ -12,8 +12,9 @@ import time
 import pytest
 
 from conftest import start_gearmand, start_spurd
-from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED, SUBMIT_JOB,
-                          SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG, WORK_COMPLETE, packet)
+from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED,
+                          SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG, foreground_job_runs,
+                          packet)
 from test_store import PgStore, ask, grab_all, restart, wait_replayed
 
 pytestmark = pytest.mark.spur_only
@@ -67,14 +68,7 @@ def test_database_down_refuses_background_serves_foreground_and_reconnects(serve
                                             b"unavailable"), body
     assert ask(c, b"status\n") == b"f\t1\t0\t0\n.\n"
     # foreground jobs work from memory
-    w = s.connect()
-    w.send_packet(CAN_DO, b"g")
-    c.send_packet(SUBMIT_JOB, b"g", b"", b"fg")
-    h = c.expect(JOB_CREATED)
-    w.send_packet(GRAB_JOB_UNIQ)
-    w.expect(JOB_ASSIGN_UNIQ)
-    w.send_packet(WORK_COMPLETE, h, b"ok")
-    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    foreground_job_runs(s, c)
     pg.cluster.ctl("start")
     after, _ = submit_until_stored(c)
     assert stored_ids(pg) == handle_ids([before, after]), "the refused job was not stored"
