@@ -9,7 +9,9 @@ that is not Spur.
 import os
 import re
 import shutil
+import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -84,8 +86,8 @@ class Pane:
     def assert_terminal_restored(self):
         """`stty -a` in the pane shows line editing and echo back on; the alternate screen is
         gone (the table is not on the screen any more)."""
-        self.run("clear; stty -a")
-        s = self.wait_text(r"\bicanon\b")
+        self.run("clear; stty -a; echo STTY-DONE")
+        s = self.wait_text(r"^STTY-DONE$")
         assert re.search(r"(?<![-\w])icanon\b", s), s
         assert re.search(r"(?<![-\w])echo\b", s), s
         assert "FUNCTION" not in s, s
@@ -148,8 +150,10 @@ def test_top_shows_the_traffic_sorts_resizes_and_quits(server, pane):
     assert "sort: queued" in s and "store: off" in s, s
     # s: sort by running, beta first
     pane.keys("s")
-    s = pane.wait_text(r"^sort: running")
-    assert table(s)[0].startswith("beta"), s
+    # the frame is drawn top to bottom: wait for its table, not just for the sort line
+    s = pane.wait("the table sorted by running",
+                  lambda s: re.search(r"^sort: running", s, re.M) and re.search(r"^f14\s", s, re.M)
+                  and table(s)[0].startswith("beta"))
     # a smaller window: SIGWINCH redraws at once, the table is cut and says what is left out
     pane.tmux("resize-window", "-t", "top", "-x", "70", "-y", "15")
     s = pane.wait_text(r"^\.\.\. \d+ more functions")
@@ -185,6 +189,56 @@ def test_top_lost_connection_shows_error_and_restores_terminal(server_factory, p
     assert re.search(r"^Error: lost the connection to 127\.0\.0\.1:\d+: the server closed it",
                      screen, re.M), screen
     pane.assert_terminal_restored()
+
+
+class SilentAfterFirst:
+    """A fake Spur admin port: answers the first `stats json` and `status json`, then reads and
+    never answers again."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.addr = self.sock.getsockname()
+        self.conns = []
+        self.unanswered = threading.Event()  # a request came after the first two
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        c, _ = self.sock.accept()
+        self.conns.append(c)
+        replies = [b'{"uptime_seconds": 1, "functions_by_name": {}}\n',
+                   b'{"functions": [{"function": "silent", "queued": {"total": 4}}]}\n']
+        buf = b""
+        while True:
+            data = c.recv(4096)
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                _, buf = buf.split(b"\n", 1)
+                if replies:
+                    c.sendall(replies.pop(0))
+                else:
+                    self.unanswered.set()
+
+    def close(self):
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+def test_top_reply_timeout_shows_error_and_restores_terminal(pane):
+    fake = SilentAfterFirst()
+    try:
+        pane.run(top_cmd(fake, "top", "--interval=0.1", "--timeout=5") + "; echo EXIT=$?")
+        s = pane.wait_text(r"EXIT=1$")
+        assert re.search(r"^Error: no reply from 127\.0\.0\.1:\d+ within 5 seconds", s, re.M), s
+        # the view was running: only its refreshes (after the first) go unanswered
+        assert fake.unanswered.is_set()
+        pane.assert_terminal_restored()
+    finally:
+        fake.close()
 
 
 @pytest.mark.parametrize("how,status", [("C-c", 130), ("SIGTERM", 143)])
