@@ -41,6 +41,9 @@ static const struct opt_def defs[OPT_COUNT] = {
 		       "Spur: the server's counters (STAT lines; see OBSERVABILITY.md)."},
 	[OPT_JSON] = {"json", 0, false, "",
 		      "Spur: every read option prints JSON (one line each)."},
+	[OPT_TOP] = {"top", 0, false, "",
+		     "Spur: a live full-screen view (also `spuradmin top`); q quits."},
+	[OPT_INTERVAL] = {"interval", 0, true, " arg (=1)", "Seconds between --top refreshes."},
 	[OPT_TIMEOUT] = {"timeout", 0, true, " arg (=10)",
 			 "Seconds to wait for the connection and each reply."},
 	[OPT_SSL] = {"ssl", 'S', false, "", "Not supported: spuradmin speaks plain TCP."},
@@ -151,7 +154,8 @@ static int match_long(struct parse *p, const char *word, const char *name, size_
 			continue;
 		if (defs[i].long_name[len] == '\0')
 			return i;
-		if (i != OPT_STATS && i != OPT_JSON) /* Spur's own: exact names only */
+		if (i != OPT_STATS && i != OPT_JSON && i != OPT_TOP &&
+		    i != OPT_INTERVAL) /* Spur's own: exact names only */
 			matches[n++] = i;
 	}
 	if (n == 0)
@@ -213,8 +217,11 @@ int adm_opts_parse(int argc, char **argv, struct adm_options *opts, char *err, s
 	memset(opts, 0, sizeof *opts);
 	while (p.next < argc) {
 		const char *word = argv[p.next++];
-		if (options_ended || word[0] != '-' || word[1] == '\0')
-			continue; /* not an option: ignored, as gearadmin does */
+		if (options_ended || word[0] != '-' || word[1] == '\0') {
+			if (strcmp(word, "top") == 0)
+				record(&p, OPT_TOP, NULL); /* `spuradmin top` is --top */
+			continue; /* any other word is ignored, as gearadmin does */
+		}
 		int rc = 0;
 		if (strcmp(word, "--") == 0)
 			options_ended = true;

@@ -6,8 +6,9 @@
  * one copies them: unique prefixes of long options are accepted ("--stat"), an option that
  * takes a value swallows the next word unless that word is exactly a known short option
  * ("--cancel-job --status" cancels a job named "--status"), short options bundle ("-Sp4730"),
- * words that are not options are ignored, and an option given twice is an error.
- * Spur's own options (--stats, --json) match only their exact names, so the prefixes gearadmin
+ * words that are not options are ignored (except the word "top", Spur's, which means --top),
+ * and an option given twice is an error.
+ * Spur's own options (--stats, --json, --top, --interval) match only their exact names, so the prefixes gearadmin
  * accepts ("--stat" for --status) keep their meaning.
  */
 #ifndef SPUR_ADMIN_ADM_OPTS_H
@@ -41,6 +42,8 @@ enum adm_opt {
 	OPT_SHUTDOWN_GRACEFUL,
 	OPT_STATS,
 	OPT_JSON,
+	OPT_TOP,
+	OPT_INTERVAL,
 	OPT_TIMEOUT,
 	OPT_SSL,
 	OPT_COUNT /* number of options, not an option */

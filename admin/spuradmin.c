@@ -6,6 +6,7 @@
  * waits for the complete reply (adm_reply) and prints it exactly as gearadmin does.
  * Exit status: 0 when every command got a reply (an ERR reply included, as with gearadmin),
  * 1 on a usage error or when the server cannot be reached, times out or hangs up.
+ * `spuradmin top` (or --top) hands the connection to top.c, the live view, instead.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -18,6 +19,7 @@
 #include "adm_net.h"
 #include "adm_opts.h"
 #include "adm_reply.h"
+#include "top.h"
 
 /* Default server and timeout. */
 #define DEFAULT_HOST "localhost"
@@ -26,6 +28,11 @@
 
 /* Largest --timeout accepted, in seconds (one day). */
 #define MAX_TIMEOUT_S 86400.0
+
+/* Default, smallest and largest --interval of --top, in seconds. */
+#define DEFAULT_INTERVAL "1"
+#define MIN_INTERVAL_S 0.1
+#define MAX_INTERVAL_S 3600.0
 
 /* Largest reply accepted, in bytes; a bigger one is reported as an error. */
 #define MAX_REPLY (256u * 1024u * 1024u)
@@ -118,6 +125,18 @@ static int parse_timeout(const char *arg)
 	return whole < ms ? whole + 1 : whole; /* round up: 0.0001 s still waits 1 ms */
 }
 
+/* parse_interval converts the --interval argument to milliseconds; returns -1 if it is not a
+ * number of seconds from MIN_INTERVAL_S to MAX_INTERVAL_S. */
+static int parse_interval(const char *arg)
+{
+	char *end = NULL;
+	errno = 0;
+	double s = strtod(arg, &end);
+	if (errno != 0 || end == arg || *end != '\0' || !(s >= MIN_INTERVAL_S) || s > MAX_INTERVAL_S)
+		return -1;
+	return (int)(s * 1000.0 + 0.5);
+}
+
 /* any_command says whether the options ask for at least one server command. */
 static bool any_command(const struct adm_options *opts)
 {
@@ -154,6 +173,17 @@ static int validate(const struct adm_options *opts, int *timeout_ms)
 	if (*timeout_ms < 0) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "the argument ('%.100s') for option '--timeout' is invalid", t);
+		return usage_error(msg);
+	}
+	if (opts->given[OPT_INTERVAL] && !opts->given[OPT_TOP])
+		return usage_error("option '--interval' needs '--top'");
+	if (opts->given[OPT_TOP] && (any_command(opts) || opts->given[OPT_JSON]))
+		return usage_error("option '--top' cannot be used with other commands or '--json'");
+	if (opts->given[OPT_TOP] &&
+	    parse_interval(adm_opts_value(opts, OPT_INTERVAL, DEFAULT_INTERVAL)) < 0) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "the argument ('%.100s') for option '--interval' is invalid",
+			 adm_opts_value(opts, OPT_INTERVAL, DEFAULT_INTERVAL));
 		return usage_error(msg);
 	}
 	if (opts->given[OPT_SHUTDOWN] && opts->given[OPT_SHUTDOWN_GRACEFUL])
@@ -371,6 +401,32 @@ static int run_all(const struct adm_options *opts, int timeout_ms)
 	return rc;
 }
 
+/* run_top connects and runs the live view. Returns the exit status. */
+static int run_top(const struct adm_options *opts, int timeout_ms)
+{
+	struct session s = {
+		.fd = -1,
+		.host = adm_opts_value(opts, OPT_HOST, DEFAULT_HOST),
+		.timeout_arg = adm_opts_value(opts, OPT_TIMEOUT, DEFAULT_TIMEOUT),
+		.timeout_ms = timeout_ms,
+		.in = {NULL, 0, 0},
+	};
+	if (open_session(&s, opts) != 0)
+		return 1;
+	char server[512];
+	snprintf(server, sizeof server, "%s:%s", s.host, adm_opts_value(opts, OPT_PORT,
+									     DEFAULT_PORT));
+	struct top_config cfg = {
+		.server = server,
+		.timeout_arg = s.timeout_arg,
+		.timeout_ms = timeout_ms,
+		.interval_ms = parse_interval(adm_opts_value(opts, OPT_INTERVAL, DEFAULT_INTERVAL)),
+	};
+	int rc = top_run(s.fd, &cfg);
+	close(s.fd);
+	return rc;
+}
+
 /* main parses the command line, prints help or a usage error, or runs the commands. */
 int main(int argc, char **argv)
 {
@@ -388,6 +444,8 @@ int main(int argc, char **argv)
 	int rc = validate(&opts, &timeout_ms);
 	if (rc != 0)
 		return rc;
+	if (opts.given[OPT_TOP])
+		return run_top(&opts, timeout_ms);
 	if (!any_command(&opts)) {
 		printf("No option execution operation given.\n\n");
 		adm_opts_help(stdout);
