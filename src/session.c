@@ -227,11 +227,10 @@ static int run(struct peer *p, const char *data, size_t n, size_t *left)
  * is there (0 otherwise, or for a packet over --max-packet-size, which is never buffered). */
 static size_t frame_size(const struct peer *p, const char *data, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)data;
     if (p->discard > 0 || (p->flags & PEER_SKIP_LINE) || n < PROTO_HEADER_SIZE ||
-        memcmp(u, "\0REQ", 4) != 0)
+        proto_get32(data) != PROTO_MAGIC_REQ)
         return 0;
-    uint32_t size = (uint32_t)u[8] << 24 | (uint32_t)u[9] << 16 | (uint32_t)u[10] << 8 | u[11];
+    uint32_t size = proto_get32(data + 8);
     if (size > p->eng->cfg->max_packet)
         return 0;
     return PROTO_HEADER_SIZE + (size_t)size;
