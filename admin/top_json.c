@@ -165,23 +165,6 @@ int top_json_stats(const char *text, size_t len, struct top_snap *s, char *err, 
 	return 0;
 }
 
-/* find_sorted returns the function named name among the first n of s (sorted), or NULL. */
-static struct top_func *find_sorted(struct top_snap *s, size_t n, const char *name)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->funcs[mid].name, name);
-		if (c == 0)
-			return &s->funcs[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
 int top_json_status(const char *text, size_t len, struct top_snap *s, char *err, size_t errlen)
 {
 	json_t *root = load("status json", text, len, err, errlen);
@@ -199,7 +182,7 @@ int top_json_status(const char *text, size_t len, struct top_snap *s, char *err,
 		const char *name = json_string_value(json_object_get(fn, "function"));
 		if (name == NULL)
 			continue;
-		struct top_func *f = find_sorted(s, sorted, name);
+		struct top_func *f = top_funcs_find(s->funcs, sorted, name);
 		if (f == NULL)
 			f = add_func(s, &cap, name);
 		if (f == NULL) {

@@ -29,20 +29,25 @@ void top_snap_free(struct top_snap *s)
 	memset(s, 0, sizeof *s);
 }
 
-const struct top_func *top_snap_find(const struct top_snap *s, const char *name)
+struct top_func *top_funcs_find(struct top_func *funcs, size_t n, const char *name)
 {
-	size_t lo = 0, hi = s->nfuncs;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->funcs[mid].name, name);
+		int c = strcmp(funcs[mid].name, name);
 		if (c == 0)
-			return &s->funcs[mid];
+			return &funcs[mid];
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return NULL;
+}
+
+const struct top_func *top_snap_find(const struct top_snap *s, const char *name)
+{
+	return top_funcs_find(s->funcs, s->nfuncs, name);
 }
 
 double top_rate(uint64_t prev, uint64_t cur, double seconds)

@@ -115,6 +115,9 @@ struct top_view {
 /* top_snap_free frees what s owns and zeroes it. */
 void top_snap_free(struct top_snap *s);
 
+/* top_funcs_find returns the function named name among funcs[0..n) (sorted by name), or NULL. */
+struct top_func *top_funcs_find(struct top_func *funcs, size_t n, const char *name);
+
 /* top_snap_find returns the function named name in s (sorted by name), or NULL. */
 const struct top_func *top_snap_find(const struct top_snap *s, const char *name);
 
