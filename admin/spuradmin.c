@@ -373,9 +373,8 @@ static int run_command(struct session *s, const struct adm_command *cmd, const c
 	return rc;
 }
 
-/* run_all connects and runs every requested command in order, stopping at the first failure.
- * Returns the exit status. */
-static int run_all(const struct adm_options *opts, int timeout_ms)
+/* session_of is an unconnected session for the host and timeouts opts name. */
+static struct session session_of(const struct adm_options *opts, int timeout_ms)
 {
 	struct session s = {
 		.fd = -1,
@@ -384,6 +383,14 @@ static int run_all(const struct adm_options *opts, int timeout_ms)
 		.timeout_ms = timeout_ms,
 		.in = {NULL, 0, 0},
 	};
+	return s;
+}
+
+/* run_all connects and runs every requested command in order, stopping at the first failure.
+ * Returns the exit status. */
+static int run_all(const struct adm_options *opts, int timeout_ms)
+{
+	struct session s = session_of(opts, timeout_ms);
 	int rc = open_session(&s, opts);
 	for (size_t i = 0; rc == 0 && i < N_COMMANDS; i++) {
 		if (!opts->given[commands[i].opt])
@@ -404,13 +411,7 @@ static int run_all(const struct adm_options *opts, int timeout_ms)
 /* run_top connects and runs the live view. Returns the exit status. */
 static int run_top(const struct adm_options *opts, int timeout_ms)
 {
-	struct session s = {
-		.fd = -1,
-		.host = adm_opts_value(opts, OPT_HOST, DEFAULT_HOST),
-		.timeout_arg = adm_opts_value(opts, OPT_TIMEOUT, DEFAULT_TIMEOUT),
-		.timeout_ms = timeout_ms,
-		.in = {NULL, 0, 0},
-	};
+	struct session s = session_of(opts, timeout_ms);
 	if (open_session(&s, opts) != 0)
 		return 1;
 	char server[512];

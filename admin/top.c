@@ -237,6 +237,22 @@ static int push_snapshot(struct top *t, size_t first, size_t second)
 /* first_refresh reads the first snapshot before the terminal is touched: `stats json` alone,
  * so a gearmand (which answers ERR UNKNOWN_COMMAND, and to `status json` with its text
  * listing) is recognised, then `status json`. Returns 0 or -1 with t->err set. */
+/* wait_reply waits for more of a pending reply until t->reply_deadline and reads it. Returns 0,
+ * or -1 with t->err set (or rbuf_read's error) when the deadline passed or the read failed. */
+static int wait_reply(struct top *t)
+{
+	struct pollfd p = {.fd = t->fd, .events = POLLIN, .revents = 0};
+	int64_t left = t->reply_deadline - adm_net_now_ms();
+	if (left <= 0) {
+		snprintf(t->err, sizeof t->err, "no reply from %s within %s seconds", t->cfg->server,
+			 t->cfg->timeout_arg);
+		return -1;
+	}
+	if (poll(&p, 1, (int)left) > 0 && rbuf_read(t) != ADM_NET_OK)
+		return -1;
+	return 0;
+}
+
 static int first_refresh(struct top *t)
 {
 	if (send_refresh(t, false) != 0)
@@ -245,14 +261,7 @@ static int first_refresh(struct top *t)
 	adm_reply_scan_init(&scan, ADM_REPLY_LINE);
 	size_t first = 0;
 	while ((first = adm_reply_scan_feed(&scan, t->in.data, t->in.len)) == 0) {
-		struct pollfd p = {.fd = t->fd, .events = POLLIN, .revents = 0};
-		int64_t left = t->reply_deadline - adm_net_now_ms();
-		if (left <= 0) {
-			snprintf(t->err, sizeof t->err, "no reply from %s within %s seconds",
-				 t->cfg->server, t->cfg->timeout_arg);
-			return -1;
-		}
-		if (poll(&p, 1, (int)left) > 0 && rbuf_read(t) != ADM_NET_OK)
+		if (wait_reply(t) != 0)
 			return -1;
 	}
 	struct top_snap probe;
@@ -275,14 +284,7 @@ static int first_refresh(struct top *t)
 	}
 	size_t second = 0;
 	while (two_lines(&t->in, &second) == 0) {
-		struct pollfd p = {.fd = t->fd, .events = POLLIN, .revents = 0};
-		int64_t left = t->reply_deadline - adm_net_now_ms();
-		if (left <= 0) {
-			snprintf(t->err, sizeof t->err, "no reply from %s within %s seconds",
-				 t->cfg->server, t->cfg->timeout_arg);
-			return -1;
-		}
-		if (poll(&p, 1, (int)left) > 0 && rbuf_read(t) != ADM_NET_OK)
+		if (wait_reply(t) != 0)
 			return -1;
 	}
 	t->waiting = false;

@@ -308,6 +308,14 @@ static void dump(struct out *o, json_t *v)
     json_decref(v);
 }
 
+/* item writes v (and takes it) as the next item of a JSON list; returns o->err. */
+static int item(struct out *o, int *first, json_t *v)
+{
+    comma(o, first);
+    dump(o, v);
+    return o->err;
+}
+
 /* jtext returns a JSON string of the bytes name[0..len), made valid UTF-8 (metrics_sanitize). */
 static json_t *jtext(const char *name, size_t len)
 {
@@ -438,9 +446,7 @@ int metrics_json_status(const struct engine *e, struct buf *b, size_t max)
                                 (json_int_t)f->running, "available_workers",
                                 (json_int_t)f->nworkers, "ready", (json_int_t)func_ready(f),
                                 "queued", jprio(q));
-        comma(&o, &first);
-        dump(&o, row);
-        if (o.err)
+        if (item(&o, &first, row) != 0)
             return o.err;
     }
     puts_(&o, "]}\n");
@@ -471,9 +477,7 @@ int metrics_json_workers(const struct engine *e, struct buf *b, size_t max)
             q->client_id ? jtext(q->client_id, strlen(q->client_id)) : json_null(), "kind",
             peer_kind_name(q, kind), "functions", fns, "running", (json_int_t)running,
             "sleeping", q->worker != NULL && q->worker->sleeping);
-        comma(&o, &first);
-        dump(&o, row);
-        if (o.err)
+        if (item(&o, &first, row) != 0)
             return o.err;
     }
     puts_(&o, "]}\n");
