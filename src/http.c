@@ -497,6 +497,7 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
     }
     peer_init(&r->peer, h->eng, r->fd, ip, 0);
     r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
+    r->peer.listener = "http";
     list_node_init(&r->dnode);
     list_push_back(&h->all, &r->anode);
     h->nreqs++;

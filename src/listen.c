@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,19 @@ static int open_one(const struct addrinfo *ai, int port, int backlog)
     return fd;
 }
 
+/* listen_name writes "ADDR:PORT" ("[ADDR]:PORT" for IPv6) for a bound address. */
+static void listen_name(const struct sockaddr *sa, int port, char *out, size_t outlen)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+        snprintf(out, outlen, "[%s]:%d", host, port);
+    } else {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
+        snprintf(out, outlen, "%s:%d", host, port);
+    }
+}
+
 int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
                int max, int *bound_port, char *err, size_t errlen)
 {
@@ -104,6 +118,7 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
             out[count].fd = fd;
             out[count].family = ai->ai_family;
             out[count].proto = LISTEN_GEARMAN;
+            listen_name(ai->ai_addr, port, out[count].name, sizeof out[count].name);
             count++;
         }
         freeaddrinfo(res);

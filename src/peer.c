@@ -87,6 +87,7 @@ void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int loc
     p->eng = e;
     p->fd = fd;
     snprintf(p->ip, sizeof p->ip, "%s", ip ? ip : "-");
+    p->listener = "-";
     if (local)
         p->flags |= PEER_LOCAL;
     if (e->cfg->exceptions)
@@ -157,6 +158,8 @@ void peer_unlink(struct peer *p)
     p->held = 0;
     free(p->client_id);
     p->client_id = NULL;
+    free(p->cert_names);
+    p->cert_names = NULL;
 }
 
 void peer_close(struct peer *p)

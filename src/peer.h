@@ -42,6 +42,7 @@ enum {
                                   waits for the next loop iteration */
     PEER_HTTP = 1u << 9,       /* an HTTP request's internal client (http.c's struct req), not
                                   a struct conn: the shell routes its engine_ops to http.h */
+    PEER_TLS = 1u << 10,       /* the connection is TLS (set by the shell at accept) */
 };
 
 /* PEER_OUTPUT_QUOTA is how many bytes of replies one session_feed or session_process may queue before
@@ -83,6 +84,13 @@ struct peer {
                              eng->buffered (0 once closing) */
     uint8_t kinds;        /* what it did: bit 1 << PEER_KIND_* (peer_mark) */
     char ip[48];          /* peer address as text, for 'workers' */
+    /* Who it is, for access rules. Set by the shell; the engine only reads them. */
+    const char *listener; /* the listener's name (struct listener.name: "127.0.0.1:4730",
+                             "unix:/run/spur.sock"), "http" for an HTTP request's client;
+                             never NULL once attached (peer_init sets "-") */
+    char *cert_names;     /* TLS with a verified client certificate: its names (subject CN,
+                             then the DNS and email SANs), each NUL-terminated, the list ended
+                             by an empty string; else NULL. Freed by peer_unlink */
 };
 
 /* peer_of returns the peer whose engine->peers link is n, or NULL for NULL (so it takes

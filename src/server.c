@@ -174,8 +174,11 @@ static void accept_gearman(struct server *s, const struct listener *lis, int fd,
         close(fd);
         return;
     }
-    if (conn_new(&s->conns, &t) == NULL)
+    struct conn *c = conn_new(&s->conns, &t);
+    if (c == NULL)
         s->eng.stats.accept_errors++;
+    else
+        c->peer.listener = lis->name;
 }
 
 /* accept_http hands the socket to the HTTP front-end, which does its own I/O. */
@@ -592,6 +595,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
         s->lis[s->nlis].proto = LISTEN_GEARMAN;
+        snprintf(s->lis[s->nlis].name, sizeof s->lis[s->nlis].name, "unix:%s", cfg->unix_path);
         s->nlis++;
     }
     s->http_port = -1;

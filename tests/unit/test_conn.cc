@@ -160,6 +160,7 @@ TEST(Conn, TcpListenersSpeakGearmanAndLeaveTheTransportToTheCaller)
     EXPECT_EQ(lis[0].proto, LISTEN_GEARMAN);
     EXPECT_EQ(lis[0].transport, nullptr);
     EXPECT_EQ(lis[0].transport_arg, nullptr);
+    EXPECT_EQ(std::string(lis[0].name), "127.0.0.1:" + std::to_string(port));
     close(lis[0].fd);
 }
 
@@ -171,6 +172,8 @@ TEST(Conn, EchoRoundTripAndPeerName)
     ASSERT_NE(c, nullptr);
     EXPECT_STREQ(c->peer.ip, "loop");
     EXPECT_TRUE(c->peer.flags & PEER_LOCAL);
+    EXPECT_STREQ(c->peer.listener, "-"); // the shell names it at accept; none here
+    EXPECT_EQ(c->peer.cert_names, nullptr);
     EXPECT_EQ(conn_count(&sh.conns), 1u);
     sh.send(c, lp, req(CMD_ECHO_REQ, "hello"));
     EXPECT_EQ(Shell::take(lp), res(CMD_ECHO_RES, "hello"));
