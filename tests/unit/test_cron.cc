@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <string>
+#include <vector>
 
 extern "C" {
 #include "cron.h"
@@ -170,4 +173,192 @@ TEST_F(Cron, UnreachableSchedulesAreCheap)
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     EXPECT_LT(secs, 1.5) << "40000 schedules took " << secs << " s of CPU";
+}
+
+// ------------------------------------------------------------ crontab(5) expressions
+
+static cron_expr expr(const char *text)
+{
+    cron_expr e;
+    char err[128] = "";
+    EXPECT_EQ(cron_expr_parse(text, &e, err, sizeof err), 0) << text << ": " << err;
+    return e;
+}
+
+static std::string parse_error(const char *text)
+{
+    cron_expr e;
+    char err[128] = "";
+    if (cron_expr_parse(text, &e, err, sizeof err) == 0)
+        return "(accepted)";
+    return err;
+}
+
+TEST_F(Cron, ExpressionParsing)
+{
+    cron_expr e = expr("*/15 9-17 * * mon-fri");
+    EXPECT_EQ(e.minutes, (1ull << 0) | (1ull << 15) | (1ull << 30) | (1ull << 45));
+    EXPECT_EQ(e.hours, 0x3fe00u); // 9..17
+    EXPECT_EQ(e.wdays, 0x3eu);    // Monday..Friday
+    EXPECT_TRUE(e.mday_star);
+    EXPECT_FALSE(e.wday_star);
+    e = expr("0,30 0 1,15 JAN,jul 7"); // 7 is Sunday, names in either case
+    EXPECT_EQ(e.minutes, 1ull | 1ull << 30);
+    EXPECT_EQ(e.mdays, (1u << 1) | (1u << 15));
+    EXPECT_EQ(e.months, (1u << 1) | (1u << 7));
+    EXPECT_EQ(e.wdays, 1u);
+    e = expr("5/20 */6 * * *"); // "N/STEP" runs from N to the end
+    EXPECT_EQ(e.minutes, (1ull << 5) | (1ull << 25) | (1ull << 45));
+    EXPECT_EQ(e.hours, (1u << 0) | (1u << 6) | (1u << 12) | (1u << 18));
+    cron_expr daily = expr("@daily"), same = expr("0 0 * * *");
+    EXPECT_EQ(memcmp(&daily, &same, sizeof daily), 0);
+    EXPECT_EQ(expr("@hourly").hours, 0xffffffu);
+    EXPECT_EQ(expr("  0   0 * *  *  ").minutes, 1ull);
+
+    EXPECT_EQ(parse_error("60 * * * *"), "minute: '60' is not a value or range in 0-59");
+    EXPECT_EQ(parse_error("* 5-3 * * *"), "hour: '5-3' is not a value or range in 0-23");
+    EXPECT_EQ(parse_error("*/0 * * * *"), "minute: bad step in '*/0'");
+    EXPECT_EQ(parse_error("* * 0 * *"), "day of month: '0' is not a value or range in 1-31");
+    EXPECT_EQ(parse_error("* * * foo *"), "month: 'foo' is not a value or range in 1-12");
+    EXPECT_EQ(parse_error("* * * *"), "five fields wanted (minute hour day-of-month month weekday)");
+    EXPECT_EQ(parse_error("* * * * * *"), "five fields wanted, more found at '*'");
+    EXPECT_EQ(parse_error("1,,2 * * * *"), "minute: '' is not a value or range in 0-59");
+    EXPECT_EQ(parse_error("@reboot"), "unknown macro '@reboot'");
+    EXPECT_EQ(parse_error(std::string(300, '1').c_str()), "expression longer than 256 bytes");
+}
+
+// The reference: walk day by day, then minute by minute, in UTC (no daylight saving).
+static bool day_ok(const cron_expr &e, const struct tm &tm)
+{
+    bool md = e.mdays >> tm.tm_mday & 1, wd = e.wdays >> tm.tm_wday & 1;
+    if (!(e.months >> (tm.tm_mon + 1) & 1))
+        return false;
+    return (e.mday_star || e.wday_star) ? (md && wd) : (md || wd);
+}
+
+static int64_t ref_expr_next(const cron_expr &e, int64_t after)
+{
+    int64_t t = after - after % 60 + 60;
+    for (int64_t end = t + (5 * 366 + 1) * 86400ll; t < end;) {
+        time_t tt = (time_t)t;
+        struct tm tm;
+        gmtime_r(&tt, &tm);
+        if (!day_ok(e, tm))
+            t += 86400 - (tm.tm_hour * 3600 + tm.tm_min * 60); // the next midnight
+        else if ((e.hours >> tm.tm_hour & 1) && (e.minutes >> tm.tm_min & 1))
+            return t;
+        else
+            t += 60;
+    }
+    return -1;
+}
+
+TEST_F(Cron, ExpressionsMatchABruteForceWalkInUtc)
+{
+    srand(7);
+    const char *fields[][6] = {{"*", "0", "*/7", "5-10", "1,31,59", "10-50/10"},
+                               {"*", "0", "23", "*/5", "8-18", "1,13"},
+                               {"*", "1", "31", "29", "1-7", "15-20/2"},
+                               {"*", "2", "feb", "*/3", "dec", "4-6"},
+                               {"*", "0", "sat", "mon-fri", "2,4", "*/2"}};
+    for (int i = 0; i < 3000; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "%s %s %s %s %s", fields[0][rand() % 6], fields[1][rand() % 6],
+                 fields[2][rand() % 6], fields[3][rand() % 6], fields[4][rand() % 6]);
+        cron_expr e = expr(text);
+        int64_t from = at(2024 + rand() % 6, 1 + rand() % 12, 1 + rand() % 28, rand() % 24,
+                          rand() % 60) + rand() % 60;
+        ASSERT_EQ(cron_expr_next(&e, from), ref_expr_next(e, from)) << text << " after " << from;
+    }
+    // leap days, month ends, the year's turn, impossible dates
+    cron_expr leap = expr("0 0 29 2 *");
+    EXPECT_EQ(cron_expr_next(&leap, at(2026, 3, 1, 0, 0)), at(2028, 2, 29, 0, 0));
+    cron_expr never = expr("0 0 30 2 *");
+    EXPECT_EQ(cron_expr_next(&never, at(2026, 3, 1, 0, 0)), -1);
+    cron_expr newyear = expr("@yearly");
+    EXPECT_EQ(cron_expr_next(&newyear, at(2026, 12, 31, 23, 59)), at(2027, 1, 1, 0, 0));
+    // crontab's day rule: both day fields restricted, either matches (the 13th, or a Friday)
+    cron_expr either = expr("0 12 13 * fri");
+    EXPECT_EQ(cron_expr_next(&either, at(2026, 11, 26, 0, 0)), at(2026, 11, 27, 12, 0)); // Friday
+    EXPECT_EQ(cron_expr_next(&either, at(2026, 12, 12, 12, 0)), at(2026, 12, 13, 12, 0)); // Sunday 13th
+    // POSIX time has no leap second: 2016-12-31 23:59 is followed by 2017-01-01 00:00
+    cron_expr minute = expr("* * * * *");
+    EXPECT_EQ(cron_expr_next(&minute, at(2016, 12, 31, 23, 59)), at(2017, 1, 1, 0, 0));
+    EXPECT_EQ(cron_expr_next(&minute, at(2016, 12, 31, 23, 59) + 59), at(2017, 1, 1, 0, 0));
+}
+
+// fires lists the instants an expression fires at from `from` for `n` firings.
+static std::vector<int64_t> fires(const char *text, int64_t from, int n)
+{
+    cron_expr e = expr(text);
+    std::vector<int64_t> out;
+    for (int64_t t = from; n-- > 0;) {
+        t = cron_expr_next(&e, t);
+        if (t < 0)
+            break;
+        out.push_back(t);
+    }
+    return out;
+}
+
+class CronZone : public Cron {
+  protected:
+    void zone(const char *tz)
+    {
+        setenv("TZ", tz, 1);
+        tzset();
+    }
+    void TearDown() override
+    {
+        setenv("TZ", "UTC", 1);
+        tzset();
+    }
+};
+
+TEST_F(CronZone, SpringForwardSkippedTimeFiresOnceAtTheChange)
+{
+    zone("America/New_York"); // 2026-03-08 02:00 EST -> 03:00 EDT at 07:00Z
+    // a fixed time inside the gap fires at the change that day, at its local time on others
+    EXPECT_EQ(fires("30 2 * * *", at(2026, 3, 7, 12, 0), 3),
+              (std::vector<int64_t>{at(2026, 3, 8, 7, 0), at(2026, 3, 9, 6, 30),
+                                    at(2026, 3, 10, 6, 30)}));
+    // every 15 minutes: the four skipped times fire once, at the change, then 03:15 EDT
+    EXPECT_EQ(fires("*/15 * * * *", at(2026, 3, 8, 6, 30), 4),
+              (std::vector<int64_t>{at(2026, 3, 8, 6, 45), at(2026, 3, 8, 7, 0),
+                                    at(2026, 3, 8, 7, 15), at(2026, 3, 8, 7, 30)}));
+    zone("Europe/Berlin"); // 2026-03-29 02:00 CET -> 03:00 CEST at 01:00Z
+    EXPECT_EQ(fires("0 2 * * *", at(2026, 3, 28, 12, 0), 2),
+              (std::vector<int64_t>{at(2026, 3, 29, 1, 0), at(2026, 3, 30, 0, 0)}));
+}
+
+TEST_F(CronZone, FallBackRepeatedHourFiresOnceUnlessEveryHour)
+{
+    zone("America/New_York"); // 2026-11-01 02:00 EDT -> 01:00 EST at 06:00Z
+    // a fixed time in the repeated hour: the first pass only
+    EXPECT_EQ(fires("30 1 * * *", at(2026, 10, 31, 12, 0), 2),
+              (std::vector<int64_t>{at(2026, 11, 1, 5, 30), at(2026, 11, 2, 6, 30)}));
+    // every hour: real time rules, 01:00 fires in both passes
+    EXPECT_EQ(fires("0 * * * *", at(2026, 11, 1, 3, 30), 4),
+              (std::vector<int64_t>{at(2026, 11, 1, 4, 0), at(2026, 11, 1, 5, 0),
+                                    at(2026, 11, 1, 6, 0), at(2026, 11, 1, 7, 0)}));
+    // starting inside the second pass: the fixed time has passed for today
+    EXPECT_EQ(fires("30 1 * * *", at(2026, 11, 1, 6, 10), 1),
+              (std::vector<int64_t>{at(2026, 11, 2, 6, 30)}));
+    // and an every-hour schedule started in the first pass still sees the second
+    EXPECT_EQ(fires("15 * * * *", at(2026, 11, 1, 5, 20), 2),
+              (std::vector<int64_t>{at(2026, 11, 1, 6, 15), at(2026, 11, 1, 7, 15)}));
+}
+
+TEST_F(CronZone, HalfHourChangesOnLordHowe)
+{
+    zone("Australia/Lord_Howe");
+    // 2026-10-04 02:00 +1030 -> 02:30 +11 at 15:30Z (on the 3rd, UTC)
+    EXPECT_EQ(fires("15 2 * * *", at(2026, 10, 3, 0, 0), 2),
+              (std::vector<int64_t>{at(2026, 10, 3, 15, 30), at(2026, 10, 4, 15, 15)}));
+    // 2026-04-05 02:00 +11 -> 01:30 +1030 at 15:00Z (on the 4th): 01:45 happens twice
+    EXPECT_EQ(fires("45 1 * * *", at(2026, 4, 4, 0, 0), 2),
+              (std::vector<int64_t>{at(2026, 4, 4, 14, 45), at(2026, 4, 5, 15, 15)}));
+    EXPECT_EQ(fires("45 * * * *", at(2026, 4, 4, 14, 0), 3),
+              (std::vector<int64_t>{at(2026, 4, 4, 14, 45), at(2026, 4, 4, 15, 15),
+                                    at(2026, 4, 4, 16, 15)}));
 }
