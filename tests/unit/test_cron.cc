@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "cron.h"
+#include "schedule.h"
 }
 
 class Cron : public ::testing::Test {
@@ -361,4 +362,128 @@ TEST_F(CronZone, HalfHourChangesOnLordHowe)
     EXPECT_EQ(fires("45 * * * *", at(2026, 4, 4, 14, 0), 3),
               (std::vector<int64_t>{at(2026, 4, 4, 14, 45), at(2026, 4, 4, 15, 15),
                                     at(2026, 4, 4, 16, 15)}));
+}
+
+// ------------------------------------------------------------ schedules
+
+TEST(Schedule, Durations)
+{
+    int64_t v;
+    auto ok = [&](const char *s) { return schedule_parse_duration(s, strlen(s), &v) == 0; };
+    ASSERT_TRUE(ok("90"));
+    EXPECT_EQ(v, 90);
+    ASSERT_TRUE(ok("90s"));
+    EXPECT_EQ(v, 90);
+    ASSERT_TRUE(ok("5m"));
+    EXPECT_EQ(v, 300);
+    ASSERT_TRUE(ok("1h30m"));
+    EXPECT_EQ(v, 5400);
+    ASSERT_TRUE(ok("2d3h4m5s"));
+    EXPECT_EQ(v, 2 * 86400 + 3 * 3600 + 4 * 60 + 5);
+    ASSERT_TRUE(ok("366d"));
+    EXPECT_EQ(v, 366 * 86400);
+    for (const char *bad : {"", "0", "0s", "367d", "1h30", "30m1h", "1m1m", "5x", "m", "-5s",
+                            "1.5h", "99999999999999999999"})
+        EXPECT_FALSE(ok(bad)) << bad;
+}
+
+static schedule parsed(const char *text)
+{
+    schedule s;
+    char err[160] = "";
+    EXPECT_EQ(schedule_parse(text, strlen(text), &s, err, sizeof err), 0) << text << ": " << err;
+    return s;
+}
+
+static std::string schedule_error(const char *text)
+{
+    schedule s;
+    char err[160] = "";
+    if (schedule_parse(text, strlen(text), &s, err, sizeof err) == 0) {
+        schedule_free(&s);
+        return "(accepted)";
+    }
+    return err;
+}
+
+TEST(Schedule, Parsing)
+{
+    schedule s = parsed("nightly 0 3 * * * backup --priority high --unique db-backup all databases");
+    EXPECT_STREQ(s.name, "nightly");
+    EXPECT_STREQ(s.spec, "0 3 * * *");
+    EXPECT_STREQ(s.func, "backup");
+    EXPECT_STREQ(s.unique, "db-backup");
+    EXPECT_EQ(std::string(s.payload, s.payload_len), "all databases");
+    EXPECT_EQ(s.prio, 0);
+    EXPECT_EQ(s.every, 0);
+    EXPECT_EQ(s.cron.hours, 1u << 3);
+    schedule_free(&s);
+
+    s = parsed("tick @every 1h30m ping --nohaste");
+    EXPECT_STREQ(s.spec, "@every 1h30m");
+    EXPECT_EQ(s.every, 5400);
+    EXPECT_TRUE(s.nohaste);
+    EXPECT_STREQ(s.unique, "tick"); // by default the name: a run still queued is not stacked
+    EXPECT_EQ(s.payload_len, 0u);
+    EXPECT_EQ(s.prio, 1);
+    schedule_free(&s);
+
+    s = parsed("d @daily f -- --not-an-option  two spaces");
+    EXPECT_STREQ(s.spec, "@daily");
+    EXPECT_EQ(std::string(s.payload, s.payload_len), "--not-an-option  two spaces");
+    schedule_free(&s);
+
+    EXPECT_EQ(schedule_error(""), "usage: NAME (CRON|@every DURATION) FUNC [OPTIONS] PAYLOAD");
+    EXPECT_EQ(schedule_error("n"), "missing schedule (five cron fields, @daily..., @every DURATION)");
+    EXPECT_EQ(schedule_error("n 0 3 * *"), "a cron schedule has five fields");
+    EXPECT_EQ(schedule_error("n 0 3 * * *"), "missing function name");
+    EXPECT_EQ(schedule_error("n 0 25 * * * f"), "bad schedule: hour: '25' is not a value or range in 0-23");
+    EXPECT_EQ(schedule_error("n @every 0s f"), "@every wants a duration from 1s to 366d (90s, 5m, 1h30m, 2d)");
+    EXPECT_EQ(schedule_error("n @sometimes f"), "bad schedule: unknown macro '@sometimes'");
+    EXPECT_EQ(schedule_error("n @daily f --priority urgent"), "--priority wants high, normal or low");
+    EXPECT_EQ(schedule_error("n @daily f --colour red"), "unknown option '--colour'");
+    EXPECT_EQ(schedule_error("n @daily f --unique"), "--unique wants a value");
+    EXPECT_EQ(schedule_error((std::string(65, 'x') + " @daily f").c_str()),
+              "schedule name longer than 64 bytes");
+}
+
+TEST_F(Cron, ScheduleFirings)
+{
+    // @every: at once when added, then on the anchor's grid; missed periods are not stacked
+    schedule s = parsed("t @every 10m f");
+    int64_t t0 = at(2026, 11, 26, 12, 0) + 7;
+    schedule_start(&s, t0);
+    EXPECT_EQ(s.next, t0);
+    schedule_fired(&s, t0);
+    EXPECT_EQ(s.next, t0 + 600);
+    schedule_fired(&s, t0 + 600 + 1850); // fired late: the next slot on the grid after now
+    EXPECT_EQ(s.next, t0 + 3000);
+    schedule_free(&s);
+    // --nohaste: the first firing after one period
+    s = parsed("t @every 10m f --nohaste");
+    schedule_start(&s, t0);
+    EXPECT_EQ(s.next, t0 + 600);
+    schedule_free(&s);
+    // cron: at its next matching time, never at once
+    s = parsed("c 30 * * * * f");
+    schedule_start(&s, t0);
+    EXPECT_EQ(s.next, at(2026, 11, 26, 12, 30));
+    schedule_fired(&s, at(2026, 11, 26, 12, 30));
+    EXPECT_EQ(s.next, at(2026, 11, 26, 13, 30));
+
+    // after downtime: skip the missed firings, or fire once for all of them
+    int64_t back = at(2026, 11, 26, 17, 10);
+    schedule_start(&s, t0); // due 12:30, missed five times by 17:10
+    EXPECT_EQ(schedule_resume(&s, back, SCHEDULE_SKIP), 0);
+    EXPECT_EQ(s.next, at(2026, 11, 26, 17, 30));
+    schedule_start(&s, t0);
+    EXPECT_EQ(schedule_resume(&s, back, SCHEDULE_ONCE), 1);
+    EXPECT_EQ(s.next, at(2026, 11, 26, 17, 30));
+    // not missed: nothing changes
+    EXPECT_EQ(schedule_resume(&s, back, SCHEDULE_ONCE), 0);
+    EXPECT_EQ(s.next, at(2026, 11, 26, 17, 30));
+    // due exactly now fires whatever the policy
+    EXPECT_EQ(schedule_resume(&s, at(2026, 11, 26, 17, 30), SCHEDULE_SKIP), 1);
+    EXPECT_EQ(s.next, at(2026, 11, 26, 18, 30));
+    schedule_free(&s);
 }
