@@ -41,6 +41,9 @@ class Pane:
         env = dict(os.environ, PS1="$ ", ENV="")
         self.tmux("new-session", "-d", "-s", "top", "-x", str(cols), "-y", str(rows), "sh",
                   env=env)
+        # type nothing before the shell shows its prompt: on a loaded machine, keys sent
+        # earlier are echoed first and the prompt lands on the command's first output line
+        self.wait("the shell's prompt", lambda s: s.strip() != "")
 
     def tmux(self, *args, env=None):
         return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args),
