@@ -74,6 +74,8 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 CFLAGS_COMMON="-g -O1 $SAN -include $build/spur_config.h -I$build -I$top/src -Wall -Wextra"
 # store_pg.c includes <libpq-fe.h> from /usr/include/postgresql
 CFLAGS_COMMON="$CFLAGS_COMMON $(pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)"
+# transport_tls.c includes OpenSSL 3's headers
+CFLAGS_COMMON="$CFLAGS_COMMON $(pkg-config --cflags openssl 2>/dev/null || true)"
 objs=""
 for f in $sources; do
     o="$build/obj/$(basename "$f" .c).o"
@@ -92,6 +94,9 @@ if grep -q '#include <sqlite3.h>' $sources 2>/dev/null; then
 fi
 if grep -q '#include <libpq-fe.h>' $sources 2>/dev/null; then
     extra_libs="$extra_libs $(pkg-config --libs libpq 2>/dev/null || echo -lpq)"
+fi
+if grep -q '#include <openssl/' $sources 2>/dev/null; then
+    extra_libs="$extra_libs $(pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)"
 fi
 
 for t in $targets; do
