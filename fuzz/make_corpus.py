@@ -323,6 +323,28 @@ def http_seeds():
 TARGETS["fuzz_http"] = http_seeds
 
 
+# ---------------------------------------------------------------- fuzz_tls
+# byte 0: even = handshake, then application data (size byte, record, size byte, record...; the
+# server's read sizes come from the same bytes); odd = raw bytes into the handshake. See
+# fuzz_tls.c.
+
+def tls_seeds():
+    app = (pkt(1, b"f") + pkt(7, b"f", b"u", b"data") + pkt(9) + b"status\nworkers\nversion\n"
+           + pkt(16, b"x" * 100))
+    hello = b"\x16\x03\x01\x00\x30\x01\x00\x00\x2c\x03\x03" + b"\0" * 40
+    return {
+        "app": b"\0" + bytes([4]) + app,
+        "app-small-records": b"\x02" + b"".join(bytes([0]) + app[i:i + 1]
+                                                  for i in range(0, 40)),
+        "plaintext-packet": b"\x01" + pkt(16, b"hi"),
+        "plaintext-admin": b"\x01status\n",
+        "short-client-hello": b"\x01" + hello,
+    }
+
+
+TARGETS["fuzz_tls"] = tls_seeds
+
+
 def main():
     check = "--check" in sys.argv[1:]
     bad = 0

@@ -7,7 +7,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per target (default 20)
-#   FUZZ_TARGETS   space-separated subset to run (default: all six)
+#   FUZZ_TARGETS   space-separated subset to run (default: all seven)
 #   FUZZ_BUILD_ONLY=1  build, do not run
 #   CC             the compiler (default clang); needs libclang_rt.fuzzer (libclang-rt-14-dev)
 #
@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 build=${1:-/tmp/spur-fuzz}
 seconds=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http"}
+targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http fuzz_tls"}
 CC=${CC:-clang}
 
 command -v "$CC" >/dev/null 2>&1 || { echo "run.sh: $CC not found" >&2; exit 2; }
@@ -74,6 +74,8 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 CFLAGS_COMMON="-g -O1 $SAN -include $build/spur_config.h -I$build -I$top/src -Wall -Wextra"
 # store_pg.c includes <libpq-fe.h> from /usr/include/postgresql
 CFLAGS_COMMON="$CFLAGS_COMMON $(pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)"
+# transport_tls.c includes OpenSSL 3's headers
+CFLAGS_COMMON="$CFLAGS_COMMON $(pkg-config --cflags openssl 2>/dev/null || true)"
 objs=""
 for f in $sources; do
     o="$build/obj/$(basename "$f" .c).o"
@@ -93,6 +95,9 @@ fi
 if grep -q '#include <libpq-fe.h>' $sources 2>/dev/null; then
     extra_libs="$extra_libs $(pkg-config --libs libpq 2>/dev/null || echo -lpq)"
 fi
+if grep -q '#include <openssl/' $sources 2>/dev/null; then
+    extra_libs="$extra_libs $(pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)"
+fi
 
 for t in $targets; do
     wrap=""
@@ -109,7 +114,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 for t in $targets; do
     mkdir -p "$build/corpus/$t"
     case $t in
-        fuzz_connection) max_len=8192 ;;
+        fuzz_connection|fuzz_tls) max_len=8192 ;;
         *) max_len=4096 ;;
     esac
     seeds="$here/corpus/$t"

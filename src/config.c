@@ -64,6 +64,7 @@ void config_defaults(struct config *c)
     c->admin_shutdown = SHUTDOWN_LOCAL;
     c->shutdown_timeout = 30;
     c->http_port = -1;
+    c->ssl_handshake_timeout = 10;
     c->http_max_connections = 1024;
     c->http_max_header = 16u << 10;
     c->http_max_body = 0;
@@ -111,7 +112,12 @@ enum {
     OPT_STORE_RECOVER,
     OPT_STORE_WAIT,
     OPT_SSL,
-    OPT_SSL_FILE,
+    OPT_SSL_CA_FILE,
+    OPT_SSL_CERT,
+    OPT_SSL_KEY,
+    OPT_SSL_LISTEN,
+    OPT_SSL_VERIFY,
+    OPT_SSL_HS_TIMEOUT,
     OPT_HTTP_PORT,
     OPT_HTTP_LISTEN,
     OPT_HTTP_PORT_FILE,
@@ -180,9 +186,12 @@ static const struct option long_opts[] = {
     {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
     {"store-wait", required_argument, NULL, OPT_STORE_WAIT},
     {"ssl", no_argument, NULL, OPT_SSL},
-    {"ssl-ca-file", required_argument, NULL, OPT_SSL_FILE},
-    {"ssl-certificate", required_argument, NULL, OPT_SSL_FILE},
-    {"ssl-key", required_argument, NULL, OPT_SSL_FILE},
+    {"ssl-ca-file", required_argument, NULL, OPT_SSL_CA_FILE},
+    {"ssl-certificate", required_argument, NULL, OPT_SSL_CERT},
+    {"ssl-key", required_argument, NULL, OPT_SSL_KEY},
+    {"ssl-listen", required_argument, NULL, OPT_SSL_LISTEN},
+    {"ssl-verify-client", required_argument, NULL, OPT_SSL_VERIFY},
+    {"ssl-handshake-timeout", required_argument, NULL, OPT_SSL_HS_TIMEOUT},
     {"http-port", required_argument, NULL, OPT_HTTP_PORT},
     {"http-listen", required_argument, NULL, OPT_HTTP_LISTEN},
     {"http-port-file", required_argument, NULL, OPT_HTTP_PORT_FILE},
@@ -229,6 +238,12 @@ void config_usage(FILE *out)
         "      --libpq-table=T        gearmand queue table to import for -q Postgres (default\n"
         "                             queue)\n"
         "      --store-queue-on-shutdown  accepted; the store always writes as it goes\n"
+        "      --ssl                  the -p/-L listeners speak TLS (docs/SECURITY.md); needs\n"
+        "                             --ssl-certificate and --ssl-key\n"
+        "      --ssl-certificate=F    the server's certificate chain (PEM, its own first)\n"
+        "      --ssl-key=FILE         the server's private key (PEM)\n"
+        "      --ssl-ca-file=FILE     CA certificates (PEM) client certificates are checked\n"
+        "                             against (see --ssl-verify-client)\n"
         "  -r, --protocol=http        serve HTTP (docs/HTTP.md) on --http-port (default 8080)\n"
         "      --http-port=PORT       the HTTP port; given alone it also turns HTTP on (0 = any\n"
         "                             free port)\n"
@@ -250,6 +265,13 @@ void config_usage(FILE *out)
         "Spur's own options:\n"
         "      --unix=PATH            also listen on a unix-domain socket\n"
         "      --port-file=FILE       write the bound TCP port to FILE (useful with --port=0)\n"
+        "      --ssl-listen=A:PORT    also listen for TLS only on address A, port PORT\n"
+        "                             ([ADDR6]:PORT; repeatable), beside the plain -p/-L ones\n"
+        "      --ssl-verify-client=M  none (default, as gearmand): no client certificate asked;\n"
+        "                             optional: one presented must verify; require: a client\n"
+        "                             without a verified certificate is refused\n"
+        "      --ssl-handshake-timeout=S  close a TLS connection whose handshake is not done\n"
+        "                             after S seconds (default 10; 0 = never)\n"
         "      --listen-retry=S       retry a busy port once a second for up to S seconds\n"
         "                             (default 0: fail at once)\n"
         "      --tcp-user-timeout=S   TCP_USER_TIMEOUT for accepted sockets: unacknowledged data\n"
@@ -263,7 +285,9 @@ void config_usage(FILE *out)
         "      --http-max-body=N      largest HTTP request body (default: --max-packet-size;\n"
         "                             more is answered 413)\n"
         "      --http-idle-timeout=S  close an HTTP connection idle for S seconds, unless it\n"
-        "                             waits on its job (default 60; 0 = never)\n"
+        "                             waits on its job (default 60; 0 = never)\n",
+        out);
+    fputs(
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
         "      --store=postgres:CONNINFO  keep them in PostgreSQL (libpq connection string)\n"
         "      --store-sync=MODE      full (default): every batch is fsync'd before its replies;\n"
@@ -784,9 +808,39 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --store-max-pages '%s'", optarg);
             c->store_max_pages = v;
             break;
-        case OPT_SSL:
-        case OPT_SSL_FILE:
-            return errf(err, errlen, "TLS (--ssl*) is not supported by spurd");
+        case OPT_SSL: c->ssl = 1; break;
+        case OPT_SSL_CA_FILE: set_str(&c->ssl_ca_file, optarg); break;
+        case OPT_SSL_CERT: set_str(&c->ssl_certificate, optarg); break;
+        case OPT_SSL_KEY: set_str(&c->ssl_key, optarg); break;
+        case OPT_SSL_LISTEN: {
+            char host[256];
+            int port;
+            if (config_split_hostport(optarg, host, sizeof host, &port) != 0)
+                return errf(err, errlen, "invalid --ssl-listen '%s' (ADDR:PORT or [ADDR6]:PORT)",
+                            optarg);
+            if (c->nssl_listen == CONFIG_MAX_LISTEN)
+                return errf(err, errlen, "too many --ssl-listen addresses (at most %d)",
+                            CONFIG_MAX_LISTEN);
+            c->ssl_listen[c->nssl_listen++] = strdup(optarg);
+            break;
+        }
+        case OPT_SSL_VERIFY:
+            if (strcmp(optarg, "none") == 0)
+                c->ssl_verify_client = SSL_VERIFY_CLIENT_NONE;
+            else if (strcmp(optarg, "optional") == 0)
+                c->ssl_verify_client = SSL_VERIFY_CLIENT_OPTIONAL;
+            else if (strcmp(optarg, "require") == 0)
+                c->ssl_verify_client = SSL_VERIFY_CLIENT_REQUIRE;
+            else
+                return errf(err, errlen,
+                            "invalid --ssl-verify-client '%s' (none, optional or require)", optarg);
+            break;
+        case OPT_SSL_HS_TIMEOUT:
+            if (parse_seconds(optarg, &d) != 0 || d > 86400)
+                return errf(err, errlen, "invalid --ssl-handshake-timeout '%s' (seconds, 0..86400)",
+                            optarg);
+            c->ssl_handshake_timeout = d;
+            break;
         case OPT_HTTP_PORT:
             if (parse_long(optarg, 0, 65535, &v) != 0)
                 return errf(err, errlen, "invalid --http-port value '%s'", optarg);
@@ -850,6 +904,11 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
     if (rc == 0) {
         if (c->queue_type && strcasecmp(c->queue_type, "libsqlite3") == 0 && c->sqlite_db == NULL)
             return errf(err, errlen, "-q libsqlite3 needs --libsqlite3-db=FILE");
+        if (config_tls_enabled(c) && (c->ssl_certificate == NULL || c->ssl_key == NULL))
+            return errf(err, errlen, "--ssl and --ssl-listen need --ssl-certificate and --ssl-key");
+        if (c->ssl_verify_client != SSL_VERIFY_CLIENT_NONE && c->ssl_ca_file == NULL)
+            return errf(err, errlen, "--ssl-verify-client=%s needs --ssl-ca-file",
+                        c->ssl_verify_client == SSL_VERIFY_CLIENT_REQUIRE ? "require" : "optional");
         if (config_http_max_body(c) > c->max_packet)
             return errf(err, errlen, "--http-max-body must be at most --max-packet-size");
         if (c->max_output < (size_t)c->max_packet + 4096)
@@ -864,6 +923,35 @@ int config_parse(struct config *c, int argc, char **argv, char *err, size_t errl
         }
     }
     return rc;
+}
+
+int config_split_hostport(const char *s, char *host, size_t hostlen, int *port)
+{
+    const char *colon;
+    const char *h = s;
+    size_t hl;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL || close[1] != ':')
+            return -1;
+        h = s + 1;
+        hl = (size_t)(close - h);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL || memchr(s, ':', (size_t)(colon - s)) != NULL)
+            return -1; /* none, or an IPv6 address without brackets */
+        hl = (size_t)(colon - s);
+    }
+    long v;
+    if (parse_long(colon + 1, 0, 65535, &v) != 0 || hl >= hostlen)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if (strcmp(host, "*") == 0)
+        host[0] = '\0';
+    *port = (int)v;
+    return 0;
 }
 
 unsigned config_tcp_user_timeout_ms(const struct config *c)
@@ -898,7 +986,8 @@ int config_make_absolute(struct config *c, const char *cwd)
         strcmp(c->log_file, "none") != 0 && absolute(&c->log_file, cwd) != 0)
         return -1;
     if (absolute(&c->pid_file, cwd) != 0 || absolute(&c->port_file, cwd) != 0 ||
-        absolute(&c->http_port_file, cwd) != 0 ||
+        absolute(&c->http_port_file, cwd) != 0 || absolute(&c->ssl_certificate, cwd) != 0 ||
+        absolute(&c->ssl_key, cwd) != 0 || absolute(&c->ssl_ca_file, cwd) != 0 ||
         absolute(&c->unix_path, cwd) != 0 || absolute(&c->sqlite_db, cwd) != 0)
         return -1;
     if (c->store != NULL && strncmp(c->store, "sqlite:", 7) == 0 &&
@@ -929,6 +1018,14 @@ void config_free(struct config *c)
     memset(c->http_listen, 0, sizeof c->http_listen);
     free(c->http_port_file);
     c->http_port_file = NULL;
+    for (int i = 0; i < c->nssl_listen; i++)
+        free(c->ssl_listen[i]);
+    c->nssl_listen = 0;
+    memset(c->ssl_listen, 0, sizeof c->ssl_listen);
+    free(c->ssl_certificate);
+    free(c->ssl_key);
+    free(c->ssl_ca_file);
+    c->ssl_certificate = c->ssl_key = c->ssl_ca_file = NULL;
     free(c->unix_path);
     free(c->port_file);
     free(c->pid_file);

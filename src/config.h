@@ -21,6 +21,13 @@ enum admin_shutdown_policy {
     SHUTDOWN_NONE,      /* nobody: the command is refused */
 };
 
+/* enum ssl_verify says whether TLS listeners ask for and check client certificates. */
+enum ssl_verify {
+    SSL_VERIFY_CLIENT_NONE = 0, /* no certificate asked for (default, as gearmand) */
+    SSL_VERIFY_CLIENT_OPTIONAL, /* asked for; one presented must verify against --ssl-ca-file */
+    SSL_VERIFY_CLIENT_REQUIRE,  /* asked for and required: no certificate, no handshake */
+};
+
 /* struct config holds every setting; config_defaults fills it. Strings are owned. */
 struct config {
     /* listeners */
@@ -31,6 +38,16 @@ struct config {
     char *unix_path;                 /* --unix, a unix-domain socket path, or NULL */
     char *port_file;                 /* --port-file: write the bound TCP port here */
     int listen_retry;                /* --listen-retry: seconds to retry a busy port, 0 = fail */
+
+    /* TLS (transport_tls.h): on when ssl is set or ssl_listen has entries */
+    int ssl;                         /* --ssl: the -p/-L listeners speak TLS, as gearmand */
+    char *ssl_listen[CONFIG_MAX_LISTEN]; /* --ssl-listen ADDR:PORT: TLS-only listeners */
+    int nssl_listen;                 /* entries in ssl_listen */
+    char *ssl_certificate;           /* --ssl-certificate: PEM chain, server's first */
+    char *ssl_key;                   /* --ssl-key: PEM private key */
+    char *ssl_ca_file;               /* --ssl-ca-file: PEM CAs client certificates must chain to */
+    enum ssl_verify ssl_verify_client; /* --ssl-verify-client */
+    double ssl_handshake_timeout;    /* --ssl-handshake-timeout seconds, 0 = never */
 
     /* HTTP listener (http.h); off unless --http-port or -r http is given */
     int http_port;                   /* --http-port, -1 unset; 0 picks a free port */
@@ -144,6 +161,17 @@ int config_make_absolute(struct config *c, const char *cwd);
 
 /* config_free frees the strings c owns. */
 void config_free(struct config *c);
+
+/* config_tls_enabled reports whether any listener speaks TLS (--ssl or --ssl-listen). */
+static inline int config_tls_enabled(const struct config *c)
+{
+    return c->ssl || c->nssl_listen > 0;
+}
+
+/* config_split_hostport splits "ADDR:PORT" or "[ADDR6]:PORT" into host (hostlen bytes, "" for
+ * all addresses when ADDR is empty or "*") and *port (0..65535). Returns 0, or -1 when s is not
+ * of that form or host does not fit. */
+int config_split_hostport(const char *s, char *host, size_t hostlen, int *port);
 
 /* config_http_enabled reports whether the HTTP listener is on (--http-port or -r http). */
 static inline int config_http_enabled(const struct config *c)

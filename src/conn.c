@@ -31,6 +31,7 @@ int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
     list_node_init(&x->lazy);
     list_node_init(&x->closing);
     list_node_init(&x->deferred);
+    list_node_init(&x->handshakes);
     x->rbuf = malloc(CONN_READ_SIZE);
     return x->rbuf != NULL ? 0 : -1;
 }
@@ -68,6 +69,12 @@ struct conn *conn_new(struct conn_ctx *x, const struct transport *t)
     list_node_init(&c->lazy_node);
     list_node_init(&c->close_node);
     list_node_init(&c->defer_node);
+    list_node_init(&c->hs_node);
+    c->opened = ev_now(x->loop);
+    if (transport_handshaking(&c->tr)) {
+        c->handshaking = 1;
+        list_push_back(&x->handshakes, &c->hs_node);
+    }
     ev_io_init(&c->rio, read_cb, fd, EV_READ);
     ev_io_init(&c->wio, write_cb, fd, EV_WRITE);
     c->rio.data = c;
@@ -121,6 +128,7 @@ void conn_close(struct conn *c)
     if (c->closing)
         return;
     list_del(&c->defer_node);
+    list_del(&c->hs_node);
     c->closing = 1;
     c->peer.flags |= PEER_CLOSING;
     peer_account(&c->peer); /* its buffers no longer count: they are freed before the loop sleeps */
@@ -191,6 +199,7 @@ void conn_free(struct conn *c)
     list_del(&c->lazy_node);
     list_del(&c->close_node);
     list_del(&c->defer_node);
+    list_del(&c->hs_node);
     session_detach(&c->peer);
     (void)transport_shutdown(&c->tr); /* best effort, as the last write */
     transport_close(&c->tr);
@@ -243,6 +252,70 @@ static void note_partial(struct conn *c)
     }
 }
 
+/* check_pending puts c on the deferred list when its transport holds input that no fd event
+ * will announce (TLS records already decrypted) while c reads: conn_run_deferred reads it. */
+static void check_pending(struct conn *c)
+{
+    if (c->closing || !ev_is_active(&c->rio) || transport_pending(&c->tr) == 0)
+        return;
+    c->tr_pending = 1;
+    if (!list_linked(&c->defer_node)) {
+        c->defer_round = c->ctx->defer_round;
+        list_push_back(&c->ctx->deferred, &c->defer_node);
+    }
+}
+
+/* handshake_step follows c's transport handshake after a read returned n: once it is done, the
+ * verified certificate's names go to the peer, before any byte read reaches the session. */
+static void handshake_step(struct conn *c, ssize_t n)
+{
+    struct engine *e = c->ctx->eng;
+    if (n == TRANSPORT_ERROR) {
+        e->stats.tls_handshake_failures++;
+        c->handshaking = 0;
+        list_del(&c->hs_node);
+        return;
+    }
+    if (transport_handshaking(&c->tr))
+        return;
+    c->handshaking = 0;
+    list_del(&c->hs_node);
+    e->stats.tls_handshakes++;
+    free(c->peer.cert_names);
+    c->peer.cert_names = transport_peer_names(&c->tr);
+    if (c->peer.cert_names != NULL && log_enabled(LOG_INFO)) {
+        char names[256]; /* the list as "a, b, c", cut to fit */
+        size_t k = 0;
+        for (const char *n = c->peer.cert_names; *n != '\0' && k + 1 < sizeof names;
+             n += strlen(n) + 1) {
+            int w = snprintf(names + k, sizeof names - k, "%s%s", k > 0 ? ", " : "", n);
+            k += w > 0 ? (size_t)w : 0;
+        }
+        names[sizeof names - 1] = '\0';
+        log_info("fd %d (%s): TLS client certificate verified: %s", c->peer.fd, c->peer.ip,
+                 names);
+    } else
+        log_debug("fd %d (%s): TLS handshake done", c->peer.fd, c->peer.ip);
+}
+
+void conn_handshake_sweep(struct conn_ctx *x, double now)
+{
+    double limit = x->cfg->ssl_handshake_timeout;
+    struct list_node *n;
+    if (limit <= 0)
+        return;
+    while ((n = list_first(&x->handshakes)) != NULL) {
+        struct conn *c = container_of(n, struct conn, hs_node);
+        if (now - c->opened < limit)
+            break;
+        log_info("closing fd %d (%s): TLS handshake not done after %.0fs "
+                 "(--ssl-handshake-timeout)", c->peer.fd, c->peer.ip, now - c->opened);
+        x->eng->stats.tls_handshake_timeouts++;
+        c->handshaking = 0;
+        conn_close(c); /* takes it off the list */
+    }
+}
+
 void conn_idle_sweep(struct conn_ctx *x, double now)
 {
     double limit = x->cfg->idle_timeout;
@@ -292,19 +365,25 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         if (c->closing)
             return;
         n = transport_read(&c->tr, buf_tail(&p->in), want);
+        if (c->handshaking)
+            handshake_step(c, n);
         if (n > 0) {
             x->eng->stats.bytes_in += (uint64_t)n;
             buf_commit(&p->in, (size_t)n);
             session_process(p);
             note_partial(c);
+            check_pending(c);
             return;
         }
     } else {
         n = transport_read(&c->tr, x->rbuf, CONN_READ_SIZE);
+        if (c->handshaking)
+            handshake_step(c, n);
         if (n > 0) {
             x->eng->stats.bytes_in += (uint64_t)n;
             session_feed(p, x->rbuf, (size_t)n);
             note_partial(c);
+            check_pending(c);
             return;
         }
     }
@@ -331,8 +410,10 @@ void conn_resume(struct conn *c)
         return;
     session_process(&c->peer);
     note_partial(c);
-    if (!c->closing && !c->eof && !peer_busy(&c->peer) && !(c->peer.flags & PEER_DEFERRED))
+    if (!c->closing && !c->eof && !peer_busy(&c->peer) && !(c->peer.flags & PEER_DEFERRED)) {
         ev_io_start(c->ctx->loop, &c->rio);
+        check_pending(c); /* input the transport held while c did not read */
+    }
 }
 
 void conn_run_deferred(struct conn_ctx *x)
@@ -347,6 +428,13 @@ void conn_run_deferred(struct conn_ctx *x)
             break;
         list_del(n);
         c->peer.flags &= ~PEER_DEFERRED;
+        if (c->tr_pending) {
+            c->tr_pending = 0;
+            if (!c->closing && ev_is_active(&c->rio)) {
+                read_cb(x->loop, &c->rio, EV_READ); /* what the transport holds */
+                continue;
+            }
+        }
         conn_resume(c);
     }
 }

@@ -36,7 +36,9 @@ struct conn_ctx {
     struct list_node lazy;     /* conns whose replies wait to be batched */
     double lazy_since;         /* when the first of those was queued */
     struct list_node closing;  /* conns to free before the loop sleeps */
-    struct list_node deferred; /* conns with input left for the next iteration */
+    struct list_node deferred; /* conns with input left for the next iteration (also input
+                                  held inside the transport: transport_pending) */
+    struct list_node handshakes; /* conns whose transport handshake runs, oldest first */
     unsigned defer_round;      /* counts conn_run_deferred calls */
     size_t nconns;             /* open connections */
 };
@@ -52,10 +54,14 @@ struct conn {
     struct list_node lazy_node;  /* on ctx->lazy */
     struct list_node close_node; /* on ctx->closing */
     struct list_node defer_node; /* on ctx->deferred */
+    struct list_node hs_node;    /* on ctx->handshakes while handshaking */
+    double opened;           /* when it was accepted (ev_now) */
     unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
     unsigned closing : 1;    /* conn_close was called */
     unsigned read_wants_write : 1; /* the transport's read waits for the fd to be writable */
     unsigned write_wants_read : 1; /* the transport's write waits for the fd to be readable */
+    unsigned handshaking : 1; /* the transport's handshake is not done (TLS) */
+    unsigned tr_pending : 1;  /* on ctx->deferred to read input held inside the transport */
     unsigned defer_round;    /* ctx->defer_round when c joined the deferred list */
     double partial_since;    /* when an unfinished packet or line started waiting, 0 if none */
 };
@@ -93,8 +99,14 @@ size_t conn_free_closed(struct conn_ctx *x);
  * --idle-timeout (called about once a second when the option is set). */
 void conn_idle_sweep(struct conn_ctx *x, double now);
 
+/* conn_handshake_sweep closes every connection whose transport handshake has run longer than
+ * --ssl-handshake-timeout (called about once a second while TLS listeners exist). O(1) per
+ * connection: the list is in accept order and the timeout is the same for all. */
+void conn_handshake_sweep(struct conn_ctx *x, double now);
+
 /* conn_run_deferred gives every conn whose input was deferred (PEER_DEFERRED) one more turn:
- * each handles input until its replies pass the quota again. Called once per loop iteration. */
+ * each handles input until its replies pass the quota again; a conn whose transport holds input
+ * (transport_pending) reads it. Called once per loop iteration. */
 void conn_run_deferred(struct conn_ctx *x);
 
 /* conn_have_deferred reports whether some conn's input waits for the next iteration. */

@@ -120,6 +120,9 @@ struct engine_stats {
                                            memory), by kind (the first of worker, client,
                                            admin that applies) */
     uint64_t accept_errors; /* accept() failures (EMFILE...) and connections refused at once */
+    uint64_t tls_handshakes;         /* TLS handshakes completed */
+    uint64_t tls_handshake_failures; /* TLS handshakes failed (refused certificate, not TLS...) */
+    uint64_t tls_handshake_timeouts; /* TLS connections closed by --ssl-handshake-timeout */
     uint64_t packets_out;   /* binary packets queued to peers */
     uint64_t bytes_in;      /* bytes read from connections */
     uint64_t bytes_out;     /* bytes written to connections */

@@ -201,6 +201,9 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
         stat_u(&o, name, st->conn_rejected[k]);
     }
     stat_u(&o, "accept_errors", st->accept_errors);
+    stat_u(&o, "tls_handshakes", st->tls_handshakes);
+    stat_u(&o, "tls_handshake_failures", st->tls_handshake_failures);
+    stat_u(&o, "tls_handshake_timeouts", st->tls_handshake_timeouts);
     stat_u(&o, "connections_shed", st->shed);
     stat_u(&o, "connections_shed_bytes", st->shed_bytes);
     stat_u(&o, "packets_in", st->packets);
@@ -646,6 +649,14 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
         putf(&o, "spur_connections_rejected_total{kind=\"%s\"} %llu\n", kind_names[k],
              (unsigned long long)st->conn_rejected[k]);
     counter(&o, "spur_accept_errors_total", "Failed accepts (EMFILE...).", st->accept_errors);
+    help(&o, "spur_tls_handshakes_total", "counter",
+         "TLS handshakes, by result (done, failed, timeout).");
+    putf(&o, "spur_tls_handshakes_total{result=\"done\"} %llu\n",
+         (unsigned long long)st->tls_handshakes);
+    putf(&o, "spur_tls_handshakes_total{result=\"failed\"} %llu\n",
+         (unsigned long long)st->tls_handshake_failures);
+    putf(&o, "spur_tls_handshakes_total{result=\"timeout\"} %llu\n",
+         (unsigned long long)st->tls_handshake_timeouts);
     counter(&o, "spur_connections_shed_total",
             "Connections closed because all buffers passed --max-buffer-memory.", st->shed);
     help(&o, "spur_packets_received_total", "counter", "Requests handled, by protocol.");

@@ -23,6 +23,7 @@
 #include "notify.h"
 #include "store.h"
 #include "transport.h"
+#include "transport_tls.h"
 
 static struct log_limit accept_limit = {5.0, 0, 0, 0, 0};
 
@@ -175,10 +176,13 @@ static void accept_gearman(struct server *s, const struct listener *lis, int fd,
         return;
     }
     struct conn *c = conn_new(&s->conns, &t);
-    if (c == NULL)
+    if (c == NULL) {
         s->eng.stats.accept_errors++;
-    else
+    } else {
         c->peer.listener = lis->name;
+        if (lis->transport == &transport_tls)
+            c->peer.flags |= PEER_TLS;
+    }
 }
 
 /* accept_http hands the socket to the HTTP front-end, which does its own I/O. */
@@ -277,6 +281,7 @@ static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct server *s = w->data;
     conn_idle_sweep(&s->conns, ev_now(loop));
+    conn_handshake_sweep(&s->conns, ev_now(loop));
 }
 
 /* idle_cb does nothing: an active idle watcher only keeps the loop from blocking. */
@@ -486,15 +491,28 @@ static void usr1_cb(struct ev_loop *loop, ev_signal *w, int revents)
     }
 }
 
+/* reload_tls reads the TLS certificate, key and CA files again for new connections (SIGHUP). */
+static void reload_tls(struct server *s)
+{
+    char err[512];
+    if (s->tls == NULL)
+        return;
+    if (tls_server_reload(s->tls, err, sizeof err) != 0)
+        log_error("SIGHUP: TLS files not reloaded, the old ones stay in use: %s", err);
+    else
+        log_notice("SIGHUP: TLS certificate, key and CA reloaded for new connections");
+}
+
 static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)loop;
-    (void)w;
     (void)revents;
+    struct server *s = w->data;
     if (log_reopen() != 0)
         log_error("SIGHUP: cannot reopen the log file");
     else
         log_notice("SIGHUP: log file reopened");
+    reload_tls(s);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -535,6 +553,32 @@ static int open_http(struct server *s, char *err, size_t errlen)
     ev_io_start(s->loop, &s->http_gone_io);
     ev_timer_init(&s->http_timer, http_timer_cb, 0., 0.);
     s->http_timer.data = s;
+    return 0;
+}
+
+/* open_tls opens the --ssl-listen listeners, TLS only. Returns 0, or -1 with a message in err. */
+static int open_tls(struct server *s, char *err, size_t errlen)
+{
+    const struct config *cfg = s->cfg;
+    for (int i = 0; i < cfg->nssl_listen; i++) {
+        char host[256];
+        int port, bound;
+        if (config_split_hostport(cfg->ssl_listen[i], host, sizeof host, &port) != 0) {
+            snprintf(err, errlen, "invalid --ssl-listen '%s'", cfg->ssl_listen[i]);
+            return -1;
+        }
+        char *hosts[1] = {host[0] != '\0' ? host : NULL};
+        int n = listen_tcp(hosts, 1, port, cfg->backlog, &s->lis[s->nlis], LISTEN_MAX - s->nlis,
+                           &bound, err, errlen);
+        if (n < 0)
+            return -1;
+        for (int k = 0; k < n; k++) {
+            s->lis[s->nlis + k].transport = &transport_tls;
+            s->lis[s->nlis + k].transport_arg = s->tls;
+            log_notice("spurd listening for TLS on %s", s->lis[s->nlis + k].name);
+        }
+        s->nlis += n;
+    }
     return 0;
 }
 
@@ -582,10 +626,21 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     s->store_async.data = s;
     ev_async_start(s->loop, &s->store_async);
 
+    if (config_tls_enabled(cfg)) {
+        s->tls = tls_server_new(cfg, err, errlen);
+        if (s->tls == NULL)
+            return -1;
+    }
     int n = open_tcp(s, err, errlen);
     if (n < 0)
         return -1;
     s->nlis = n;
+    for (int i = 0; i < n; i++) { /* --ssl makes them TLS, as gearmand */
+        s->lis[i].transport = cfg->ssl ? &transport_tls : transport_kinds[TRANSPORT_PLAIN];
+        s->lis[i].transport_arg = cfg->ssl ? s->tls : NULL;
+    }
+    if (open_tls(s, err, errlen) != 0)
+        return -1;
     if (cfg->unix_path != NULL) {
         int fd = listen_unix(cfg->unix_path, cfg->backlog, &s->unix_id, err, errlen);
         if (fd < 0)
@@ -595,6 +650,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
         s->lis[s->nlis].proto = LISTEN_GEARMAN;
+        s->lis[s->nlis].transport = transport_kinds[TRANSPORT_PLAIN]; /* always plain */
         snprintf(s->lis[s->nlis].name, sizeof s->lis[s->nlis].name, "unix:%s", cfg->unix_path);
         s->nlis++;
     }
@@ -602,9 +658,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     if (config_http_enabled(cfg) && open_http(s, err, errlen) != 0)
         return -1;
     for (int i = 0; i < s->nlis; i++) {
-        /* one transport configured today: plain sockets (HTTP does its own I/O) */
-        s->lis[i].transport = transport_kinds[TRANSPORT_PLAIN];
-        s->lis[i].transport_arg = NULL;
+        if (s->lis[i].transport == NULL) /* HTTP, which does its own I/O */
+            s->lis[i].transport = transport_kinds[TRANSPORT_PLAIN];
         ev_io_init(&s->lis_io[i], accept_cb, s->lis[i].fd, EV_READ);
         s->lis_io[i].data = s;
         ev_io_start(s->loop, &s->lis_io[i]);
@@ -621,7 +676,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     spin_init(&s->spin, cfg->busy_poll);
     ev_timer_init(&s->idle_timer, idle_sweep_cb, 1.0, 1.0);
     s->idle_timer.data = s;
-    if (cfg->idle_timeout > 0)
+    if (cfg->idle_timeout > 0 || (s->tls != NULL && cfg->ssl_handshake_timeout > 0))
         ev_timer_start(s->loop, &s->idle_timer);
     ev_timer_init(&s->shutdown_timer, shutdown_timeout_cb, 0., 0.);
     s->shutdown_timer.data = s;
@@ -635,6 +690,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     ev_signal_init(&s->sig_term, term_cb, SIGTERM);
     ev_signal_init(&s->sig_int, term_cb, SIGINT);
     ev_signal_init(&s->sig_hup, hup_cb, SIGHUP);
+    s->sig_hup.data = s;
     ev_signal_init(&s->sig_usr1, usr1_cb, SIGUSR1);
     s->sig_usr1.data = s;
     ev_signal_start(s->loop, &s->sig_usr1);
@@ -717,6 +773,8 @@ void server_destroy(struct server *s)
         s->http = NULL;
     }
     conn_ctx_destroy(&s->conns); /* every connection, then the shared buffer */
+    tls_server_free(s->tls);
+    s->tls = NULL;
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
     /* only the socket this process bound, and only if it is still there (not replaced) */

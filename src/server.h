@@ -18,6 +18,8 @@ extern "C" {
 #endif
 
 /* struct server owns the loop and everything attached to it. */
+struct tls_server;
+
 struct server {
     struct ev_loop *loop;             /* the one event loop */
     const struct config *cfg;         /* settings (borrowed) */
@@ -50,9 +52,10 @@ struct server {
     int exit_code;                    /* what main returns */
     int stop_after_flush;             /* admin shutdown: stop once replies are written */
     ev_timer shutdown_timer;          /* bounds a graceful shutdown */
-    ev_timer idle_timer;              /* once a second: --idle-timeout sweep */
+    ev_timer idle_timer;              /* once a second: --idle-timeout and TLS handshake sweeps */
     ev_timer watchdog_timer;          /* sd_notify WATCHDOG=1 at half $WATCHDOG_USEC (notify.h) */
     int ready_told;                   /* READY=1 was sent (after the store replay) */
+    struct tls_server *tls;           /* the TLS listeners' context (transport_tls.h), or NULL */
 };
 
 /* server_init opens the listeners and sets up the loop, starting no thread (a daemon forks

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* transport: how one connection's bytes move. A struct of function pointers chosen when the
  * connection is accepted (from its listener's transport kind): plain TCP and unix sockets today
- * (transport_tcp.c), an in-memory pipe for tests (transport_loop.c), TLS later. conn.c reads,
+ * (transport_tcp.c), an in-memory pipe for tests (transport_loop.c), TLS (transport_tls.c). conn.c reads,
  * writes and closes only through it. No libev: a transport reports "would block until readable /
  * writable" and conn turns that into its watchers.
  *
@@ -45,6 +45,18 @@ struct transport_ops {
     /* peer_name writes the peer's address as text into out ("unix" for a unix socket). Returns 1
      * for a local peer (loopback or unix: may run admin shutdown), else 0. */
     int (*peer_name)(struct transport *t, char *out, size_t outlen);
+    /* The optional ops below may be NULL (plain sockets need none of them). */
+    /* pending returns how many input bytes the transport holds already decrypted: readable
+     * now although the fd may never become readable for them (TLS). conn reads them without
+     * waiting for the fd whenever its reading is on (also when it resumes after a pause). */
+    size_t (*pending)(struct transport *t);
+    /* handshaking returns 1 while the transport's opening handshake is unfinished (TLS), else
+     * 0. conn bounds that time (--ssl-handshake-timeout) and, once it ends, asks for
+     * peer_names before any byte read reaches the session. */
+    int (*handshaking)(struct transport *t);
+    /* peer_names returns the names of the peer's verified certificate in peer.cert_names'
+     * format (malloc'd, the caller owns it), or NULL when there is none. */
+    char *(*peer_names)(struct transport *t);
 };
 
 /* struct transport is one connection's transport, embedded in struct conn (no allocation). */
@@ -58,7 +70,7 @@ struct transport {
 struct transport_kind {
     const char *name; /* "tcp", "loop" */
     /* wrap makes *t a transport over the accepted socket fd; arg is the listener's
-     * transport_arg (a TLS context later). Returns 0, or -1 (fd left open for the caller). */
+     * transport_arg (TLS: its struct tls_server). Returns 0, or -1 (fd left open for the caller). */
     int (*wrap)(struct transport *t, int fd, void *arg);
 };
 
@@ -66,13 +78,16 @@ struct transport_kind {
 enum transport_id {
     TRANSPORT_PLAIN, /* TCP and unix sockets (transport_tcp.c) */
     TRANSPORT_LOOP,  /* in-memory pipe for unit tests (transport_loop.c); not configurable */
-    /* TRANSPORT_TLS: later */
+    TRANSPORT_TLS,   /* TLS over TCP (transport_tls.c); its arg is a struct tls_server */
     TRANSPORT_MAX
 };
 extern const struct transport_kind *const transport_kinds[TRANSPORT_MAX];
 
 /* transport_tcp is the plain socket kind (TCP over IPv4/IPv6, unix domain). */
 extern const struct transport_kind transport_tcp;
+
+/* transport_tls is the TLS kind (transport_tls.h). */
+extern const struct transport_kind transport_tls;
 
 /* The calls conn makes: one indirect call each. */
 static inline ssize_t transport_read(struct transport *t, void *buf, size_t len)
@@ -92,6 +107,21 @@ static inline void transport_close(struct transport *t) { t->ops->close(t); }
 static inline int transport_peer_name(struct transport *t, char *out, size_t outlen)
 {
     return t->ops->peer_name(t, out, outlen);
+}
+
+static inline size_t transport_pending(struct transport *t)
+{
+    return t->ops->pending != NULL ? t->ops->pending(t) : 0;
+}
+
+static inline int transport_handshaking(struct transport *t)
+{
+    return t->ops->handshaking != NULL && t->ops->handshaking(t);
+}
+
+static inline char *transport_peer_names(struct transport *t)
+{
+    return t->ops->peer_names != NULL ? t->ops->peer_names(t) : NULL;
 }
 
 #ifdef __cplusplus

@@ -8,4 +8,5 @@
 const struct transport_kind *const transport_kinds[TRANSPORT_MAX] = {
     [TRANSPORT_PLAIN] = &transport_tcp,
     [TRANSPORT_LOOP] = &transport_loop,
+    [TRANSPORT_TLS] = &transport_tls,
 };

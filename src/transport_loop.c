@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,6 +33,8 @@ static ssize_t loop_read(struct transport *t, void *out, size_t len)
         errno = ECONNRESET;
         return lp->read_result;
     }
+    if (lp->handshaking)
+        return TRANSPORT_WANT_READ;
     size_t n = buf_len(&lp->to_server);
     if (n == 0)
         return lp->eof ? 0 : TRANSPORT_WANT_READ;
@@ -93,8 +96,32 @@ static int loop_peer_name(struct transport *t, char *out, size_t outlen)
     return lp->local;
 }
 
+static size_t loop_pending(struct transport *t)
+{
+    const struct loop_pipe *lp = t->ctx;
+    return lp->held ? buf_len(&lp->to_server) : 0;
+}
+
+static int loop_handshaking(struct transport *t)
+{
+    const struct loop_pipe *lp = t->ctx;
+    return lp->handshaking;
+}
+
+static char *loop_peer_names(struct transport *t)
+{
+    const struct loop_pipe *lp = t->ctx;
+    if (lp->names == NULL)
+        return NULL;
+    char *copy = malloc(lp->names_len);
+    if (copy != NULL)
+        memcpy(copy, lp->names, lp->names_len);
+    return copy;
+}
+
 static const struct transport_ops loop_ops = {
-    "loop", loop_read, loop_writev, loop_shutdown, loop_close, loop_peer_name,
+    "loop",         loop_read,    loop_writev,      loop_shutdown,  loop_close,
+    loop_peer_name, loop_pending, loop_handshaking, loop_peer_names,
 };
 
 static int loop_wrap(struct transport *t, int fd, void *arg)

@@ -31,6 +31,13 @@ struct loop_pipe {
     int shutdowns;          /* shutdown calls seen */
     int closed;             /* close calls seen (at most 1) */
     int fds[2];             /* the idle pipe; fds[0] is the watchers' fd */
+    int held;               /* to_server's bytes are held inside the transport, like TLS
+                               records already decrypted: pending reports them */
+    int handshaking;        /* handshaking reports this; reads return TRANSPORT_WANT_READ (or
+                               read_result) while it is set */
+    const char *names;      /* peer_names returns a copy of this cert_names list (names_len
+                               bytes, the final empty string included), NULL for none */
+    size_t names_len;       /* bytes of names */
 };
 
 /* loop_pipe_init prepares lp: empty, no limits, local. Returns 0, or -1 (no pipe). */

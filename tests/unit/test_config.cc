@@ -140,12 +140,53 @@ TEST(Config, BadValuesRejected)
              {"--http-max-header-size=10"}, {"--http-idle-timeout=-1"},
              {"--max-packet-size=1G", "--max-output-buffer=1M"}, {"--grab-wait=1001"},
              {"--grab-wait=-1"}, {"--busy-poll=100001"}, {"--busy-poll=1.5"},
-             {"--reply-batch=1000001"}, {"--can-do-timeout=retry"}, {"--can-do-timeout="}}) {
+             {"--reply-batch=1000001"}, {"--can-do-timeout=retry"}, {"--can-do-timeout="},
+             {"--ssl-listen=127.0.0.1:4731"}, {"--ssl", "--ssl-certificate=c.pem"},
+             {"--ssl-verify-client=maybe"}, {"--ssl-listen=nohost"}, {"--ssl-listen=::1:4731"},
+             {"--ssl-listen=[::1]4731"}, {"--ssl-listen=h:70000"},
+             {"--ssl-handshake-timeout=-1"},
+             {"--ssl", "--ssl-certificate=c", "--ssl-key=k", "--ssl-verify-client=optional"}}) {
         Parsed p = parse(args);
         EXPECT_EQ(p.rc, -1) << args[0];
         EXPECT_FALSE(p.err.empty());
         config_free(&p.c);
     }
+}
+
+TEST(Config, TlsOptions)
+{
+    Parsed d = parse({});
+    ASSERT_EQ(d.rc, 0) << d.err;
+    EXPECT_FALSE(config_tls_enabled(&d.c));
+    EXPECT_EQ(d.c.ssl_handshake_timeout, 10);
+    EXPECT_EQ(d.c.ssl_verify_client, SSL_VERIFY_CLIENT_NONE);
+    config_free(&d.c);
+    Parsed t = parse({"--ssl-listen=[::1]:4731", "--ssl-listen=*:0", "--ssl-certificate=c.pem",
+                      "--ssl-key=k.pem", "--ssl-ca-file=ca.pem", "--ssl-verify-client=require",
+                      "--ssl-handshake-timeout=2.5"});
+    ASSERT_EQ(t.rc, 0) << t.err;
+    EXPECT_TRUE(config_tls_enabled(&t.c));
+    EXPECT_FALSE(t.c.ssl);
+    ASSERT_EQ(t.c.nssl_listen, 2);
+    EXPECT_STREQ(t.c.ssl_listen[0], "[::1]:4731");
+    EXPECT_EQ(t.c.ssl_verify_client, SSL_VERIFY_CLIENT_REQUIRE);
+    EXPECT_EQ(t.c.ssl_handshake_timeout, 2.5);
+    config_free(&t.c);
+    char host[64];
+    int port = -1;
+    ASSERT_EQ(config_split_hostport("[::1]:4731", host, sizeof host, &port), 0);
+    EXPECT_STREQ(host, "::1");
+    EXPECT_EQ(port, 4731);
+    ASSERT_EQ(config_split_hostport("10.0.0.1:0", host, sizeof host, &port), 0);
+    EXPECT_STREQ(host, "10.0.0.1");
+    EXPECT_EQ(port, 0);
+    ASSERT_EQ(config_split_hostport("*:4730", host, sizeof host, &port), 0);
+    EXPECT_STREQ(host, "");
+    ASSERT_EQ(config_split_hostport(":4730", host, sizeof host, &port), 0);
+    EXPECT_STREQ(host, "");
+    EXPECT_EQ(config_split_hostport("host", host, sizeof host, &port), -1);
+    EXPECT_EQ(config_split_hostport("host:", host, sizeof host, &port), -1);
+    EXPECT_EQ(config_split_hostport("a-rather-long-host-name:1", host, 8, &port), -1);
 }
 
 TEST(Config, HttpOffByDefaultAndGearmandNamesTurnItOn)

@@ -378,4 +378,113 @@ TEST(Conn, JobFlowsBetweenTwoConnections)
     EXPECT_EQ(Shell::take(lc), res(CMD_ECHO_RES, "x"));
 }
 
+// A transport may hold input that no fd event will announce (TLS records already decrypted):
+// conn reads it without waiting for the fd, here when a read stops short of what is held.
+TEST(Conn, InputHeldInsideTheTransportIsReadWithoutAnFdEvent)
+{
+    Shell sh;
+    loop_pipe *lp;
+    conn *c = sh.connect(&lp);
+    lp->held = 1;
+    lp->read_max = 5; // each read takes 5 bytes of what the transport holds
+    std::string in = req(CMD_ECHO_REQ, "held") + req(CMD_ECHO_REQ, "again");
+    sh.send(c, lp, in); // one fd event only
+    for (int turns = 0; buf_len(&lp->to_server) > 0 && turns < 100; turns++)
+        sh.turn();
+    sh.turn();
+    EXPECT_EQ(Shell::take(lp), res(CMD_ECHO_RES, "held") + res(CMD_ECHO_RES, "again"));
+    EXPECT_FALSE(conn_have_deferred(&sh.conns));
+}
+
+// Held input also waits out a pause in reading (replies over the quota) and is read when the
+// connection resumes, although no fd event comes.
+TEST(Conn, InputHeldInsideTheTransportIsReadAfterAPause)
+{
+    Shell sh;
+    loop_pipe *lw, *la;
+    conn *w = sh.connect(&lw);
+    conn *a = sh.connect(&la);
+    std::string can;
+    for (int i = 0; i < 300; i++) // a 'status' reply of some 60 KB
+        can += req(CMD_CAN_DO, std::string(180, 'f') + std::to_string(i));
+    sh.send(w, lw, can);
+    sh.send(a, la, "status\n");
+    std::string one = Shell::take(la);
+    ASSERT_GT(one.size(), 40000u);
+    la->held = 1;
+    la->read_max = 10; // a read takes one line and a little more
+    std::string in, want;
+    for (int i = 0; i < 6; i++) {
+        in += "status\n";
+        want += one;
+    }
+    in += req(CMD_ECHO_REQ, "last");
+    want += res(CMD_ECHO_RES, "last");
+    sh.send(a, la, in); // one fd event only
+    for (int turns = 0; buf_len(&la->from_server) < want.size() && turns < 200; turns++)
+        ev_run(sh.loop, EVRUN_NOWAIT);
+    sh.turn();
+    std::string got = Shell::take(la);
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want);
+}
+
+// While the transport's handshake runs nothing reaches the session; when it ends the verified
+// names go to the peer before the first request is handled.
+TEST(Conn, HandshakeEndsWithTheCertificateNamesOnThePeer)
+{
+    Shell sh;
+    loop_pipe *lp;
+    static const char names[] = "worker-1\0w1.example\0"; // + the final empty string
+    transport t;
+    sh.pipes.emplace_back(new loop_pipe());
+    lp = sh.pipes.back().get();
+    ASSERT_EQ(loop_pipe_init(lp), 0);
+    lp->handshaking = 1;
+    lp->names = names;
+    lp->names_len = sizeof names;
+    ASSERT_EQ(transport_kinds[TRANSPORT_LOOP]->wrap(&t, -1, lp), 0);
+    conn *c = conn_new(&sh.conns, &t);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->handshaking);
+    sh.send(c, lp, req(CMD_ECHO_REQ, "x"));
+    EXPECT_EQ(Shell::take(lp), "");
+    EXPECT_EQ(c->peer.cert_names, nullptr);
+    lp->handshaking = 0;
+    sh.readable(c);
+    EXPECT_FALSE(c->handshaking);
+    ASSERT_NE(c->peer.cert_names, nullptr);
+    EXPECT_EQ(std::string(c->peer.cert_names, sizeof names), std::string(names, sizeof names));
+    EXPECT_EQ(Shell::take(lp), res(CMD_ECHO_RES, "x"));
+    EXPECT_EQ(sh.eng.stats.tls_handshakes, 1u);
+}
+
+// A handshake still running after --ssl-handshake-timeout closes that connection only.
+TEST(Conn, HandshakeTimeoutClosesOnlyTheStalledConnection)
+{
+    Shell sh;
+    sh.cfg.ssl_handshake_timeout = 5;
+    loop_pipe *slow, *ok;
+    conn *fine = sh.connect(&ok);
+    transport t;
+    sh.pipes.emplace_back(new loop_pipe());
+    slow = sh.pipes.back().get();
+    ASSERT_EQ(loop_pipe_init(slow), 0);
+    slow->handshaking = 1;
+    ASSERT_EQ(transport_kinds[TRANSPORT_LOOP]->wrap(&t, -1, slow), 0);
+    conn *c = conn_new(&sh.conns, &t);
+    ASSERT_NE(c, nullptr);
+    double t0 = c->opened;
+    conn_handshake_sweep(&sh.conns, t0 + 4.9);
+    sh.turn();
+    EXPECT_EQ(slow->closed, 0);
+    conn_handshake_sweep(&sh.conns, t0 + 5.0);
+    sh.turn();
+    EXPECT_EQ(slow->closed, 1);
+    EXPECT_EQ(sh.eng.stats.tls_handshake_timeouts, 1u);
+    EXPECT_EQ(conn_count(&sh.conns), 1u);
+    sh.send(fine, ok, req(CMD_ECHO_REQ, "y"));
+    EXPECT_EQ(Shell::take(ok), res(CMD_ECHO_RES, "y"));
+}
+
 } // namespace
