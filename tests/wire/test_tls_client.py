@@ -225,3 +225,99 @@ def test_compat_tls_to_a_plain_server_fails_without_hanging(backend, certs):
     r = drive(plain, env, "echo", "x")
     assert r["rc"] in ("GEARMAN_COULD_NOT_CONNECT", "GEARMAN_TIMEOUT"), r
     assert time.monotonic() - t0 < 15
+
+
+# ---------------------------------------------------------------- spuradmin and spur
+
+def admin_bin(name):
+    builddir = os.environ.get("SPUR_BUILDDIR")
+    if not builddir:
+        pytest.skip("SPUR_BUILDDIR is not set (run through `make check`)")
+    return os.path.join(builddir, "admin", name)
+
+
+def spuradmin_tls(target, certs, *args, env=None, files=True):
+    cmd = [admin_bin("spuradmin"), "-h", target.host, "-p", str(target.port), "--timeout=10",
+           "--ssl"]
+    if files:
+        cmd += ["--ssl-ca-file", certs["ca"], "--ssl-certificate", certs["client"],
+                "--ssl-key", certs["client_key"]]
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("GEARMAND_", "GEARMAN_CLIENT_", "LIBGEARMAN_COMPAT_"))}
+    p = subprocess.run(cmd + list(args), capture_output=True, timeout=DEADLINE,
+                       env=env if env is not None else clean)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def spuradmin_plain(server, *args):
+    p = subprocess.run([admin_bin("spuradmin"), "-h", server.addr[0], "-p", str(server.addr[1])]
+                       + list(args), capture_output=True, timeout=DEADLINE)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def test_spuradmin_ssl_status_workers_version(tls_target, certs):
+    env = tls_env(certs)
+    w = start([driver(), "-s", tls_target.addr, "-S", "-c", 1, "worker", "tlsfunc"], env)
+    try:
+        wait_until(lambda: "tlsfunc\t0\t0\t1" in admin(tls_target.plain, "status\n"), "worker")
+        rc, out, err = spuradmin_tls(tls_target, certs, "--status")
+        assert (rc, err) == (0, ""), err
+        assert out == spuradmin_plain(tls_target.plain, "--status")[1]
+        assert "tlsfunc\t0\t0\t1\n" in out
+        rc, out, err = spuradmin_tls(tls_target, certs, "--server-version")
+        assert (rc, err) == (0, "") and out == spuradmin_plain(tls_target.plain,
+                                                               "--server-version")[1]
+        rc, out, err = spuradmin_tls(tls_target, certs, "--workers")
+        assert rc == 0 and err == "" and " : tlsfunc\n" in out and out.endswith(".\n"), out
+    finally:
+        w.kill()
+        w.communicate()
+    assert set(tls_target.proxy.peer_names) == {"spur-test-client"}
+
+
+def test_spuradmin_ssl_files_from_the_environment(tls_target, certs):
+    rc, out, err = spuradmin_tls(tls_target, certs, "--getpid", env=tls_env(certs), files=False)
+    assert rc == 0 and err == "" and out.strip().isdigit(), (out, err)
+
+
+def test_spuradmin_ssl_wrong_ca_fails_clearly(tls_target, certs):
+    cmd_env = tls_env(certs, ca=certs["other_ca"])
+    rc, out, err = spuradmin_tls(tls_target, certs, "--status", env=cmd_env, files=False)
+    assert rc == 1 and out == ""
+    assert err.startswith("Error: TLS connection to 127.0.0.1:%d failed: server certificate "
+                          "not verified" % tls_target.port), err
+
+
+def test_spuradmin_ssl_without_client_certificate_fails(tls_target, certs):
+    rc, out, err = spuradmin_tls(tls_target, certs, "--status", "--ssl-ca-file", certs["ca"],
+                                 files=False)
+    assert rc == 1 and out == "" and err.startswith("Error: "), err
+    assert tls_target.proxy.handshakes_failed >= 1
+
+
+def test_spur_cli_over_tls(tls_target, certs):
+    env = tls_env(certs)
+    host, port = tls_target.host, str(tls_target.port)
+    w = start([admin_bin("spur"), "-S", "-h", host, "-p", port, "-w", "-f", "tlsrev", "-c", "1"],
+              env)
+    try:
+        wait_until(lambda: "tlsrev\t0\t0\t1" in admin(tls_target.plain, "status\n"), "worker")
+        p = subprocess.run([admin_bin("spur"), "-S", "-h", host, "-p", port, "-t", "10000",
+                            "-f", "tlsrev", "-s"], capture_output=True, timeout=DEADLINE, env=env)
+        assert p.returncode == 0, p.stderr
+        w.communicate(timeout=DEADLINE)
+        assert w.returncode == 0
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.communicate()
+    # background job through spur -S -b lands behind the proxy
+    p = subprocess.run([admin_bin("spur"), "-S", "-h", host, "-p", port, "-b", "-f", "tlsbg",
+                        "payload"], capture_output=True, timeout=DEADLINE, env=env)
+    assert p.returncode == 0, p.stderr
+    wait_until(lambda: "tlsbg\t1\t0\t0" in admin(tls_target.plain, "status\n"), "queued job")
+    # wrong CA: a clear error, exit 1
+    p = subprocess.run([admin_bin("spur"), "-S", "-h", host, "-p", port, "-t", "10000", "-b",
+                        "-f", "tlsbg", "x"], capture_output=True, timeout=DEADLINE,
+                       env=tls_env(certs, ca=certs["other_ca"]))
+    assert p.returncode == 1 and b"certificate" in p.stderr, p.stderr
