@@ -321,3 +321,19 @@ def test_spur_cli_over_tls(tls_target, certs):
                         "-f", "tlsbg", "x"], capture_output=True, timeout=DEADLINE,
                        env=tls_env(certs, ca=certs["other_ca"]))
     assert p.returncode == 1 and b"certificate" in p.stderr, p.stderr
+
+
+def test_spuradmin_top_over_tls(server_factory, proxy_factory, certs):
+    # top needs Spur's stats json: spurd behind the proxy; one frame, then end of input
+    spurd = server_factory()
+    p = proxy_factory(spurd)
+    env = tls_env(certs)
+    assert drive(TlsTarget("127.0.0.1", p.addr[1], certs["ca"]), env, "bg", "tlstop", "x")[
+        "rc"] == "GEARMAN_SUCCESS"
+    r = subprocess.run([admin_bin("spuradmin"), "-h", "127.0.0.1", "-p", str(p.addr[1]), "--ssl",
+                        "--ssl-ca-file", certs["ca"], "--ssl-certificate", certs["client"],
+                        "--ssl-key", certs["client_key"], "top"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(b"\033[?1049h") and b"FUNCTION" in r.stdout
+    assert b"tlstop" in r.stdout and r.stderr == b""
