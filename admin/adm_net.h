@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* adm_net: blocking-style TCP client I/O with deadlines, for spuradmin.
+/* adm_net: blocking-style TCP client I/O with deadlines, for spuradmin, optionally over TLS.
  *
  * Sockets are non-blocking underneath; every wait goes through poll() with the time left before
  * a deadline, so no call blocks longer than the caller allows (name resolution excepted: it is
  * bounded only by the resolver's own timeouts).
+ *
+ * TLS: after adm_net_tls_start(fd, ...) succeeds, adm_net_send, adm_net_recv, adm_net_recv_now
+ * and adm_net_close on that fd go through the TLS session. One TLS connection per process (what
+ * spuradmin needs); starting TLS ignores SIGPIPE for the process.
  */
 #ifndef SPUR_ADMIN_ADM_NET_H
 #define SPUR_ADMIN_ADM_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,7 +27,17 @@ enum adm_net_status {
 	ADM_NET_CONNECT,   /* no address accepted the connection */
 	ADM_NET_TIMEOUT,   /* the deadline passed */
 	ADM_NET_CLOSED,    /* the peer closed the connection (end of file) */
-	ADM_NET_ERROR      /* any other socket error (reset, broken pipe, ...) */
+	ADM_NET_ERROR,     /* any other socket error (reset, broken pipe, ...) */
+	ADM_NET_TLS        /* TLS failed: handshake, certificate, or a TLS error on the stream */
+};
+
+/* The TLS files. NULL: the environment variable libgearman reads (GEARMAND_CA_CERTIFICATE,
+ * GEARMAN_CLIENT_PEM, GEARMAN_CLIENT_KEY), else for the CA the system's store, and no client
+ * certificate. */
+struct adm_net_tls {
+	const char *ca_file;   /* CA certificate(s) the server's certificate must chain to */
+	const char *cert_file; /* client certificate, sent when the server asks */
+	const char *key_file;  /* its key (NULL: in cert_file) */
 };
 
 /* adm_net_now_ms returns a monotonic clock reading in milliseconds. */
@@ -41,6 +56,27 @@ enum adm_net_status adm_net_send(int fd, const char *buf, size_t len, int64_t de
 /* adm_net_recv reads between 1 and cap bytes into buf before deadline_ms and stores the count
  * in *got. */
 enum adm_net_status adm_net_recv(int fd, char *buf, size_t cap, int64_t deadline_ms, size_t *got);
+
+/* adm_net_recv_now reads what is available without waiting: ADM_NET_OK with *got bytes (0 when
+ * nothing is there yet), ADM_NET_CLOSED, ADM_NET_ERROR or ADM_NET_TLS. */
+enum adm_net_status adm_net_recv_now(int fd, char *buf, size_t cap, size_t *got);
+
+/* adm_net_tls_start runs the TLS client handshake on the connected fd before deadline_ms and
+ * verifies the server's certificate for host (its CA and its name or address; the environment
+ * LIBGEARMAN_COMPAT_SSL_VERIFY=none turns verification off). Returns ADM_NET_OK,
+ * ADM_NET_TIMEOUT, or ADM_NET_TLS with a one-line reason in err. */
+enum adm_net_status adm_net_tls_start(int fd, const char *host, const struct adm_net_tls *cfg,
+				      int64_t deadline_ms, char *err, size_t errlen);
+
+/* adm_net_pending reports whether fd's TLS session holds bytes already decrypted, which poll()
+ * cannot see: read them with adm_net_recv_now before sleeping. */
+bool adm_net_pending(int fd);
+
+/* adm_net_tls_error returns the reason of the last ADM_NET_TLS from a send or receive. */
+const char *adm_net_tls_error(void);
+
+/* adm_net_close ends fd's TLS session, if any (close_notify, no wait), and closes fd. */
+void adm_net_close(int fd);
 
 #ifdef __cplusplus
 }

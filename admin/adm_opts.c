@@ -46,7 +46,13 @@ static const struct opt_def defs[OPT_COUNT] = {
 	[OPT_INTERVAL] = {"interval", 0, true, " arg (=1)", "Seconds between --top refreshes."},
 	[OPT_TIMEOUT] = {"timeout", 0, true, " arg (=10)",
 			 "Seconds to wait for the connection and each reply."},
-	[OPT_SSL] = {"ssl", 'S', false, "", "Not supported: spuradmin speaks plain TCP."},
+	[OPT_SSL] = {"ssl", 'S', false, "", "Enable SSL connections."},
+	[OPT_SSL_CA_FILE] = {"ssl-ca-file", 0, true, " arg",
+			     "Spur: CA file ($GEARMAND_CA_CERTIFICATE, else the system's)."},
+	[OPT_SSL_CERTIFICATE] = {"ssl-certificate", 0, true, " arg",
+				 "Spur: client certificate ($GEARMAN_CLIENT_PEM)."},
+	[OPT_SSL_KEY] = {"ssl-key", 0, true, " arg",
+			 "Spur: key of the client certificate ($GEARMAN_CLIENT_KEY)."},
 };
 
 /* Width of the left column of --help, names included. */
@@ -154,8 +160,9 @@ static int match_long(struct parse *p, const char *word, const char *name, size_
 			continue;
 		if (defs[i].long_name[len] == '\0')
 			return i;
-		if (i != OPT_STATS && i != OPT_JSON && i != OPT_TOP &&
-		    i != OPT_INTERVAL) /* Spur's own: exact names only */
+		if (i != OPT_STATS && i != OPT_JSON && i != OPT_TOP && i != OPT_INTERVAL &&
+		    i != OPT_SSL_CA_FILE && i != OPT_SSL_CERTIFICATE &&
+		    i != OPT_SSL_KEY) /* Spur's own: exact names only */
 			matches[n++] = i;
 	}
 	if (n == 0)

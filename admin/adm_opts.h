@@ -46,6 +46,9 @@ enum adm_opt {
 	OPT_INTERVAL,
 	OPT_TIMEOUT,
 	OPT_SSL,
+	OPT_SSL_CA_FILE,
+	OPT_SSL_CERTIFICATE,
+	OPT_SSL_KEY,
 	OPT_COUNT /* number of options, not an option */
 };
 

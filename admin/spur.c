@@ -46,6 +46,7 @@ struct args {
     int worker;                           /* -w */
     long count;                           /* -c, -1: forever */
     const char *identifier;               /* -i */
+    int ssl;                              /* -S: TLS (files from the environment) */
     char **command;                       /* worker command and its arguments, or NULL */
 };
 
@@ -64,6 +65,8 @@ static void usage(FILE *stream)
             "\t-p <port>     - Job server port (default 4730)\n"
             "\t-t <timeout>  - Timeout in milliseconds\n"
             "\t-v            - Print diagnostic information\n"
+            "\t-S            - Enable SSL connections (files: $GEARMAND_CA_CERTIFICATE,\n"
+            "\t                $GEARMAN_CLIENT_PEM, $GEARMAN_CLIENT_KEY)\n"
             "\t-H            - Print this help\n"
             "\nClient options:\n"
             "\t-b            - Run jobs in the background\n"
@@ -248,6 +251,8 @@ static int client_main(int argc, char **argv)
     }
     if (A.timeout >= 0)
         gearman_client_set_timeout(client, A.timeout);
+    if (A.ssl)
+        gearman_client_add_options(client, GEARMAN_CLIENT_SSL);
     gearman_client_add_options(client, GEARMAN_CLIENT_FREE_TASKS);
     gearman_client_set_created_fn(client, on_created);
     gearman_client_set_data_fn(client, on_data);
@@ -454,6 +459,8 @@ static int worker_main(int argc, char **argv)
         goto error;
     if (A.timeout >= 0)
         gearman_worker_set_timeout(worker, A.timeout);
+    if (A.ssl)
+        gearman_worker_add_options(worker, GEARMAN_WORKER_SSL);
     if (A.identifier != NULL &&
         gearman_failed(gearman_worker_set_identifier(worker, A.identifier, strlen(A.identifier))))
         goto error;
@@ -508,7 +515,7 @@ int main(int argc, char **argv)
         case 'c': A.count = atol(optarg); break;
         case 'i': A.identifier = optarg; break;
         case 'H': usage(stdout); return 0;
-        case 'S': fprintf(stderr, "spur: SSL is not supported\n"); return 2;
+        case 'S': A.ssl = 1; break;
         default: usage(stderr); return 2;
         }
     }

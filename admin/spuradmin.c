@@ -162,12 +162,14 @@ static int check_arguments(const struct adm_options *opts)
 	return 0;
 }
 
-/* validate applies the checks gearadmin does not need: unsupported SSL, the timeout, the
+/* validate applies the checks gearadmin does not need: TLS files without --ssl, the timeout, the
  * shutdown pair and line breaks. Stores the timeout in *timeout_ms. Returns 0 or an exit code. */
 static int validate(const struct adm_options *opts, int *timeout_ms)
 {
-	if (opts->given[OPT_SSL])
-		return usage_error("option '--ssl' is not supported: spuradmin speaks plain TCP only");
+	if ((opts->given[OPT_SSL_CA_FILE] || opts->given[OPT_SSL_CERTIFICATE] ||
+	     opts->given[OPT_SSL_KEY]) && !opts->given[OPT_SSL])
+		return usage_error("options '--ssl-ca-file', '--ssl-certificate' and '--ssl-key' "
+				   "need '--ssl'");
 	const char *t = adm_opts_value(opts, OPT_TIMEOUT, DEFAULT_TIMEOUT);
 	*timeout_ms = parse_timeout(t);
 	if (*timeout_ms < 0) {
@@ -199,6 +201,25 @@ static int open_session(struct session *s, const struct adm_options *opts)
 	const char *port = adm_opts_value(opts, OPT_PORT, DEFAULT_PORT);
 	int gai_error = 0;
 	enum adm_net_status st = adm_net_connect(s->host, port, s->timeout_ms, &s->fd, &gai_error);
+	if (st == ADM_NET_OK && opts->given[OPT_SSL]) {
+		struct adm_net_tls cfg = {
+			.ca_file = adm_opts_value(opts, OPT_SSL_CA_FILE, NULL),
+			.cert_file = adm_opts_value(opts, OPT_SSL_CERTIFICATE, NULL),
+			.key_file = adm_opts_value(opts, OPT_SSL_KEY, NULL),
+		};
+		char why[512];
+		st = adm_net_tls_start(s->fd, s->host, &cfg, adm_net_now_ms() + s->timeout_ms, why,
+				       sizeof why);
+		if (st != ADM_NET_OK) {
+			adm_net_close(s->fd);
+			s->fd = -1;
+			if (st == ADM_NET_TLS) {
+				fprintf(stderr, "Error: TLS connection to %s:%s failed: %s\n", s->host,
+					port, why);
+				return 1;
+			}
+		}
+	}
 	if (st == ADM_NET_OK)
 		return 0;
 	if (st == ADM_NET_RESOLVE)
@@ -270,6 +291,9 @@ static int report_read_error(const struct session *s, enum adm_net_status st)
 	else if (st == ADM_NET_TIMEOUT)
 		fprintf(stderr, "Error: No reply from %s within %s seconds\n", s->host,
 			s->timeout_arg);
+	else if (st == ADM_NET_TLS)
+		fprintf(stderr, "Error: TLS error while reading data from %s: %s\n", s->host,
+			adm_net_tls_error());
 	else
 		fprintf(stderr, "Error: Error occurred while reading data from %s\n", s->host);
 	return 1;
@@ -403,7 +427,7 @@ static int run_all(const struct adm_options *opts, int timeout_ms)
 		rc = run_command(&s, cmd, opts->value[commands[i].opt]);
 	}
 	if (s.fd >= 0)
-		close(s.fd);
+		adm_net_close(s.fd);
 	free(s.in.data);
 	return rc;
 }
@@ -424,7 +448,7 @@ static int run_top(const struct adm_options *opts, int timeout_ms)
 		.interval_ms = parse_interval(adm_opts_value(opts, OPT_INTERVAL, DEFAULT_INTERVAL)),
 	};
 	int rc = top_run(s.fd, &cfg);
-	close(s.fd);
+	adm_net_close(s.fd);
 	return rc;
 }
 

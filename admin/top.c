@@ -167,16 +167,17 @@ static enum adm_net_status rbuf_read(struct top *t)
 		b->data = d;
 		b->cap = cap;
 	}
-	ssize_t n = recv(t->fd, b->data + b->len, b->cap - b->len, MSG_DONTWAIT);
-	if (n > 0) {
-		b->len += (size_t)n;
-		return ADM_NET_OK;
-	}
-	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-		return ADM_NET_OK;
+	size_t got = 0;
+	errno = 0;
+	enum adm_net_status st = adm_net_recv_now(t->fd, b->data + b->len, b->cap - b->len, &got);
+	b->len += got;
+	if (st == ADM_NET_OK)
+		return st;
 	snprintf(t->err, sizeof t->err, "lost the connection to %s: %s", t->cfg->server,
-		 n == 0 ? "the server closed it" : strerror(errno));
-	return n == 0 ? ADM_NET_CLOSED : ADM_NET_ERROR;
+		 st == ADM_NET_CLOSED ? "the server closed it"
+		 : st == ADM_NET_TLS  ? adm_net_tls_error()
+				      : strerror(errno));
+	return st;
 }
 
 /* two_lines returns the length of the first complete line in b and stores the second's in
@@ -248,7 +249,8 @@ static int wait_reply(struct top *t)
 			 t->cfg->timeout_arg);
 		return -1;
 	}
-	if (poll(&p, 1, (int)left) > 0 && rbuf_read(t) != ADM_NET_OK)
+	/* TLS bytes already decrypted are invisible to poll(): read them without sleeping */
+	if ((adm_net_pending(t->fd) || poll(&p, 1, (int)left) > 0) && rbuf_read(t) != ADM_NET_OK)
 		return -1;
 	return 0;
 }
@@ -415,7 +417,12 @@ static enum step step(struct top *t)
 		{.fd = sig_pipe[0], .events = POLLIN, .revents = 0},
 		{.fd = t->fd, .events = POLLIN, .revents = 0},
 	};
-	int n = poll(p, 3, timeout);
+	bool pending = adm_net_pending(t->fd); /* TLS bytes poll() cannot see */
+	int n = poll(p, 3, pending ? 0 : timeout);
+	if (pending && n >= 0) {
+		p[2].revents |= POLLIN;
+		n++;
+	}
 	if (n < 0 && errno != EINTR) {
 		snprintf(t->err, sizeof t->err, "poll: %s", strerror(errno));
 		return STEP_FAIL;

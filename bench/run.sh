@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/run.sh: run every spur-bench scenario against spurd and three gearmand configurations and
 # print a table of medians with spurd/gearmand ratios; bg-submit also runs against answer-server,
-# the answer-only ceiling. Builds nothing: point it at binaries.
+# the answer-only ceiling. With --tls, bg-submit, rt-latency and rt-throughput also run over TLS
+# against spurd --ssl (spurd-tls) and gearmand --ssl (gearmand-tls), with certificates made by
+# the openssl CLI in the output directory. Builds nothing: point it at binaries.
 #
 # Every server listens on 127.0.0.1 only, on a free port, and is started fresh for every run of
 # every scenario (so queued jobs, connections and memory from one run never leak into the next).
@@ -44,7 +46,7 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                       takes about 4 minutes on 2 cores, so --drain-runs=1 saves 20 minutes)
   --drain-jobs=N      jobs queued and drained by the drain scenario (default 1000000)
   --servers=LIST      any of spurd,spurd-base,gearmand-t0,gearmand,gearmand-hb,gearmand-t0-hb,
-                      answer-only
+                      answer-only,spurd-tls,gearmand-tls
                       (default: all but spurd-base, which is added when --spurd-base is given)
                         gearmand-t0   gearmand -t 0
                         gearmand      gearmand with its default threads (4)
@@ -54,6 +56,13 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                         answer-only   bench/answer-server: answers SUBMIT_JOB_BG with JOB_CREATED
                                       and keeps no job state; runs bg-submit only, and the
                                       table's 'vs ceiling' column is spurd / answer-only
+                        spurd-tls     spurd --ssl (its certificate from the run's CA)
+                        gearmand-tls  gearmand --ssl; Debian's gearmand accepts --ssl but is
+                                      built without TLS: reported n/a, with the reason
+                      The TLS kinds run bg-submit, rt-latency and rt-throughput only, with
+                      spur-bench --tls (server verified, client certificate sent); the
+                      table's 'tls ratio' column is spurd-tls / gearmand-tls
+  --tls               add spurd-tls and gearmand-tls to the servers
   --scenarios=LIST    default bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout
   --timeout=S         wall-time bound of one run (default 120; drain: --drain-timeout=S, 900)
   --out=DIR           keep logs and raw results here (default: a new directory under /tmp)
@@ -74,6 +83,7 @@ for arg in "$@"; do
         --drain-runs=*) drain_runs=${arg#*=} ;;
         --drain-jobs=*) drain_jobs=${arg#*=} ;;
         --servers=*) servers=${arg#*=}; servers_given=1 ;;
+        --tls) want_tls=1 ;;
         --scenarios=*) scenarios=${arg#*=} ;;
         --timeout=*) run_timeout=${arg#*=} ;;
         --drain-timeout=*) drain_timeout=${arg#*=} ;;
@@ -86,8 +96,17 @@ done
 if [ -n "${SPURD_BASE:-}" ] && [ "${servers_given:-0}" != 1 ]; then
     servers="spurd,spurd-base,${servers#spurd,}"
 fi
+[ "${want_tls:-0}" = 1 ] && servers="$servers,spurd-tls,gearmand-tls"
 # answer_only_runs SCENARIO says whether the answer-only server takes part in it.
 answer_only_runs() { [ "$1" = bg-submit ]; }
+# tls_runs SCENARIO says whether the TLS kinds take part in it.
+tls_runs() { case $1 in bg-submit|rt-latency|rt-throughput) return 0 ;; esac; return 1; }
+# takes_part SERVER SCENARIO says whether SERVER runs SCENARIO.
+takes_part() {
+    if [ "$1" = answer-only ]; then answer_only_runs "$2"; return; fi
+    case $1 in *-tls) tls_runs "$2"; return ;; esac
+    return 0
+}
 for n in "$runs" "$drain_runs" "$drain_jobs" "$run_timeout" "$drain_timeout"; do
     case $n in ''|*[!0-9]*|0) echo "run.sh: counts and timeouts must be positive integers" >&2; exit 2 ;; esac
 done
@@ -111,6 +130,15 @@ fi
 
 . "$top/bench/servers.sh"
 
+TLS_DIR=$out/tls
+case ",$servers," in
+    *-tls,*)
+        if ! make_tls_certs "$TLS_DIR"; then
+            echo "run.sh: cannot make the TLS certificates for the TLS servers" >&2
+            exit 2
+        fi ;;
+esac
+
 # ------------------------------------------------------------------------------ runs
 
 IFS=, read -r -a server_list <<<"$servers"
@@ -120,7 +148,7 @@ total=0
 for sc in "${scenario_list[@]}"; do
     n=$runs; [ "$sc" = drain ] && n=$drain_runs
     for srv in "${server_list[@]}"; do
-        [ "$srv" = answer-only ] && ! answer_only_runs "$sc" && continue
+        takes_part "$srv" "$sc" || continue
         total=$((total + n))
     done
 done
@@ -138,7 +166,7 @@ for sc in "${scenario_list[@]}"; do
     if [ "$sc" = drain ]; then n=$drain_runs; t=$drain_timeout; extra=(--jobs="$drain_jobs"); fi
     for run in $(seq "$n"); do
         for srv in "${server_list[@]}"; do
-            [ "$srv" = answer-only ] && ! answer_only_runs "$sc" && continue
+            takes_part "$srv" "$sc" || continue
             count=$((count + 1))
             dir=$out/$srv/$sc-$run
             printf '[%d/%d] %-12s %-13s run %d: ' "$count" "$total" "$srv" "$sc" "$run"
@@ -148,9 +176,11 @@ for sc in "${scenario_list[@]}"; do
                 continue
             fi
             threads=$(awk '/^Threads:/ {print $2}' "/proc/$srv_pid/status" 2>/dev/null)
+            tls=()
+            is_tls_kind "$srv" && read -r -a tls <<<"$(tls_bench_args)"
             timeout --kill-after=10 $((t + 30)) "$SPUR_BENCH" --scenario="$sc" \
                 --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
-                "${extra[@]}" "${bench_args[@]}" >"$dir/bench.out" 2>"$dir/bench.err"
+                "${extra[@]}" "${tls[@]}" "${bench_args[@]}" >"$dir/bench.out" 2>"$dir/bench.err"
             rc=$?
             stop_server
             line=$(grep '^RESULT ' "$dir/bench.out" | tail -n1)
@@ -213,7 +243,8 @@ fanout cpu_us_per_job lower cpu_us/job"
 echo
 echo "Medians (ratio = spurd / best gearmand configuration for that row; vs base = spurd /"
 echo "spurd-base when it ran; vs ceiling = spurd / answer-only, the server that answers and keeps"
-echo "no job state, for bg-submit jobs/s; '*' = some runs failed)"
+echo "no job state, for bg-submit jobs/s; tls ratio = spurd-tls / gearmand-tls; '*' = some"
+echo "runs failed)"
 awk -v servers="$servers" -v scenarios="$scenarios" -v rows="$rows" '
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
@@ -236,6 +267,7 @@ END {
     printf " %8s", "ratio"
     for (i = 1; i <= ns; i++) if (sv[i] == "spurd-base") printf " %8s", "vs base"
     for (i = 1; i <= ns; i++) if (sv[i] == "answer-only") printf " %10s", "vs ceiling"
+    for (i = 1; i <= ns; i++) if (sv[i] == "spurd-tls") printf " %9s", "tls ratio"
     printf " %s\n", "(better)"
     nr = split(rows, rl, "\n")
     for (r = 1; r <= nr; r++) {
@@ -243,6 +275,7 @@ END {
         if (!(sc in wanted)) continue
         printf "%-14s %-13s", sc, label
         best = ""; sp = ""; base = ""; hasbase = 0; ceil = ""; hasceil = 0
+        stls = ""; gtls = ""; hastls = 0
         for (i = 1; i <= ns; i++) {
             k = sv[i] SUBSEP sc SUBSEP m
             if (k in vals) {
@@ -250,10 +283,13 @@ END {
                 if (sv[i] == "spurd") sp = v
                 else if (sv[i] == "spurd-base") base = v
                 else if (sv[i] == "answer-only") ceil = v
+                else if (sv[i] == "spurd-tls") stls = v
+                else if (sv[i] == "gearmand-tls") gtls = v
                 else if (best == "" || (dir == "higher" ? v > best : v < best)) best = v
             } else cell = "n/a"
             if (sv[i] == "spurd-base") hasbase = 1
             if (sv[i] == "answer-only") hasceil = 1
+            if (sv[i] == "spurd-tls") hastls = 1
             printf " %13s", cell
         }
         if (sp != "" && best != "" && best > 0) printf " %8.2f", sp / best
@@ -263,6 +299,8 @@ END {
         if (hasceil && sc == "bg-submit" && m == "jobs_per_s" && sp != "" && ceil != "" && ceil > 0)
             printf " %10.2f", sp / ceil
         else if (hasceil) printf " %10s", (sc == "bg-submit" && m == "jobs_per_s") ? "n/a" : ""
+        if (hastls && stls != "" && gtls != "" && gtls > 0) printf " %9.2f", stls / gtls
+        else if (hastls) printf " %9s", "n/a"
         printf " %s\n", dir
     }
 }' "$results"

@@ -18,6 +18,7 @@
  * Output: human-readable text, then one line per result that starts with "RESULT " and carries
  * space-separated key=value pairs. Exit status 0 when the scenario finished with no anomaly,
  * 1 when it finished with anomalies or did not finish, 2 on a usage or setup error. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -39,6 +40,10 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "proto.h"
 #include "proto_bin.h"
@@ -86,12 +91,20 @@ struct options {
     long idle_workers;    /* connections registered for the measured function that sleep and
                              ignore NOOP */
     long waiters;         /* coalesce: client connections submitting each job (same unique) */
+    int tls;              /* --tls: every connection speaks TLS */
+    const char *tls_ca;   /* --tls-ca: CA file the server's certificate must chain to */
+    const char *tls_cert; /* --tls-cert: client certificate, or NULL */
+    const char *tls_key;  /* --tls-key: its key, or NULL (in the certificate file) */
 };
 
 /* ----------------------------------------------------------------------------------- utilities */
 
 /* stop_requested is set by SIGINT/SIGTERM; the loop then ends the run and reports. */
 static volatile sig_atomic_t stop_requested;
+
+struct bench;
+/* tls_bench is the run, for tls_io's conn_lost and set_want_out (one run per process). */
+static struct bench *tls_bench;
 
 /* on_signal records a request to stop. */
 static void on_signal(int sig)
@@ -350,6 +363,7 @@ enum worker_state {
 /* struct conn is one connection to the server. */
 struct conn {
     int fd;                  /* socket, -1 once closed */
+    SSL *ssl;                /* --tls: the session over fd, NULL for plain TCP */
     enum role role;          /* what it does */
     uint32_t index;          /* position in bench.conns */
     int want_out;            /* EPOLLOUT is registered */
@@ -374,6 +388,7 @@ struct conn {
 struct bench {
     struct options opt;      /* the command line */
     int ep;                  /* epoll descriptor */
+    SSL_CTX *tls_ctx;        /* --tls: the client context, NULL otherwise */
     struct sockaddr_storage addr; /* server address */
     socklen_t addrlen;       /* length of addr */
     struct conn **conns;     /* every connection, owned */
@@ -609,6 +624,13 @@ static void conn_close(struct bench *b, struct conn *c, int abort_conn)
     if (c->fd < 0)
         return;
     epoll_ctl(b->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    if (c->ssl != NULL) {
+        if (!abort_conn)
+            (void)SSL_shutdown(c->ssl); /* one try at close_notify; never waits */
+        SSL_free(c->ssl);
+        c->ssl = NULL;
+        ERR_clear_error();
+    }
     if (abort_conn) {
         struct linger lg = {1, 0};
         setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
@@ -658,12 +680,50 @@ static void set_want_out(struct bench *b, struct conn *c, int on)
     c->want_out = on;
 }
 
+/* tls_io runs one SSL_write (write set) or SSL_read of up to len bytes on c. Returns the bytes
+ * moved, 0 when the session would block (a read that needs the socket writable registers
+ * EPOLLOUT), or -1 after conn_lost. */
+static ssize_t tls_io(struct conn *c, int write, void *buf, size_t len)
+{
+    int n = len > INT_MAX ? INT_MAX : (int)len;
+    ERR_clear_error();
+    errno = 0;
+    int r = write ? SSL_write(c->ssl, buf, n) : SSL_read(c->ssl, buf, n);
+    if (r > 0)
+        return r;
+    int e = SSL_get_error(c->ssl, r);
+    if (e == SSL_ERROR_WANT_READ)
+        return 0;
+    if (e == SSL_ERROR_WANT_WRITE) {
+        set_want_out(tls_bench, c, 1);
+        return 0;
+    }
+    char why[256] = "closed by the server";
+    if (e == SSL_ERROR_SSL || ERR_peek_error() != 0)
+        ERR_error_string_n(ERR_get_error(), why, sizeof why);
+    else if (e == SSL_ERROR_SYSCALL && errno != 0)
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    ERR_clear_error();
+    conn_lost(tls_bench, c, why);
+    return -1;
+}
+
 /* conn_flush writes as much queued output as the socket takes. */
 static void conn_flush(struct bench *b, struct conn *c)
 {
     if (c->fd < 0 || c->connecting == 1)
         return;
     while (c->out.off < c->out.len) {
+        if (c->ssl != NULL) {
+            ssize_t w = tls_io(c, 1, c->out.p + c->out.off, c->out.len - c->out.off);
+            if (w > 0) {
+                c->out.off += (size_t)w;
+                continue;
+            }
+            if (w < 0)
+                return; /* lost */
+            break;      /* would block */
+        }
         ssize_t w = send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
         if (w > 0) {
             c->out.off += (size_t)w;
@@ -756,6 +816,73 @@ static int socket_new(struct bench *b, int *in_progress)
     return socket_new_from(b, in_progress, -1);
 }
 
+/* tls_handshake runs the TLS client handshake on the connected socket fd (up to five seconds)
+ * and verifies the server's certificate for --host. Returns the session, or NULL with the
+ * reason in why. */
+static SSL *tls_handshake(struct bench *b, int fd, char *why, size_t len)
+{
+    ERR_clear_error();
+    SSL *ssl = SSL_new(b->tls_ctx);
+    unsigned char a[16];
+    const char *host = b->opt.host;
+    int ip = inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+    if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 ||
+        (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
+            : SSL_set1_host(ssl, host) != 1 || SSL_set_tlsext_host_name(ssl, host) != 1)) {
+        snprintf(why, len, "TLS setup failed");
+        SSL_free(ssl);
+        return NULL;
+    }
+    uint64_t deadline = now_ns() + 5000000000ull;
+    for (;;) {
+        ERR_clear_error();
+        int r = SSL_connect(ssl);
+        if (r == 1)
+            return ssl;
+        int e = SSL_get_error(ssl, r);
+        uint64_t t = now_ns();
+        if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) && t < deadline) {
+            struct pollfd pfd = {.fd = fd, .events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
+            (void)poll(&pfd, 1, (int)((deadline - t) / 1000000 + 1));
+            continue;
+        }
+        long vr = SSL_get_verify_result(ssl);
+        if (t >= deadline)
+            snprintf(why, len, "timed out");
+        else if (vr != X509_V_OK)
+            snprintf(why, len, "server certificate not verified: %s",
+                     X509_verify_cert_error_string(vr));
+        else if (ERR_peek_error() != 0)
+            ERR_error_string_n(ERR_get_error(), why, len);
+        else
+            snprintf(why, len, "the server closed the connection");
+        ERR_clear_error();
+        SSL_free(ssl);
+        return NULL;
+    }
+}
+
+/* tls_setup builds b->tls_ctx from --tls-ca, --tls-cert and --tls-key, or exits with status 2. */
+static void tls_setup(struct bench *b)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL)
+        die("TLS: cannot create a context");
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (b->opt.tls_ca != NULL ? SSL_CTX_load_verify_locations(ctx, b->opt.tls_ca, NULL) != 1
+                              : SSL_CTX_set_default_verify_paths(ctx) != 1)
+        die("TLS: cannot load the CA file %s", b->opt.tls_ca ? b->opt.tls_ca : "(system)");
+    if (b->opt.tls_cert != NULL &&
+        (SSL_CTX_use_certificate_chain_file(ctx, b->opt.tls_cert) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, b->opt.tls_key ? b->opt.tls_key : b->opt.tls_cert,
+                                     SSL_FILETYPE_PEM) != 1 ||
+         SSL_CTX_check_private_key(ctx) != 1))
+        die("TLS: cannot load the client certificate %s and its key", b->opt.tls_cert);
+    b->tls_ctx = ctx;
+}
+
 /* connect_wait connects a socket and waits up to five seconds for the handshake.
  * Returns the connection, or NULL after counting a disconnect. */
 static struct conn *connect_wait(struct bench *b, enum role role)
@@ -781,7 +908,20 @@ static struct conn *connect_wait(struct bench *b, enum role role)
         anomaly(b, "cannot connect to %s:%s: %s", b->opt.host, b->opt.port, strerror(errno));
         return NULL;
     }
-    return conn_new(b, fd, role, 0);
+    SSL *ssl = NULL;
+    if (b->tls_ctx != NULL) {
+        char why[512];
+        ssl = tls_handshake(b, fd, why, sizeof why);
+        if (ssl == NULL) {
+            close(fd);
+            b->an.disconnects++;
+            anomaly(b, "TLS handshake with %s:%s failed: %s", b->opt.host, b->opt.port, why);
+            return NULL;
+        }
+    }
+    struct conn *c = conn_new(b, fd, role, 0);
+    c->ssl = ssl;
+    return c;
 }
 
 /* ------------------------------------------------------------------------- function names */
@@ -1426,6 +1566,16 @@ static void conn_parse(struct bench *b, struct conn *c)
 /* conn_readable reads what the socket has (bounded per call for fairness) and parses it. */
 static void conn_readable(struct bench *b, struct conn *c)
 {
+    /* TLS: read until the session would block, since bytes it has already decrypted are
+     * invisible to epoll (one record, at most 16 KiB, per SSL_read). */
+    while (c->ssl != NULL && c->fd >= 0) {
+        char *dst = bytes_reserve(&c->in, READ_CHUNK);
+        ssize_t r = tls_io(c, 0, dst, c->in.cap - c->in.len);
+        if (r <= 0)
+            return; /* would block, or lost */
+        c->in.len += (size_t)r;
+        conn_parse(b, c);
+    }
     for (int round = 0; round < 4 && c->fd >= 0; round++) {
         char *dst = bytes_reserve(&c->in, READ_CHUNK);
         size_t space = c->in.cap - c->in.len;
@@ -2188,6 +2338,12 @@ static void usage(FILE *out)
         "  --stall=SECONDS      give up after this long without a packet (default 15)\n"
         "  --max-anomalies=N    give up after more than N anomalies (default 100000)\n"
         "  --label=TEXT         copied into the RESULT line as server=TEXT\n"
+        "TLS (bg-submit, rt-latency, rt-throughput, fanout; no ballast):\n"
+        "  --tls                every connection speaks TLS; the server's certificate is\n"
+        "                       verified for --host\n"
+        "  --tls-ca=FILE        CA certificate(s), PEM (default: the system's store)\n"
+        "  --tls-cert=FILE      client certificate, PEM, sent when the server asks\n"
+        "  --tls-key=FILE       its key (default: in the --tls-cert file)\n"
         "  --help               this text\n"
         "\n"
         "Prints a human-readable summary and one machine-readable line:\n"
@@ -2223,7 +2379,8 @@ static void parse_args(int argc, char **argv, struct options *o)
     enum {
         O_SCENARIO = 1000, O_HOST, O_PORT, O_JOBS, O_CLIENTS, O_WORKERS, O_WINDOW, O_PAYLOAD,
         O_FUNCTIONS, O_CONNS, O_CONNECT_WINDOW, O_PID, O_TIMEOUT, O_STALL, O_MAX_ANOMALIES, O_LABEL,
-        O_HELP, O_BALLAST_JOBS, O_BALLAST_CLIENTS, O_IDLE_WORKERS, O_WAITERS
+        O_HELP, O_BALLAST_JOBS, O_BALLAST_CLIENTS, O_IDLE_WORKERS, O_WAITERS, O_TLS, O_TLS_CA,
+        O_TLS_CERT, O_TLS_KEY
     };
     static const struct option longopts[] = {
         {"scenario", required_argument, NULL, O_SCENARIO},
@@ -2247,6 +2404,10 @@ static void parse_args(int argc, char **argv, struct options *o)
         {"ballast-clients", required_argument, NULL, O_BALLAST_CLIENTS},
         {"idle-workers", required_argument, NULL, O_IDLE_WORKERS},
         {"waiters", required_argument, NULL, O_WAITERS},
+        {"tls", no_argument, NULL, O_TLS},
+        {"tls-ca", required_argument, NULL, O_TLS_CA},
+        {"tls-cert", required_argument, NULL, O_TLS_CERT},
+        {"tls-key", required_argument, NULL, O_TLS_KEY},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -2298,6 +2459,10 @@ static void parse_args(int argc, char **argv, struct options *o)
             o->idle_workers = (long)opt_long("idle-workers", optarg, 0, 1000000);
             break;
         case O_WAITERS: o->waiters = (long)opt_long("waiters", optarg, 1, 1000000); break;
+        case O_TLS: o->tls = 1; break;
+        case O_TLS_CA: o->tls_ca = optarg; break;
+        case O_TLS_CERT: o->tls_cert = optarg; break;
+        case O_TLS_KEY: o->tls_key = optarg; break;
         case O_HELP: usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -2337,6 +2502,12 @@ static void parse_args(int argc, char **argv, struct options *o)
         (o->scenario == SC_DRAIN || o->scenario == SC_IDLE || o->scenario == SC_COALESCE))
         die("--ballast-jobs, --ballast-clients and --idle-workers apply to bg-submit, "
             "rt-latency, rt-throughput and fanout");
+    if ((o->tls_ca || o->tls_cert || o->tls_key) && !o->tls)
+        die("--tls-ca, --tls-cert and --tls-key need --tls");
+    if (o->tls && (o->scenario == SC_DRAIN || o->scenario == SC_IDLE ||
+                   o->scenario == SC_COALESCE || o->ballast_jobs || o->ballast_clients ||
+                   o->idle_workers))
+        die("--tls applies to bg-submit, rt-latency, rt-throughput and fanout, without ballast");
 }
 
 /* raise_nofile lifts RLIMIT_NOFILE to at least need descriptors (raising the hard limit too when
@@ -2393,6 +2564,8 @@ static void bench_free(struct bench *b)
     jobs_free(b);
     if (b->ep >= 0)
         close(b->ep);
+    if (b->tls_ctx != NULL)
+        SSL_CTX_free(b->tls_ctx);
 }
 
 /* main parses the options, runs one scenario and prints its result. */
@@ -2423,6 +2596,9 @@ int main(int argc, char **argv)
         die("cannot raise the open-file limit to %lu (try ulimit -n)", (unsigned long)need);
 
     resolve_addr(b);
+    tls_bench = b;
+    if (b->opt.tls)
+        tls_setup(b);
     b->ep = epoll_create1(EPOLL_CLOEXEC);
     if (b->ep < 0)
         die("epoll_create1: %s", strerror(errno));

@@ -188,6 +188,8 @@ gearman_client_options_t gearman_client_options(const gearman_client_st *client)
         o |= GEARMAN_CLIENT_ALLOCATED;
     if (c->u.non_blocking)
         o |= GEARMAN_CLIENT_NON_BLOCKING;
+    if (c->u.ssl)
+        o |= GEARMAN_CLIENT_SSL;
     if (c->unbuffered)
         o |= GEARMAN_CLIENT_UNBUFFERED_RESULT;
     if (c->free_tasks)
@@ -227,6 +229,8 @@ void gearman_client_add_options(gearman_client_st *client, gearman_client_option
         return;
     if (options & GEARMAN_CLIENT_NON_BLOCKING)
         c->u.non_blocking = true;
+    if (options & GEARMAN_CLIENT_SSL)
+        c->u.ssl = true; /* connections made from now on */
     if (options & GEARMAN_CLIENT_UNBUFFERED_RESULT)
         c->unbuffered = true;
     if (options & GEARMAN_CLIENT_FREE_TASKS)
@@ -244,6 +248,8 @@ void gearman_client_remove_options(gearman_client_st *client, gearman_client_opt
         return;
     if (options & GEARMAN_CLIENT_NON_BLOCKING)
         c->u.non_blocking = false;
+    if (options & GEARMAN_CLIENT_SSL)
+        c->u.ssl = false;
     if (options & GEARMAN_CLIENT_UNBUFFERED_RESULT)
         c->unbuffered = false;
     if (options & GEARMAN_CLIENT_FREE_TASKS)
@@ -255,7 +261,7 @@ void gearman_client_remove_options(gearman_client_st *client, gearman_client_opt
 
 void gearman_client_set_options(gearman_client_st *client, gearman_client_options_t options)
 {
-    const int settable = GEARMAN_CLIENT_NON_BLOCKING | GEARMAN_CLIENT_UNBUFFERED_RESULT |
+    const int settable = GEARMAN_CLIENT_NON_BLOCKING | GEARMAN_CLIENT_SSL | GEARMAN_CLIENT_UNBUFFERED_RESULT |
                          GEARMAN_CLIENT_FREE_TASKS | GEARMAN_CLIENT_GENERATE_UNIQUE |
                          GEARMAN_CLIENT_EXCEPTION;
     gearman_client_add_options(client, (gearman_client_options_t)(options & settable));
@@ -265,6 +271,14 @@ void gearman_client_set_options(gearman_client_st *client, gearman_client_option
 bool gearman_client_has_option(gearman_client_st *client, gearman_client_options_t option)
 {
     return (gearman_client_options(client) & option) != 0;
+}
+
+void gearman_client_set_ssl(gearman_client_st *client, bool ssl, const char *ca_file,
+                            const char *certificate, const char *key_file)
+{
+    struct lgc_client *c = CLIENT(client);
+    if (c != NULL && lgc_tls_set(&c->u, ssl, ca_file, certificate, key_file) != 0)
+        lgc_set_error(&c->u, GEARMAN_MEMORY_ALLOCATION_FAILURE, "gearman_client_set_ssl");
 }
 
 int gearman_client_timeout(gearman_client_st *client)

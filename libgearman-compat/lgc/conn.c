@@ -46,6 +46,7 @@ static int poll_retry(struct pollfd *pfds, nfds_t n, int timeout)
  * the owner can still process packets that arrived before the failure. */
 static void drop(struct lgc_conn *conn)
 {
+    lgc_tls_close(conn);
     if (conn->fd >= 0)
         close(conn->fd);
     conn->fd = -1;
@@ -122,6 +123,14 @@ gearman_return_t lgc_conn_connect(struct lgc_universal *u, struct lgc_conn *conn
         return lgc_set_errno(u, GEARMAN_COULD_NOT_CONNECT, err, what);
     }
     conn->fd = fd;
+    conn->was_tls = false;
+    if (u->ssl) {
+        gearman_return_t rc = lgc_tls_handshake(u, conn, timeout);
+        if (rc != GEARMAN_SUCCESS) {
+            lgc_conn_close(conn);
+            return rc;
+        }
+    }
     conn->generation++;
     if (u->identifier != NULL) {
         struct proto_arg a = {u->identifier, u->identifier_len};
@@ -160,8 +169,11 @@ gearman_return_t lgc_conn_queue(struct lgc_universal *u, struct lgc_conn *conn, 
 static int lost(struct lgc_universal *u, struct lgc_conn *conn, int err, const char *what)
 {
     char msg[300];
-    snprintf(msg, sizeof msg, "%s %s:%s", what, conn->host, conn->port);
-    if (err != 0)
+    snprintf(msg, sizeof msg, "%s %s:%s%s", what, conn->host, conn->port,
+             conn->ssl != NULL ? " over TLS" : "");
+    if (err == EPROTO && conn->ssl != NULL)
+        lgc_set_error(u, GEARMAN_LOST_CONNECTION, "%s: TLS: %s", msg, conn->ssl_error);
+    else if (err != 0)
         lgc_set_errno(u, GEARMAN_LOST_CONNECTION, err, msg);
     else
         lgc_set_error(u, GEARMAN_LOST_CONNECTION, "%s: server closed the connection", msg);
@@ -174,7 +186,10 @@ int lgc_conn_write(struct lgc_universal *u, struct lgc_conn *conn)
     if (conn->fd < 0)
         return lgc_buf_len(&conn->out) ? -1 : 0;
     while (lgc_buf_len(&conn->out) > 0) {
-        ssize_t n = send(conn->fd, lgc_buf_head(&conn->out), lgc_buf_len(&conn->out), MSG_NOSIGNAL);
+        ssize_t n = conn->ssl != NULL
+                        ? lgc_tls_send(conn, lgc_buf_head(&conn->out), lgc_buf_len(&conn->out))
+                        : send(conn->fd, lgc_buf_head(&conn->out), lgc_buf_len(&conn->out),
+                               MSG_NOSIGNAL);
         if (n > 0) {
             lgc_buf_consume(&conn->out, (size_t)n);
             continue;
@@ -192,7 +207,9 @@ int lgc_conn_read(struct lgc_universal *u, struct lgc_conn *conn)
 {
     if (conn->fd < 0)
         return -1;
-    for (int rounds = 0; rounds < 64; rounds++) {
+    /* TLS: keep reading while the session holds decrypted bytes (at most one record), which
+     * poll() cannot report. */
+    for (int rounds = 0; rounds < 64 || lgc_tls_pending(conn); rounds++) {
         size_t want = READ_CHUNK;
         size_t have = lgc_buf_len(&conn->in);
         if (have >= PROTO_HEADER_SIZE) { /* grow towards the whole packet in one step */
@@ -207,11 +224,11 @@ int lgc_conn_read(struct lgc_universal *u, struct lgc_conn *conn)
             return -1;
         }
         size_t space = conn->in.cap - conn->in.end;
-        ssize_t n = recv(conn->fd, p, space, 0);
+        ssize_t n = conn->ssl != NULL ? lgc_tls_recv(conn, p, space) : recv(conn->fd, p, space, 0);
         if (n > 0) {
             conn->in.end += (size_t)n;
-            if ((size_t)n < space)
-                return 0;
+            if ((size_t)n < space && conn->ssl == NULL)
+                return 0; /* TLS returns a record at a time: read on until it would block */
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -272,8 +289,8 @@ gearman_return_t lgc_conn_flush(struct lgc_universal *u, struct lgc_conn *conn)
             return lgc_set_errno(u, GEARMAN_ERRNO, errno, "poll");
         if (rc == 0)
             return lgc_set_timeout(u, 1);
-        if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) && !(pfd.revents & POLLOUT) &&
-            lgc_conn_read(u, conn) != 0)
+        if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) &&
+            (!(pfd.revents & POLLOUT) || conn->ssl != NULL) && lgc_conn_read(u, conn) != 0)
             return GEARMAN_LOST_CONNECTION;
     }
 }
@@ -287,20 +304,23 @@ gearman_return_t lgc_conn_recv(struct lgc_universal *u, struct lgc_conn *conn,
             return GEARMAN_SUCCESS;
         if (r < 0)
             return GEARMAN_INVALID_PACKET;
-        if (conn->fd < 0)
+        if (conn->fd < 0) {
+            if (u->error_code == GEARMAN_LOST_CONNECTION && conn->was_tls)
+                return GEARMAN_LOST_CONNECTION; /* keep the reason lost() recorded */
             return lgc_set_error(u, GEARMAN_LOST_CONNECTION, "%s:%s closed the connection",
                                  conn->host, conn->port);
+        }
         if (lgc_conn_write(u, conn) != 0)
             continue; /* dropped: report after any packet that is still buffered */
         struct pollfd pfd = {.fd = conn->fd, .events = POLLIN, .revents = 0};
-        if (lgc_buf_len(&conn->out) > 0)
+        if (lgc_buf_len(&conn->out) > 0 || conn->ssl_read_wants_write)
             pfd.events |= POLLOUT;
-        int rc = poll_retry(&pfd, 1, u->timeout);
+        int rc = lgc_tls_pending(conn) ? 1 : poll_retry(&pfd, 1, u->timeout);
         if (rc < 0)
             return lgc_set_errno(u, GEARMAN_ERRNO, errno, "poll");
         if (rc == 0)
             return lgc_set_timeout(u, 1);
-        if (pfd.revents & (POLLIN | POLLHUP | POLLERR))
+        if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) || conn->ssl != NULL)
             (void)lgc_conn_read(u, conn);
     }
 }
@@ -310,19 +330,29 @@ gearman_return_t lgc_wait(struct lgc_universal *u)
     struct pollfd pfds[64];
     struct lgc_conn *conns[64];
     nfds_t n = 0;
+    bool pending = false;
     for (struct lgc_conn *c = u->conns; c != NULL && n < 64; c = c->next) {
         if (c->fd < 0)
             continue;
         pfds[n].fd = c->fd;
         pfds[n].events = POLLIN;
-        if (lgc_buf_len(&c->out) > 0)
+        if (lgc_buf_len(&c->out) > 0 || c->ssl_read_wants_write)
             pfds[n].events |= POLLOUT;
         pfds[n].revents = 0;
+        if (lgc_tls_pending(c))
+            pending = true;
         conns[n++] = c;
     }
     if (n == 0)
         return lgc_set_error(u, GEARMAN_NO_ACTIVE_FDS, "no connection to wait on");
-    int rc = poll_retry(pfds, n, u->timeout);
+    /* Decrypted bytes already buffered in a TLS session: look, but do not sleep. */
+    int rc = poll_retry(pfds, n, pending ? 0 : u->timeout);
+    if (rc == 0 && pending) {
+        for (nfds_t i = 0; i < n; i++)
+            if (lgc_tls_pending(conns[i]))
+                (void)lgc_conn_read(u, conns[i]);
+        return GEARMAN_SUCCESS;
+    }
     if (rc < 0)
         return lgc_set_errno(u, GEARMAN_ERRNO, errno, "poll");
     if (rc == 0)
@@ -330,7 +360,8 @@ gearman_return_t lgc_wait(struct lgc_universal *u)
     for (nfds_t i = 0; i < n; i++) {
         if ((pfds[i].revents & POLLOUT) && lgc_conn_write(u, conns[i]) != 0)
             continue;
-        if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))
+        if ((pfds[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) ||
+            (conns[i]->ssl != NULL && (pfds[i].revents != 0 || lgc_tls_pending(conns[i]))))
             (void)lgc_conn_read(u, conns[i]);
     }
     return GEARMAN_SUCCESS;

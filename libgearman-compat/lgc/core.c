@@ -209,6 +209,7 @@ void lgc_remove_servers(struct lgc_universal *u)
 void lgc_universal_free(struct lgc_universal *u)
 {
     lgc_remove_servers(u);
+    lgc_tls_free(u);
     free(u->identifier);
     for (size_t i = 0; i < u->noptions; i++)
         free(u->options[i]);
@@ -220,6 +221,8 @@ int lgc_universal_copy(struct lgc_universal *u, const struct lgc_universal *from
 {
     u->timeout = from->timeout;
     u->non_blocking = from->non_blocking;
+    if (lgc_tls_copy(u, from) != 0)
+        return -1;
     for (const struct lgc_conn *c = from->conns; c != NULL; c = c->next) {
         if (lgc_add_server(u, c->host, (in_port_t)atoi(c->port)) != GEARMAN_SUCCESS)
             return -1;

@@ -6,6 +6,7 @@
  *   conn.c   one server connection: connect, write, read, frame with proto_bin (sockets)
  *   client.c the client: submitting, run_tasks, do*, status, echo, execute
  *   worker.c the worker and its jobs
+ *   tls.c    TLS on a connection (OpenSSL): the context, the handshake, recv/send-like I/O
  * The packet codec is the project's one codec: proto.h (encode) and proto_bin.h (parse). */
 #ifndef LGC_LGC_H
 #define LGC_LGC_H
@@ -18,6 +19,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proto.h"
 #include "proto_bin.h"
@@ -125,6 +127,10 @@ struct lgc_conn {
     struct lgc_fifo pend;   /* requests waiting for in-order replies (client) */
     bool sleeping;          /* worker: PRE_SLEEP sent, waiting for NOOP */
     bool noop;              /* worker: NOOP received while sleeping */
+    struct ssl_st *ssl;     /* the TLS session over fd (owned), NULL for plain TCP */
+    bool ssl_read_wants_write; /* TLS: the last read needs the socket writable to go on */
+    bool was_tls;           /* the last connection was TLS (its errors say so) */
+    char ssl_error[160];    /* TLS: OpenSSL's text for the last failed read or write */
 };
 
 /* struct lgc_universal is what clients and workers share: servers, timeout, options, last error. */
@@ -143,6 +149,12 @@ struct lgc_universal {
     /* called after every successful connect, to queue what the owner announces (CAN_DO) */
     gearman_return_t (*on_connect)(void *owner, struct lgc_conn *conn);
     void *owner; /* argument for on_connect */
+    bool ssl;                     /* connect with TLS (GEARMAN_CLIENT_SSL / GEARMAN_WORKER_SSL) */
+    char *ssl_ca_file;            /* owned; NULL: $GEARMAND_CA_CERTIFICATE or the default */
+    char *ssl_cert_file;          /* owned; NULL: $GEARMAN_CLIENT_PEM or the default */
+    char *ssl_key_file;           /* owned; NULL: $GEARMAN_CLIENT_KEY or the default */
+    struct ssl_ctx_st *ssl_ctx;   /* owned; built at the first TLS connect, NULL before */
+    struct bio_method_st *ssl_bio; /* owned; the socket BIO method of ssl_ctx's sessions */
 };
 
 /* lgc_set_error records an error (code, errno 0, text from fmt) and returns code. */
@@ -261,6 +273,45 @@ gearman_return_t lgc_wait(struct lgc_universal *u);
 typedef void (*lgc_packet_fn)(void *owner, struct lgc_conn *conn, const struct pb_packet *pkt);
 gearman_return_t lgc_echo(struct lgc_universal *u, const void *data, size_t size,
                           lgc_packet_fn handler, void *owner);
+
+/* ---------------------------------------------------------------- TLS (tls.c) */
+
+/* lgc_tls_set turns TLS on or off for the connections made from now on and stores the files
+ * (NULL or "": the environment variable's, else the default; see docs/LIBGEARMAN-COMPAT.md).
+ * Drops the context built so far. Returns 0, or -1 when out of memory. */
+int lgc_tls_set(struct lgc_universal *u, bool on, const char *ca_file, const char *cert_file,
+                const char *key_file);
+
+/* lgc_tls_copy copies from's TLS switch and files into u (for clones). Returns 0 or -1. */
+int lgc_tls_copy(struct lgc_universal *u, const struct lgc_universal *from);
+
+/* lgc_tls_reset frees the context (the next TLS connect builds it again). */
+void lgc_tls_reset(struct lgc_universal *u);
+
+/* lgc_tls_free frees the context and the file names. */
+void lgc_tls_free(struct lgc_universal *u);
+
+/* lgc_tls_handshake runs the TLS client handshake on conn's connected socket, waiting up to
+ * timeout ms, and verifies the server's certificate (CA and host name) unless
+ * LIBGEARMAN_COMPAT_SSL_VERIFY=none. Returns GEARMAN_SUCCESS (conn->ssl set),
+ * GEARMAN_INVALID_ARGUMENT (a certificate file unusable), GEARMAN_COULD_NOT_CONNECT (handshake
+ * failed), GEARMAN_TIMEOUT or GEARMAN_MEMORY_ALLOCATION_FAILURE, with the error recorded in u.
+ * The socket itself stays open: the caller closes it. */
+gearman_return_t lgc_tls_handshake(struct lgc_universal *u, struct lgc_conn *conn, int timeout);
+
+/* lgc_tls_close sends close_notify once (never waits) and frees conn's TLS session. */
+void lgc_tls_close(struct lgc_conn *conn);
+
+/* lgc_tls_send and lgc_tls_recv are send(MSG_NOSIGNAL) and recv() through conn's TLS session:
+ * bytes moved, 0 (recv: the server closed), or -1 with errno: EAGAIN to retry when the socket is
+ * ready (recv sets conn->ssl_read_wants_write when that means writable), EPROTO for a TLS failure
+ * (text in conn->ssl_error), or the socket's error. */
+ssize_t lgc_tls_send(struct lgc_conn *conn, const void *data, size_t len);
+ssize_t lgc_tls_recv(struct lgc_conn *conn, void *data, size_t len);
+
+/* lgc_tls_pending reports whether conn's TLS session holds decrypted bytes not yet read (poll
+ * cannot see them). */
+bool lgc_tls_pending(const struct lgc_conn *conn);
 
 /* ---------------------------------------------------------------- results and tasks */
 

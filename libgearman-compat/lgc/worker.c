@@ -195,6 +195,8 @@ gearman_worker_options_t gearman_worker_options(const gearman_worker_st *worker)
         o |= GEARMAN_WORKER_ALLOCATED;
     if (w->u.non_blocking)
         o |= GEARMAN_WORKER_NON_BLOCKING;
+    if (w->u.ssl)
+        o |= GEARMAN_WORKER_SSL;
     if (w->grab_cmd == CMD_GRAB_JOB_UNIQ)
         o |= GEARMAN_WORKER_GRAB_UNIQ;
     if (w->grab_cmd == CMD_GRAB_JOB_ALL)
@@ -228,6 +230,8 @@ void gearman_worker_add_options(gearman_worker_st *worker, gearman_worker_option
         return;
     if (options & GEARMAN_WORKER_NON_BLOCKING)
         w->u.non_blocking = true;
+    if (options & GEARMAN_WORKER_SSL)
+        w->u.ssl = true; /* connections made from now on */
     if (options & GEARMAN_WORKER_GRAB_UNIQ)
         w->grab_cmd = CMD_GRAB_JOB_UNIQ;
     if (options & GEARMAN_WORKER_GRAB_ALL)
@@ -249,6 +253,8 @@ void gearman_worker_remove_options(gearman_worker_st *worker, gearman_worker_opt
         return;
     if (options & GEARMAN_WORKER_NON_BLOCKING)
         w->u.non_blocking = false;
+    if (options & GEARMAN_WORKER_SSL)
+        w->u.ssl = false;
     if ((options & GEARMAN_WORKER_GRAB_UNIQ) && w->grab_cmd == CMD_GRAB_JOB_UNIQ)
         w->grab_cmd = CMD_GRAB_JOB;
     if ((options & GEARMAN_WORKER_GRAB_ALL) && w->grab_cmd == CMD_GRAB_JOB_ALL)
@@ -263,11 +269,19 @@ void gearman_worker_remove_options(gearman_worker_st *worker, gearman_worker_opt
 
 void gearman_worker_set_options(gearman_worker_st *worker, gearman_worker_options_t options)
 {
-    const int settable = GEARMAN_WORKER_NON_BLOCKING | GEARMAN_WORKER_GRAB_UNIQ |
+    const int settable = GEARMAN_WORKER_NON_BLOCKING | GEARMAN_WORKER_SSL | GEARMAN_WORKER_GRAB_UNIQ |
                          GEARMAN_WORKER_GRAB_ALL | GEARMAN_WORKER_TIMEOUT_RETURN |
                          GEARMAN_WORKER_IDENTIFIER;
     gearman_worker_remove_options(worker, (gearman_worker_options_t)(~options & settable));
     gearman_worker_add_options(worker, (gearman_worker_options_t)(options & settable));
+}
+
+void gearman_worker_set_ssl(gearman_worker_st *worker, bool ssl, const char *ca_file,
+                            const char *certificate, const char *key_file)
+{
+    struct lgc_worker *w = WORKER(worker);
+    if (w != NULL && lgc_tls_set(&w->u, ssl, ca_file, certificate, key_file) != 0)
+        lgc_set_error(&w->u, GEARMAN_MEMORY_ALLOCATION_FAILURE, "gearman_worker_set_ssl");
 }
 
 int gearman_worker_timeout(gearman_worker_st *worker)

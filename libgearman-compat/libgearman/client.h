@@ -56,6 +56,16 @@ int gearman_client_timeout(gearman_client_st *client);
  * bounds each connect(). */
 void gearman_client_set_timeout(gearman_client_st *client, int timeout);
 
+/* gearman_client_set_ssl turns TLS on (ssl true, as GEARMAN_CLIENT_SSL) or off for the
+ * connections made from now on, and names the PEM files: ca_file, the CA certificate(s) that
+ * the server's certificate must chain to; certificate and key_file, the client certificate and
+ * its key, sent when the server asks for one. A NULL or "" file falls back on the environment
+ * (GEARMAND_CA_CERTIFICATE, GEARMAN_CLIENT_PEM, GEARMAN_CLIENT_KEY), then on libgearman's
+ * defaults. The server's certificate is verified (CA and host name) unless the environment has
+ * LIBGEARMAN_COMPAT_SSL_VERIFY=none; see docs/LIBGEARMAN-COMPAT.md. */
+void gearman_client_set_ssl(gearman_client_st *client, bool ssl, const char *ca_file,
+                            const char *certificate, const char *key_file);
+
 /* gearman_client_context returns the pointer set by gearman_client_set_context. */
 void *gearman_client_context(const gearman_client_st *client);
 

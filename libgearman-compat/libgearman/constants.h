@@ -67,7 +67,7 @@ typedef enum {
     GEARMAN_CLIENT_FREE_TASKS = (1 << 5),        /* free add_task tasks once they finish */
     GEARMAN_CLIENT_GENERATE_UNIQUE = (1 << 6),   /* give every job without a unique a UUID */
     GEARMAN_CLIENT_EXCEPTION = (1 << 7),         /* ask servers to forward WORK_EXCEPTION */
-    GEARMAN_CLIENT_SSL = (1 << 8),               /* not supported: ignored */
+    GEARMAN_CLIENT_SSL = (1 << 8),               /* connect with TLS (gearman_client_set_ssl) */
     GEARMAN_CLIENT_MAX = (1 << 9)
 } gearman_client_options_t;
 
@@ -83,7 +83,7 @@ typedef enum {
     GEARMAN_WORKER_GRAB_UNIQ = (1 << 7),         /* grab with GRAB_JOB_UNIQ (the default) */
     GEARMAN_WORKER_TIMEOUT_RETURN = (1 << 8),    /* return GEARMAN_TIMEOUT when the wait times out */
     GEARMAN_WORKER_GRAB_ALL = (1 << 9),          /* grab with GRAB_JOB_ALL */
-    GEARMAN_WORKER_SSL = (1 << 10),              /* not supported: ignored */
+    GEARMAN_WORKER_SSL = (1 << 10),              /* connect with TLS (gearman_worker_set_ssl) */
     GEARMAN_WORKER_IDENTIFIER = (1 << 11),       /* send a generated identifier */
     GEARMAN_WORKER_MAX = (1 << 12)
 } gearman_worker_options_t;

@@ -49,6 +49,10 @@ int gearman_worker_timeout(gearman_worker_st *worker);
  * job (it sets GEARMAN_WORKER_TIMEOUT_RETURN); -1 waits forever. */
 void gearman_worker_set_timeout(gearman_worker_st *worker, int timeout);
 
+/* gearman_worker_set_ssl is gearman_client_set_ssl for a worker (GEARMAN_WORKER_SSL). */
+void gearman_worker_set_ssl(gearman_worker_st *worker, bool ssl, const char *ca_file,
+                            const char *certificate, const char *key_file);
+
 /* gearman_worker_context returns the pointer set by gearman_worker_set_context. */
 void *gearman_worker_context(const gearman_worker_st *worker);
 

@@ -4,7 +4,9 @@
  *
  * usage: lgc_driver [-s host:port,...] [-t timeout_ms] [-P high|low] [-u unique] [-z size]
  *                   [-c count] [-m mode] [-e seconds] [-x] [-n] [-i id] [-T can_do_timeout]
- *                   COMMAND [ARGS...]
+ *                   [-S] [-F ca:cert:key] COMMAND [ARGS...]
+ * -S: TLS (GEARMAN_CLIENT_SSL / GEARMAN_WORKER_SSL; files from the environment, as libgearman);
+ * -F: the client's TLS files through gearman_client_set_ssl (empty fields: the environment).
  * Commands (FUNC is a function name, DATA a payload; -z replaces DATA by -z bytes of a pattern):
  *   do FUNC DATA        gearman_client_do{,_high,_low}; prints rc, handle and the result
  *   bg FUNC DATA        gearman_client_do{,_high,_low}_background; prints rc and handle
@@ -44,10 +46,12 @@ struct opts {
     int non_blocking;      /* -n */
     const char *identifier; /* -i */
     uint32_t can_do_timeout; /* -T */
+    int ssl;               /* -S */
+    char *ssl_files;       /* -F ca:cert:key */
 };
 
 static struct opts O = {"127.0.0.1:4730", -1, "normal", NULL, -1, -1, "reverse", -1, 0, 0, 0,
-                        NULL, 0};
+                        NULL, 0, 0, NULL};
 
 /* pattern returns n bytes of a deterministic pattern (malloc()ed). */
 static char *pattern(size_t n)
@@ -116,7 +120,34 @@ static gearman_client_st *client_new(void)
         gearman_client_set_timeout(c, O.timeout);
     if (O.exceptions)
         gearman_client_add_options(c, GEARMAN_CLIENT_EXCEPTION);
+    if (O.ssl)
+        gearman_client_add_options(c, GEARMAN_CLIENT_SSL);
+    if (O.ssl_files != NULL) {
+        char *f = strdup(O.ssl_files);
+        char *ca = f, *cert = strchr(ca, ':'), *key = NULL;
+        if (cert != NULL) {
+            *cert++ = '\0';
+            if ((key = strchr(cert, ':')) != NULL)
+                *key++ = '\0';
+        }
+        gearman_client_set_ssl(c, true, ca, cert, key);
+        free(f);
+    }
     return c;
+}
+
+/* worker_new creates a worker with -s, -t and -S applied. */
+static gearman_worker_st *worker_new(void)
+{
+    gearman_worker_st *w = gearman_worker_create(NULL);
+    if (w == NULL)
+        exit(3);
+    gearman_worker_add_servers(w, O.servers);
+    if (O.timeout >= 0)
+        gearman_worker_set_timeout(w, O.timeout);
+    if (O.ssl)
+        gearman_worker_add_options(w, GEARMAN_WORKER_SSL);
+    return w;
 }
 
 /* ---------------------------------------------------------------- client scenarios */
@@ -192,15 +223,16 @@ static int cmd_echo(const char *arg, int worker)
     char *data = payload(arg, &n);
     gearman_return_t rc;
     if (worker) {
-        gearman_worker_st *w = gearman_worker_create(NULL);
-        gearman_worker_add_servers(w, O.servers);
-        if (O.timeout >= 0)
-            gearman_worker_set_timeout(w, O.timeout);
+        gearman_worker_st *w = worker_new();
         rc = gearman_worker_echo(w, data, n);
+        if (gearman_failed(rc))
+            printf("error=%s\n", gearman_worker_error(w) ? gearman_worker_error(w) : "");
         gearman_worker_free(w);
     } else {
         gearman_client_st *c = client_new();
         rc = gearman_client_echo(c, data, n);
+        if (gearman_failed(rc))
+            printf("error=%s\n", gearman_client_error(c) ? gearman_client_error(c) : "");
         gearman_client_free(c);
     }
     printf("rc=%s\n", gearman_strerror(rc));
@@ -503,12 +535,7 @@ static gearman_return_t work_v2(gearman_job_st *job, void *context)
 
 static int cmd_worker(const char *func)
 {
-    gearman_worker_st *w = gearman_worker_create(NULL);
-    if (w == NULL)
-        return 3;
-    gearman_worker_add_servers(w, O.servers);
-    if (O.timeout >= 0)
-        gearman_worker_set_timeout(w, O.timeout);
+    gearman_worker_st *w = worker_new();
     if (O.identifier != NULL)
         gearman_worker_set_identifier(w, O.identifier, strlen(O.identifier));
     gearman_return_t rc;
@@ -539,10 +566,7 @@ static int cmd_worker(const char *func)
 
 static int cmd_grab(int nfuncs, char **funcs)
 {
-    gearman_worker_st *w = gearman_worker_create(NULL);
-    gearman_worker_add_servers(w, O.servers);
-    if (O.timeout >= 0)
-        gearman_worker_set_timeout(w, O.timeout);
+    gearman_worker_st *w = worker_new();
     if (O.non_blocking)
         gearman_worker_add_options(w, GEARMAN_WORKER_NON_BLOCKING);
     if (O.identifier != NULL)
@@ -691,7 +715,7 @@ static int cmd_selftest(void)
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "s:t:P:u:z:c:m:e:bxni:T:")) != -1) {
+    while ((c = getopt(argc, argv, "s:t:P:u:z:c:m:e:bxni:T:SF:")) != -1) {
         switch (c) {
         case 's': O.servers = optarg; break;
         case 't': O.timeout = atoi(optarg); break;
@@ -706,6 +730,8 @@ int main(int argc, char **argv)
         case 'n': O.non_blocking = 1; break;
         case 'i': O.identifier = optarg; break;
         case 'T': O.can_do_timeout = (uint32_t)atol(optarg); break;
+        case 'S': O.ssl = 1; break;
+        case 'F': O.ssl_files = optarg; break;
         default: return 2;
         }
     }

@@ -370,3 +370,45 @@ TEST(LgcResult, AppendKeepsNul)
     EXPECT_TRUE(gearman_result_boolean(&r));
     lgc_result_free(&r);
 }
+
+// TLS settings: the SSL option flag, set_ssl's files, clones, and a file that cannot be loaded
+// (reported as GEARMAN_INVALID_ARGUMENT at connect, naming the file, before any socket I/O).
+TEST(LgcTls, OptionsFilesAndClone)
+{
+    gearman_client_st *c = gearman_client_create(NULL);
+    ASSERT_NE(nullptr, c);
+    EXPECT_FALSE(gearman_client_has_option(c, GEARMAN_CLIENT_SSL));
+    gearman_client_add_options(c, GEARMAN_CLIENT_SSL);
+    EXPECT_TRUE(gearman_client_has_option(c, GEARMAN_CLIENT_SSL));
+    gearman_client_remove_options(c, GEARMAN_CLIENT_SSL);
+    EXPECT_FALSE(gearman_client_has_option(c, GEARMAN_CLIENT_SSL));
+    gearman_client_set_ssl(c, true, "/nonexistent/ca.pem", "", NULL);
+    EXPECT_TRUE(gearman_client_has_option(c, GEARMAN_CLIENT_SSL));
+    gearman_client_st *c2 = gearman_client_clone(NULL, c);
+    ASSERT_NE(nullptr, c2);
+    EXPECT_TRUE(gearman_client_has_option(c2, GEARMAN_CLIENT_SSL));
+    gearman_client_free(c2);
+    gearman_client_free(c);
+
+    struct lgc_universal u;
+    lgc_universal_init(&u);
+    ASSERT_EQ(0, lgc_tls_set(&u, true, "/nonexistent/ca.pem", NULL, ""));
+    EXPECT_STREQ("/nonexistent/ca.pem", u.ssl_ca_file);
+    EXPECT_EQ(nullptr, u.ssl_cert_file);
+    EXPECT_EQ(nullptr, u.ssl_key_file);
+    struct lgc_universal u2;
+    lgc_universal_init(&u2);
+    ASSERT_EQ(0, lgc_universal_copy(&u2, &u));
+    EXPECT_TRUE(u2.ssl);
+    EXPECT_STREQ("/nonexistent/ca.pem", u2.ssl_ca_file);
+    struct lgc_conn conn;
+    memset(&conn, 0, sizeof conn);
+    conn.fd = -1;
+    conn.host = (char *)"127.0.0.1";
+    EXPECT_EQ(GEARMAN_INVALID_ARGUMENT, lgc_tls_handshake(&u, &conn, 1000));
+    EXPECT_NE(nullptr, strstr(u.error, "/nonexistent/ca.pem")) << u.error;
+    EXPECT_EQ(nullptr, conn.ssl);
+    EXPECT_EQ(nullptr, u.ssl_ctx);
+    lgc_universal_free(&u2);
+    lgc_universal_free(&u);
+}

@@ -66,18 +66,24 @@ def _sources(dest):
     return out
 
 
+def _makefile_var(name):
+    """A variable's value in the build directory's Makefile, or ""."""
+    try:
+        with open(os.path.join(BUILDDIR, "Makefile")) as f:
+            return next((line.split("=", 1)[1] for line in f
+                         if line.startswith(name + " =")), "")
+    except OSError:
+        return ""
+
+
 def _build_ldflags():
-    """The build's sanitizer link flags: a libgearman-compat.a built with ASan needs them to link.
-    $SPUR_LDFLAGS if set, else SPUR_LDFLAGS from the build directory's Makefile."""
+    """What the static libgearman-compat.a needs at link time: its libraries (OpenSSL, for TLS;
+    $OPENSSL_LIBS from the build's Makefile) and the build's sanitizer flags (an ASan build's
+    archive needs them): $SPUR_LDFLAGS if set, else SPUR_LDFLAGS from the Makefile."""
     flags = os.environ.get("SPUR_LDFLAGS")
     if flags is None:
-        try:
-            with open(os.path.join(BUILDDIR, "Makefile")) as f:
-                flags = next((line.split("=", 1)[1] for line in f
-                              if line.startswith("SPUR_LDFLAGS =")), "")
-        except OSError:
-            flags = ""
-    return shlex.split(flags)
+        flags = _makefile_var("SPUR_LDFLAGS")
+    return shlex.split(_makefile_var("OPENSSL_LIBS") or "-lssl -lcrypto") + shlex.split(flags)
 
 
 def _real_flags():
