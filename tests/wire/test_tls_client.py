@@ -2,11 +2,11 @@
 """Client-side TLS: libgearman-compat (GEARMAN_CLIENT_SSL / GEARMAN_WORKER_SSL), spuradmin --ssl
 and spur -S, against a TLS server.
 
-The TLS server is described by `TlsTarget` (host, port, CA file). Today it is tlscerts.TlsProxy, a
-TLS-terminating proxy that requires and verifies a client certificate, in front of a plain job
-server (gearmand and spurd). Debian's gearmand 1.1.20 accepts --ssl but is built without TLS (it
-keeps speaking plain TCP), so it cannot be the TLS server itself; spurd --ssl can once the server
-side lands: point `tls_target` at it.
+The TLS server is described by `TlsTarget` (host, port, CA file). It is spurd's own TLS listener
+(--ssl-listen, client certificate required), or tlscerts.TlsProxy, a TLS-terminating proxy that
+requires and verifies a client certificate, in front of a plain job server (gearmand and spurd).
+Debian's gearmand 1.1.20 accepts --ssl but is built without TLS (it keeps speaking plain TCP), so
+it cannot be the TLS server itself.
 """
 import os
 import shutil
@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from conftest import free_port
 from tlscerts import TlsProxy, make_certs
 from test_libgearman_compat import driver, parse, admin, wait_until
 
@@ -43,10 +44,57 @@ class TlsTarget:
         return "%s:%d" % (self.host, self.port)
 
 
-@pytest.fixture(params=["gearmand", "spurd"])
-def backend(request, gearmand_factory, server_factory):
-    """A plain job server for the proxy to forward to."""
-    return gearmand_factory() if request.param == "gearmand" else server_factory()
+class SpurdTls:
+    """What the tests read from the TLS end when it is spurd's own listener, as from the proxy:
+    handshakes done and failed (admin 'stats', over the plain port) and the verified client
+    certificates' names (spurd's INFO log line)."""
+
+    def __init__(self, server, port):
+        self.server, self.port = server, port
+
+    def _stat(self, name):
+        c = self.server.connect()
+        try:
+            c.send(b"stats\n")
+            while True:  # "STAT name value" lines, then "END"
+                line = c.read_line().decode().rstrip("\r\n")
+                if line == "END":
+                    raise AssertionError(f"no {name} in stats")
+                words = line.split()
+                if words[:2] == ["STAT", name]:
+                    return int(words[2])
+        finally:
+            c.close()
+
+    @property
+    def handshakes_ok(self):
+        return self._stat("tls_handshakes")
+
+    @property
+    def handshakes_failed(self):
+        return self._stat("tls_handshake_failures")
+
+    @property
+    def peer_names(self):
+        marker = "TLS client certificate verified: "
+        return [line.split(marker, 1)[1].split(", ")[0]
+                for line in self.server.stderr_text().splitlines() if marker in line]
+
+
+@pytest.fixture(params=["gearmand", "spurd", "spurd-tls"])
+def backend(request, gearmand_factory, server_factory, certs):
+    """A plain job server for the proxy to forward to; "spurd-tls" also serves TLS itself on
+    another port (backend.tls), client certificate required."""
+    if request.param == "gearmand":
+        return gearmand_factory()
+    if request.param == "spurd":
+        return server_factory()
+    port = free_port()
+    s = server_factory(f"--ssl-listen=127.0.0.1:{port}", "--ssl-certificate=" + certs["server"],
+                       "--ssl-key=" + certs["server_key"], "--ssl-ca-file=" + certs["ca"],
+                       "--ssl-verify-client=require", "--verbose=INFO")
+    s.tls = SpurdTls(s, port)
+    return s
 
 
 @pytest.fixture
@@ -65,7 +113,11 @@ def proxy_factory(certs):
 
 @pytest.fixture
 def tls_target(backend, proxy_factory, certs):
-    """The TLS server: the proxy (client certificate required) in front of `backend`."""
+    """The TLS server: spurd's TLS listener, or the proxy (client certificate required) in front
+    of `backend`."""
+    if getattr(backend, "tls", None) is not None:
+        return TlsTarget("127.0.0.1", backend.tls.port, certs["ca"], plain=backend,
+                         proxy=backend.tls)
     p = proxy_factory(backend)
     return TlsTarget("127.0.0.1", p.addr[1], certs["ca"], plain=backend, proxy=p)
 
