@@ -383,3 +383,16 @@ TEST_F(AclShell, AdminReadAllowedRefusesReadsToOthers)
     FakeShell::feed(u, "status\n");
     EXPECT_EQ(FakeShell::take(u), ".\n");
 }
+
+TEST_F(AclShell, AdminReadAllowedWithoutRulesMeansLocal)
+{
+    admin({}, 1);
+    peer *remote = f.connect("192.0.2.7", 0);
+    FakeShell::feed(remote, "status\ncreate function f\n");
+    EXPECT_EQ(FakeShell::take(remote),
+              "ERR PERMISSION_DENIED Not+allowed+from+this+connection\r\nOK\r\n")
+        << "reads are refused to non-local connections; changes keep today's rules";
+    peer *local = f.connect("127.0.0.1", 1);
+    FakeShell::feed(local, "status\n");
+    EXPECT_EQ(FakeShell::take(local), "f\t0\t0\t0\n.\n");
+}
