@@ -29,6 +29,7 @@
 
 #include "admin.h"
 #include "cmd.h"
+#include "acl.h"
 #include "config.h"
 #include "engine.h"
 #include "func.h"
@@ -607,6 +608,25 @@ static void setup(struct reader *r)
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;
     S.next_fd = 10;
+    /* access rules (acl.h) on some inputs: the remote slots (192.0.2.7) are refused admin
+     * changes, optionally reads, and the functions the policy does not give them */
+    if ((c2 / 9) & 1) {
+        char err[256];
+        S.eng.acl = calloc(1, sizeof *S.eng.acl);
+        FUZZ_CHECK(S.eng.acl != NULL, "calloc");
+        for (int k = 0; k < DENIED_KINDS; k++)
+            S.eng.acl->limit[k] = (struct log_limit){1.0, 0, 0, 10, 0};
+        FUZZ_CHECK(acl_principal_parse("loopback", 8, &S.eng.acl->admin[0], err, sizeof err) == 0,
+                   "%s", err);
+        S.eng.acl->nadmin = 1;
+        S.eng.acl->admin_read_allowed = (c2 / 18) & 1;
+        static const char pol[] = "deny all fx loopback\n"
+                                  "allow all f* loopback\n"
+                                  "allow submit g 192.0.2.0/24\n"
+                                  "allow can_do g* any\n";
+        S.eng.acl->policy = acl_policy_parse(pol, sizeof pol - 1, "fuzz", err, sizeof err);
+        FUZZ_CHECK(S.eng.acl->policy != NULL, "%s", err);
+    }
 }
 
 static void teardown(void)
@@ -617,6 +637,7 @@ static void teardown(void)
     FUZZ_CHECK(list_empty(&S.eng.listings), "a listing outlived its peer");
     check_all();
     engine_destroy(&S.eng);
+    acl_free(S.eng.acl);
     config_free(&S.cfg);
 }
 

@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 build=${1:-/tmp/spur-fuzz}
 seconds=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http fuzz_tls"}
+targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http fuzz_tls fuzz_policy"}
 CC=${CC:-clang}
 
 command -v "$CC" >/dev/null 2>&1 || { echo "run.sh: $CC not found" >&2; exit 2; }

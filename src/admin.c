@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "engine.h"
 #include "func.h"
 #include "job.h"
@@ -550,7 +551,9 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
         return;
     }
     enum admin_shutdown_policy pol = e->cfg->admin_shutdown;
-    if (pol == SHUTDOWN_NONE || (pol == SHUTDOWN_LOCAL && !(p->flags & PEER_LOCAL))) {
+    /* with --admin-allow, its rules (checked in admin_line) decide instead of local/any */
+    if (pol == SHUTDOWN_NONE ||
+        (pol == SHUTDOWN_LOCAL && !(p->flags & PEER_LOCAL) && !acl_admin_set(e->acl))) {
         reply(p, "ERR PERMISSION_DENIED Shutdown+is+not+allowed+from+this+connection\r\n");
         log_warn("refused admin shutdown from fd %d (%s)", p->fd, p->ip);
         return;
@@ -561,6 +564,31 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 }
 
 /* ------------------------------------------------------------ dispatch */
+
+/* admin_changes reports whether the command tok[0..n) changes the server's state, so that
+ * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, stats reset. The rest
+ * (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
+static int admin_changes(const struct pa_token *tok, size_t n)
+{
+    static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue"};
+    for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++)
+        if (pa_token_is(&tok[0], changing[i]))
+            return 1;
+    return n >= 2 && pa_token_is(&tok[0], "stats") && pa_token_is(&tok[1], "reset");
+}
+
+/* admin_name returns the command's name for the log: a known command's, else "other". */
+static const char *admin_name(const struct pa_token *c)
+{
+    static const char *const known[] = {"workers", "status", "stats", "metrics",
+                                        "prioritystatus", "maxqueue", "show", "cancel",
+                                        "create", "drop", "shutdown", "version", "verbose",
+                                        "getpid"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (pa_token_is(c, known[i]))
+            return known[i];
+    return "other";
+}
 
 void admin_line(struct peer *p, const char *line, size_t len)
 {
@@ -575,6 +603,9 @@ void admin_line(struct peer *p, const char *line, size_t len)
         return;
     }
     const struct pa_token *c = &tok[0];
+    if (p->eng->acl != NULL && acl_admin_check(p->eng->acl, p, admin_changes(tok, n),
+                                               admin_name(c)) != 0)
+        return;
     if (pa_token_is(c, "workers"))
         adm_workers(p, tok, n);
     else if (pa_token_is(c, "status"))

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "acl.h"
 #include "cron.h"
 #include "engine.h"
 #include "func.h"
@@ -162,6 +163,8 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a control byte or space");
         return;
     }
+    if (e->acl != NULL && acl_func_check(e->acl, p, ACL_SUBMIT, fn, fnl) != 0)
+        return;
     double due;
     if (due_time(e, pkt, &k, &due) != 0) {
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT,
@@ -297,6 +300,8 @@ static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a control byte or space");
         return;
     }
+    if (e->acl != NULL && acl_func_check(e->acl, p, ACL_CAN_DO, pkt->arg[0], pkt->len[0]) != 0)
+        return;
     uint32_t timeout = 0;
     if (with_timeout) {
         int64_t ms;

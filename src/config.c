@@ -100,6 +100,10 @@ enum {
     OPT_REPLY_BATCH,
     OPT_CAN_DO_TIMEOUT,
     OPT_ADMIN_SHUTDOWN,
+    OPT_ADMIN_ALLOW,
+    OPT_ADMIN_READ,
+    OPT_POLICY,
+    OPT_CHECK_POLICY,
     OPT_SHUTDOWN_TIMEOUT,
     OPT_STORE,
     OPT_SQLITE_DB,
@@ -174,6 +178,10 @@ static const struct option long_opts[] = {
     {"reply-batch", required_argument, NULL, OPT_REPLY_BATCH},
     {"can-do-timeout", required_argument, NULL, OPT_CAN_DO_TIMEOUT},
     {"admin-shutdown", required_argument, NULL, OPT_ADMIN_SHUTDOWN},
+    {"admin-allow", required_argument, NULL, OPT_ADMIN_ALLOW},
+    {"admin-read", required_argument, NULL, OPT_ADMIN_READ},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"check-policy", required_argument, NULL, OPT_CHECK_POLICY},
     {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
     {"store", required_argument, NULL, OPT_STORE},
     {"libsqlite3-db", required_argument, NULL, OPT_SQLITE_DB},
@@ -321,7 +329,17 @@ void config_usage(FILE *out)
         "      --can-do-timeout=WHAT  a job whose worker passes its CAN_DO_TIMEOUT: fail\n"
         "                             (default) sends WORK_FAIL; requeue re-queues it as a lost\n"
         "                             job, counted against -j, as gearmand\n"
-        "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n"
+        "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n",
+        out);
+    fputs(
+        "      --admin-allow=RULE     who may run admin commands that change state (repeatable):\n"
+        "                             unix, loopback, local, any, ADDR[/BITS], cert:NAME,\n"
+        "                             listener:NAME (default: anyone; shutdown as above)\n"
+        "      --admin-read=WHO       who may run read-only admin commands: all (default) or\n"
+        "                             allowed (--admin-allow, else local connections)\n"
+        "      --policy=FILE          function permissions: who may submit and CAN_DO which\n"
+        "                             functions (re-read on SIGHUP; see SECURITY.md)\n"
+        "      --check-policy=FILE    check a policy file, print the result, exit (0 or 1)\n"
         "      --shutdown-timeout=S   longest wait of 'shutdown graceful' (default 30)\n",
         out);
 }
@@ -766,6 +784,22 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --admin-shutdown '%s' (local, any, none)",
                             optarg);
             break;
+        case OPT_ADMIN_ALLOW:
+            if (c->nadmin_allow == CONFIG_MAX_ADMIN_ALLOW)
+                return errf(err, errlen, "too many --admin-allow rules (at most %d)",
+                            CONFIG_MAX_ADMIN_ALLOW);
+            c->admin_allow[c->nadmin_allow++] = strdup(optarg);
+            break;
+        case OPT_ADMIN_READ:
+            if (strcmp(optarg, "all") == 0)
+                c->admin_read_allowed = 0;
+            else if (strcmp(optarg, "allowed") == 0)
+                c->admin_read_allowed = 1;
+            else
+                return errf(err, errlen, "invalid --admin-read '%s' (all, allowed)", optarg);
+            break;
+        case OPT_POLICY: set_str(&c->policy, optarg); break;
+        case OPT_CHECK_POLICY: set_str(&c->check_policy, optarg); break;
         case OPT_SHUTDOWN_TIMEOUT:
             if (parse_seconds(optarg, &d) != 0)
                 return errf(err, errlen, "invalid --shutdown-timeout '%s'", optarg);
@@ -986,8 +1020,9 @@ int config_make_absolute(struct config *c, const char *cwd)
         strcmp(c->log_file, "none") != 0 && absolute(&c->log_file, cwd) != 0)
         return -1;
     if (absolute(&c->pid_file, cwd) != 0 || absolute(&c->port_file, cwd) != 0 ||
-        absolute(&c->http_port_file, cwd) != 0 || absolute(&c->ssl_certificate, cwd) != 0 ||
-        absolute(&c->ssl_key, cwd) != 0 || absolute(&c->ssl_ca_file, cwd) != 0 ||
+        absolute(&c->http_port_file, cwd) != 0 || absolute(&c->policy, cwd) != 0 ||
+        absolute(&c->ssl_certificate, cwd) != 0 || absolute(&c->ssl_key, cwd) != 0 ||
+        absolute(&c->ssl_ca_file, cwd) != 0 ||
         absolute(&c->unix_path, cwd) != 0 || absolute(&c->sqlite_db, cwd) != 0)
         return -1;
     if (c->store != NULL && strncmp(c->store, "sqlite:", 7) == 0 &&
@@ -1038,6 +1073,12 @@ void config_free(struct config *c)
     free(c->sqlite_table);
     free(c->pg_conninfo);
     free(c->pg_table);
+    for (int i = 0; i < c->nadmin_allow; i++)
+        free(c->admin_allow[i]);
+    c->nadmin_allow = 0;
+    free(c->policy);
+    free(c->check_policy);
+    c->policy = c->check_policy = NULL;
     memset(c->listen, 0, sizeof c->listen);
     c->unix_path = c->port_file = c->pid_file = c->log_file = c->user = NULL;
     c->job_handle_prefix = c->store = c->queue_type = c->sqlite_db = c->sqlite_table = c->pg_conninfo =

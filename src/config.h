@@ -12,6 +12,7 @@ extern "C" {
 #endif
 
 #define CONFIG_MAX_LISTEN 16 /* -L may be given this many times */
+#define CONFIG_MAX_ADMIN_ALLOW 32 /* --admin-allow may be given this many times (ACL_MAX_ADMIN) */
 #define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
 
 /* enum admin_shutdown_policy says who may run the admin shutdown command. */
@@ -107,6 +108,12 @@ struct config {
 
     /* admin */
     enum admin_shutdown_policy admin_shutdown; /* --admin-shutdown */
+    char *admin_allow[CONFIG_MAX_ADMIN_ALLOW]; /* --admin-allow rules (acl.h principals),
+                                                  checked by acl_new */
+    int nadmin_allow;                /* entries in admin_allow */
+    int admin_read_allowed;          /* --admin-read=allowed (default all: anyone may read) */
+    char *policy;                    /* --policy: the function permissions file, NULL for none */
+    char *check_policy;              /* --check-policy: validate this file, then exit */
     double shutdown_timeout;         /* --shutdown-timeout: graceful shutdown bound, seconds */
 
     /* durable store */
@@ -156,7 +163,7 @@ unsigned config_tcp_user_timeout_ms(const struct config *c);
 
 /* config_make_absolute rewrites every relative file path in c (pid file, log file, port file,
  * unix socket, store and libsqlite3 database) as cwd + "/" + path, for a daemon that is about
- * to chdir("/"). Returns 0, or -1 when out of memory. */
+ * to chdir("/"), and the policy file. Returns 0, or -1 when out of memory. */
 int config_make_absolute(struct config *c, const char *cwd);
 
 /* config_free frees the strings c owns. */

@@ -19,6 +19,7 @@ extern "C" {
 
 #define PRIO_SNAPSHOT 3 /* priorities in struct engine_snapshot (PRIO_COUNT in job.h) */
 
+struct acl;
 struct admin_listing;
 struct peer;
 struct engine;
@@ -102,6 +103,9 @@ enum proto_error_kind {
     PERR_KINDS,
 };
 
+/* What a refusal by acl.c refused (engine_stats.permission_denied). */
+enum { DENIED_SUBMIT = 0, DENIED_CAN_DO, DENIED_ADMIN, DENIED_KINDS };
+
 /* struct engine_stats counts what the server did, for logs, admin and metrics. Every field is
  * cumulative since the start or the last 'stats reset', incremented in O(1) where the event
  * happens; gauges (what is, not what happened) are kept elsewhere. */
@@ -133,6 +137,7 @@ struct engine_stats {
     struct hist store_batch_ops; /* operations (adds and deletions) per batch written */
     struct hist store_commit_seconds; /* from hand-off to the committer to its answer */
     uint64_t store_replayed; /* jobs restored from the store at start-up */
+    uint64_t permission_denied[DENIED_KINDS]; /* refusals by acl.c, by DENIED_* */
 };
 
 /* struct engine is the whole pure server state. */
@@ -145,6 +150,8 @@ struct engine {
     struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */
     size_t npeers;                /* peers in the list */
     struct engine_stats stats;    /* counters */
+    struct acl *acl;              /* access rules (acl.h), NULL when none are configured: the
+                                     hot path tests only this pointer */
     int shutting_down;            /* graceful shutdown: no new assignments, wait for running */
     size_t buffered;              /* bytes held by all open peers' input buffers and output
                                      queues (the sum of peer.held), for --max-buffer-memory */

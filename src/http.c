@@ -316,6 +316,9 @@ static unsigned error_status(const char *code, size_t len)
         (len == strlen(PROTO_ERR_INVALID_ARGUMENT) &&
          memcmp(code, PROTO_ERR_INVALID_ARGUMENT, len) == 0))
         return MHD_HTTP_BAD_REQUEST;
+    if (len == strlen(PROTO_ERR_PERMISSION_DENIED) &&
+        memcmp(code, PROTO_ERR_PERMISSION_DENIED, len) == 0)
+        return MHD_HTTP_FORBIDDEN; /* --policy */
     return MHD_HTTP_SERVICE_UNAVAILABLE; /* queue full, store error, out of memory */
 }
 

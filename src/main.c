@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "config.h"
 #include "file.h"
 #include "log.h"
@@ -165,7 +166,30 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 1;
     }
+    if (cfg.check_policy != NULL) {
+        struct acl_policy *pol = acl_policy_load(cfg.check_policy, err, sizeof err);
+        if (pol != NULL)
+            printf("%s: OK (%zu rules)\n", cfg.check_policy, pol->nrules);
+        else
+            fprintf(stderr, "spurd: %s\n", err);
+        int bad = pol == NULL;
+        acl_policy_free(pol);
+        config_free(&cfg);
+        return bad;
+    }
     if (cfg.check_args) {
+        /* the --admin-allow rules; the policy file is server_init's (or --check-policy's) */
+        char *policy = cfg.policy;
+        struct acl *acl_check = NULL;
+        cfg.policy = NULL;
+        rc = acl_new(&cfg, &acl_check, err, sizeof err);
+        cfg.policy = policy;
+        acl_free(acl_check);
+        if (rc != 0) {
+            fprintf(stderr, "spurd: %s\n", err);
+            config_free(&cfg);
+            return 1;
+        }
         config_free(&cfg);
         return 0;
     }

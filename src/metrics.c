@@ -19,6 +19,7 @@
 
 static const char *const prio_names[PRIO_SNAPSHOT] = {"high", "normal", "low"};
 static const char *const kind_names[PEER_KINDS] = {"client", "worker", "admin", "none"};
+static const char *const denied_names[DENIED_KINDS] = {"submit", "can_do", "admin"};
 static const char *const event_names[JOB_EVENTS] = {
     "submitted", "coalesced", "assigned", "retried",   "completed", "failed",
     "exception", "timed_out", "requeued", "lost",      "cancelled", "abandoned",
@@ -241,6 +242,13 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     stat_u(&o, "store", e->store_mgr != NULL);
     stat_u(&o, "store_commits", st->store_commits);
     stat_u(&o, "store_commit_failures", st->store_commit_failures);
+    stat_u(&o, "permission_denied", st->permission_denied[DENIED_SUBMIT] +
+                                         st->permission_denied[DENIED_CAN_DO] +
+                                         st->permission_denied[DENIED_ADMIN]);
+    for (int k = 0; k < DENIED_KINDS; k++) {
+        snprintf(name, sizeof name, "permission_denied_%s", denied_names[k]);
+        stat_u(&o, name, st->permission_denied[k]);
+    }
     stat_u(&o, "store_batch_operations", (uint64_t)st->store_batch_ops.sum);
     stat_f(&o, "store_commit_seconds", st->store_commit_seconds.sum);
     stat_u(&o, "store_replayed", st->store_replayed);
@@ -403,6 +411,15 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
         store, "functions", (json_int_t)s.functions, "workers", (json_int_t)s.workers,
         "abilities", (json_int_t)s.abilities, "held_grabs", (json_int_t)s.held, "buffered_bytes",
         (json_int_t)s.buffered, "buffered_peak_bytes", (json_int_t)s.buffered_peak);
+    json_t *denied = json_object();
+    uint64_t ndenied = 0;
+    for (int k = 0; k < DENIED_KINDS; k++) {
+        json_object_set_new(denied, denied_names[k],
+                            json_integer((json_int_t)st->permission_denied[k]));
+        ndenied += st->permission_denied[k];
+    }
+    json_object_set_new(denied, "total", json_integer((json_int_t)ndenied));
+    json_object_set_new(doc, "permission_denied", denied);
     struct out o = out_init(b, max);
     dump(&o, doc);
     if (o.err)
@@ -705,5 +722,10 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     prom_hist(&o, "spur_store_commit_seconds", NULL, &st->store_commit_seconds, hist_seconds);
     counter(&o, "spur_store_replayed_jobs_total", "Jobs restored from the store at start-up.",
             st->store_replayed);
+    help(&o, "spur_permission_denied_total", "counter",
+         "Requests refused by --admin-allow, --admin-read or --policy, by what was refused.");
+    for (int k = 0; k < DENIED_KINDS; k++)
+        putf(&o, "spur_permission_denied_total{what=\"%s\"} %llu\n", denied_names[k],
+             (unsigned long long)st->permission_denied[k]);
     return o.err;
 }

@@ -91,6 +91,11 @@ struct peer {
     char *cert_names;     /* TLS with a verified client certificate: its names (subject CN,
                              then the DNS and email SANs), each NUL-terminated, the list ended
                              by an empty string; else NULL. Freed by peer_unlink */
+    uint32_t acl_gen;     /* the policy generation acl_mask and acl_class were resolved
+                             under (acl.c), 0 for none; whoever changes ip, listener or
+                             cert_names after a request was handled must set it to 0 */
+    uint8_t acl_class;    /* its class under that policy (ACL_NO_CLASS: uncached) */
+    uint64_t acl_mask;    /* the policy's principals it is (acl.c) */
 };
 
 /* peer_of returns the peer whose engine->peers link is n, or NULL for NULL (so it takes

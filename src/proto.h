@@ -162,6 +162,7 @@ size_t proto_encode(unsigned char *out, uint32_t magic, uint32_t cmd, const stru
 #define PROTO_ERR_JOB_NOT_FOUND "JOB_NOT_FOUND"
 #define PROTO_ERR_UNKNOWN_OPTION "UNKNOWN_OPTION"
 #define PROTO_ERR_MEMORY "MEMORY_ALLOCATION_FAILURE"
+#define PROTO_ERR_PERMISSION_DENIED "PERMISSION_DENIED" /* Spur: refused by --policy (acl.h) */
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "admin.h"
 #include "cmd.h"
 #include "conn.h"
@@ -503,6 +504,19 @@ static void reload_tls(struct server *s)
         log_notice("SIGHUP: TLS certificate, key and CA reloaded for new connections");
 }
 
+/* server_reload_policy re-reads the --policy file; a bad file keeps the old policy. */
+static void server_reload_policy(struct server *s)
+{
+    char err[512];
+    if (s->eng.acl == NULL || s->eng.acl->policy_path == NULL)
+        return;
+    if (acl_reload(s->eng.acl, err, sizeof err) != 0)
+        log_error("SIGHUP: policy not reloaded, the old one stays: %s", err);
+    else
+        log_notice("SIGHUP: policy %s reloaded (%zu rules)", s->eng.acl->policy_path,
+                   s->eng.acl->policy->nrules);
+}
+
 static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)loop;
@@ -513,6 +527,7 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
     else
         log_notice("SIGHUP: log file reopened");
     reload_tls(s);
+    server_reload_policy(s);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -617,6 +632,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
     engine_set_sink(&s->eng, &cmd_sink);
+    if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)
+        return -1;
     if (conn_ctx_init(&s->conns, s->loop, &s->eng, cfg, &s->spin) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -795,6 +812,8 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_usr1);
     ev_async_stop(s->loop, &s->store_async);
     engine_destroy(&s->eng);
+    acl_free(s->eng.acl);
+    s->eng.acl = NULL;
     ev_loop_destroy(s->loop);
     s->loop = NULL;
 }

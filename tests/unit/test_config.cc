@@ -89,6 +89,32 @@ TEST(Config, CanDoTimeoutFailOrRequeue)
     config_free(&p.c);
 }
 
+TEST(Config, AccessOptions)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(p.c.nadmin_allow, 0);
+    EXPECT_EQ(p.c.admin_read_allowed, 0);
+    EXPECT_EQ(p.c.policy, nullptr);
+    config_free(&p.c);
+    p = parse({"--admin-allow=unix", "--admin-allow=10.0.0.0/8", "--admin-read=allowed",
+               "--policy=rel/policy", "--admin-read=all", "--admin-read=allowed"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    ASSERT_EQ(p.c.nadmin_allow, 2);
+    EXPECT_STREQ(p.c.admin_allow[1], "10.0.0.0/8");
+    EXPECT_EQ(p.c.admin_read_allowed, 1);
+    ASSERT_EQ(config_make_absolute(&p.c, "/srv"), 0);
+    EXPECT_STREQ(p.c.policy, "/srv/rel/policy") << "a daemon re-reads it on SIGHUP from /";
+    config_free(&p.c);
+    std::vector<std::string> many;
+    for (int i = 0; i <= CONFIG_MAX_ADMIN_ALLOW; i++)
+        many.push_back("--admin-allow=unix");
+    p = parse(many);
+    EXPECT_EQ(p.rc, -1);
+    EXPECT_NE(p.err.find("too many --admin-allow rules (at most 32)"), std::string::npos) << p.err;
+    config_free(&p.c);
+}
+
 TEST(Config, GearmandNamesShortAndLong)
 {
     Parsed p = parse({"-p", "5000", "-b", "64", "-L", "127.0.0.1", "--listen=::1", "-t", "4",
@@ -145,7 +171,8 @@ TEST(Config, BadValuesRejected)
              {"--ssl-verify-client=maybe"}, {"--ssl-listen=nohost"}, {"--ssl-listen=::1:4731"},
              {"--ssl-listen=[::1]4731"}, {"--ssl-listen=h:70000"},
              {"--ssl-handshake-timeout=-1"},
-             {"--ssl", "--ssl-certificate=c", "--ssl-key=k", "--ssl-verify-client=optional"}}) {
+             {"--ssl", "--ssl-certificate=c", "--ssl-key=k", "--ssl-verify-client=optional"},
+             {"--admin-read=some"}, {"--admin-read="}}) {
         Parsed p = parse(args);
         EXPECT_EQ(p.rc, -1) << args[0];
         EXPECT_FALSE(p.err.empty());

@@ -58,7 +58,8 @@ def test_fuzz_targets_run_clean():
             print("artifact kept:", art)
         assert r.returncode == 0, "a fuzz target failed:\n" + r.stdout[-8000:]
         for target in ("fuzz_proto_bin", "fuzz_proto_admin", "fuzz_connection", "fuzz_store_row",
-                       "fuzz_store", "fuzz_http", "fuzz_tls"):
+                       "fuzz_store", "fuzz_http", "fuzz_tls",
+                       "fuzz_policy"):
             assert f"{target}: " in r.stdout and "executions" in r.stdout
     finally:
         if no_artifacts(build):

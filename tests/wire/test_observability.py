@@ -140,6 +140,7 @@ STATS_SCHEMA = obj({
         "events": obj({e: COUNT for e in EVENTS}), "wait_seconds": HIST, "run_seconds": HIST})},
     "functions": COUNT, "workers": COUNT, "abilities": COUNT, "held_grabs": COUNT,
     "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
+    "permission_denied": obj({k: COUNT for k in ["submit", "can_do", "admin", "total"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
