@@ -286,9 +286,9 @@ static void handshake_step(struct conn *c, ssize_t n)
     if (c->peer.cert_names != NULL && log_enabled(LOG_INFO)) {
         char names[256]; /* the list as "a, b, c", cut to fit */
         size_t k = 0;
-        for (const char *n = c->peer.cert_names; *n != '\0' && k + 1 < sizeof names;
-             n += strlen(n) + 1) {
-            int w = snprintf(names + k, sizeof names - k, "%s%s", k > 0 ? ", " : "", n);
+        for (const char *nm = c->peer.cert_names; *nm != '\0' && k + 1 < sizeof names;
+             nm += strlen(nm) + 1) {
+            int w = snprintf(names + k, sizeof names - k, "%s%s", k > 0 ? ", " : "", nm);
             k += w > 0 ? (size_t)w : 0;
         }
         names[sizeof names - 1] = '\0';
