@@ -115,6 +115,9 @@ enum {
     OPT_STORE_SYNC,
     OPT_STORE_RECOVER,
     OPT_STORE_WAIT,
+    OPT_SERVER_ID,
+    OPT_TAKEOVER,
+    OPT_TAKEOVER_AFTER,
     OPT_SSL,
     OPT_SSL_CA_FILE,
     OPT_SSL_CERT,
@@ -193,6 +196,9 @@ static const struct option long_opts[] = {
     {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
     {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
     {"store-wait", required_argument, NULL, OPT_STORE_WAIT},
+    {"server-id", required_argument, NULL, OPT_SERVER_ID},
+    {"takeover", required_argument, NULL, OPT_TAKEOVER},
+    {"takeover-after", required_argument, NULL, OPT_TAKEOVER_AFTER},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca-file", required_argument, NULL, OPT_SSL_CA_FILE},
     {"ssl-certificate", required_argument, NULL, OPT_SSL_CERT},
@@ -302,7 +308,15 @@ void config_usage(FILE *out)
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
         "      --store-max-pages=N    cap the store at N pages (to test a full disk)\n"
         "      --store-wait=S         postgres: a background submit waits up to S seconds for an\n"
-        "                             unavailable database (default 0: QUEUE_ERROR at once)\n"
+        "                             unavailable database (default 0: QUEUE_ERROR at once)\n",
+        out);
+    fputs(
+        "      --server-id=ID         postgres: this server's id in a database shared by several\n"
+        "                             servers (default HOSTNAME:PORT; docs/HA.md)\n"
+        "      --takeover=ID          postgres: at start, claim and run the stored jobs of the\n"
+        "                             dead server ID (refused while ID holds its lease; repeatable)\n"
+        "      --takeover-after=S     postgres: claim the jobs of any server whose lease has not\n"
+        "                             been renewed for S seconds (default 0: never)\n"
         "      --store-recover        start even if the store is damaged: rewrite it with every\n"
         "                             readable job, keep the damaged file as PATH.damaged-TIME\n"
         "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
@@ -837,6 +851,26 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --store-wait '%s' (0 to 3600 seconds)", optarg);
             c->store_wait = d;
             break;
+        case OPT_SERVER_ID:
+            if (!store_pg_valid_server_id(optarg))
+                return errf(err, errlen, "invalid --server-id '%s' (1 to %d letters, digits and "
+                            "._:@-)", optarg, STORE_PG_SERVER_ID_MAX);
+            set_str(&c->server_id, optarg);
+            break;
+        case OPT_TAKEOVER:
+            if (!store_pg_valid_server_id(optarg))
+                return errf(err, errlen, "invalid --takeover '%s' (a server id: 1 to %d letters, "
+                            "digits and ._:@-)", optarg, STORE_PG_SERVER_ID_MAX);
+            if (c->ntakeover == CONFIG_MAX_TAKEOVER)
+                return errf(err, errlen, "too many --takeover ids (at most %d)", CONFIG_MAX_TAKEOVER);
+            c->takeover[c->ntakeover++] = strdup(optarg);
+            break;
+        case OPT_TAKEOVER_AFTER:
+            if (parse_seconds(optarg, &d) != 0 || d > 86400 || (d > 0 && d < 1))
+                return errf(err, errlen, "invalid --takeover-after '%s' (0, or 1 to 86400 seconds)",
+                            optarg);
+            c->takeover_after = d;
+            break;
         case OPT_STORE_MAX_PAGES:
             if (parse_long(optarg, 0, LONG_MAX, &v) != 0)
                 return errf(err, errlen, "invalid --store-max-pages '%s'", optarg);
@@ -1079,6 +1113,12 @@ void config_free(struct config *c)
     free(c->policy);
     free(c->check_policy);
     c->policy = c->check_policy = NULL;
+    free(c->server_id);
+    c->server_id = NULL;
+    for (int i = 0; i < c->ntakeover; i++)
+        free(c->takeover[i]);
+    c->ntakeover = 0;
+    memset(c->takeover, 0, sizeof c->takeover);
     memset(c->listen, 0, sizeof c->listen);
     c->unix_path = c->port_file = c->pid_file = c->log_file = c->user = NULL;
     c->job_handle_prefix = c->store = c->queue_type = c->sqlite_db = c->sqlite_table = c->pg_conninfo =

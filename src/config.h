@@ -13,6 +13,7 @@ extern "C" {
 
 #define CONFIG_MAX_LISTEN 16 /* -L may be given this many times */
 #define CONFIG_MAX_ADMIN_ALLOW 32 /* --admin-allow may be given this many times (ACL_MAX_ADMIN) */
+#define CONFIG_MAX_TAKEOVER 16 /* --takeover may be given this many times */
 #define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
 
 /* enum admin_shutdown_policy says who may run the admin shutdown command. */
@@ -128,6 +129,11 @@ struct config {
     int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
     int store_recover;               /* --store-recover: start on a damaged store with what is readable */
     double store_wait;               /* --store-wait: seconds a batch waits for an unavailable database */
+    /* a postgres store shared by several servers (docs/HA.md) */
+    char *server_id;                 /* --server-id, NULL: HOSTNAME:PORT */
+    char *takeover[CONFIG_MAX_TAKEOVER]; /* --takeover=ID: dead servers whose jobs to claim at start */
+    int ntakeover;                   /* how many */
+    double takeover_after;           /* --takeover-after: claim a server's jobs after S s without lease */
 };
 
 /* config_defaults fills c with the defaults (no allocation). */

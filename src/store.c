@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,6 @@
 
 #define RETRY_FIRST 0.01 /* seconds before the first retry of deletions after a failed commit */
 #define RETRY_MAX 5.0     /* the pause doubles after each failure up to this */
-#define FAIL_LOG_GAP 1.0  /* at most one line about failed commits per this many seconds */
 
 /* struct ack is one reply held until a batch is durable. */
 struct ack {
@@ -77,6 +77,9 @@ struct store {
     int replay_done;               /* the committer finished replaying */
     int replay_failed;             /* replay stopped on a read error */
     int stop;                      /* the committer should exit */
+    uint64_t adopted;              /* jobs adopt handed over since the loop last looked */
+    int adopt_fenced;              /* adopt found this server fenced (-2) */
+    char adopt_note[256];          /* whose they were, for the log */
     double wake_at;                /* monotonic time to wake the loop (retry after a failed
                                       commit), 0 = none */
     /* committer only */
@@ -93,8 +96,9 @@ struct store {
                                       of only deletions is not written, 0 = not failing */
     double retry_gap;              /* the current pause between retries */
     uint64_t fails;                /* failed commits since the last success */
-    uint64_t fails_unlogged;       /* of those, failed commits not yet reported in the log */
-    double fail_logged;            /* monotonic time of the last line about failed commits */
+    uint64_t refused;              /* background submits refused since the last success */
+    int fenced;                    /* the backend said another server took over this one's jobs */
+    double down_since;             /* monotonic time of the first of those failures */
 };
 
 static double mono(void)
@@ -148,6 +152,32 @@ static int replay_row(void *ctx, const struct store_rec *r)
     return 0;
 }
 
+/* maintain lets the backend keep its store bounded (and renew its lease), then take over the
+ * rows of dead servers, handed to the loop as replayed jobs are (committer thread). */
+static void maintain(struct store *st)
+{
+    st->be->maintain(st->db);
+    if (st->be->adopt == NULL)
+        return;
+    const char *note = NULL;
+    int n = st->be->adopt(st->db, replay_row, st, &note);
+    if (st->filling != NULL) {
+        push_chunk(st, st->filling);
+        st->filling = NULL;
+    }
+    if (n != 0) {
+        pthread_mutex_lock(&st->mu);
+        if (n > 0)
+            st->adopted += (uint64_t)n;
+        if (n == -2)
+            st->adopt_fenced = 1;
+        snprintf(st->adopt_note, sizeof st->adopt_note, "%s",
+                 n > 0 ? (note != NULL ? note : "") : st->be->error(st->db));
+        pthread_mutex_unlock(&st->mu);
+        st->notify(st->notify_arg);
+    }
+}
+
 static void *committer(void *arg)
 {
     struct store *st = arg;
@@ -187,7 +217,7 @@ static void *committer(void *arg)
             pthread_cond_timedwait(&st->cv, &st->mu, &until);
             if (st->to_write == NULL && mono() - last_maintain >= 1.0) {
                 pthread_mutex_unlock(&st->mu);
-                st->be->maintain(st->db);
+                maintain(st);
                 last_maintain = mono();
                 pthread_mutex_lock(&st->mu);
             }
@@ -199,7 +229,7 @@ static void *committer(void *arg)
         pthread_mutex_unlock(&st->mu);
         int wrc = st->be->write_batch(st->db, b);
         if (mono() - last_maintain >= 1.0) {
-            st->be->maintain(st->db);
+            maintain(st);
             last_maintain = mono();
         }
         pthread_mutex_lock(&st->mu);
@@ -402,6 +432,8 @@ static void answer(struct engine *e, struct store *st, struct ack *a, int ok, co
     } else if (!ok && a->added && j != NULL) {
         j->flags &= (uint8_t)~JOB_STORED; /* the conversion to background was not stored */
     }
+    if (!ok && a->added)
+        st->refused++;
     if (a->who != NULL)
         st->sink->acked(e, a->who, a->id, !ok && (a->added || j == NULL) ? errtext : NULL);
 }
@@ -457,15 +489,37 @@ static void restore(struct engine *e, const struct replay_job *r)
         return;
     }
     const char *u = b + r->func_len, *red = u + r->unique_len, *d = red + r->reducer_len;
+    /* an id this server has not reached is another server's (a job taken over, docs/HA.md): the
+     * job gets a new id of this server's, and its row is rewritten under it in the next batch
+     * (the add and the deletion of the old id commit together) */
+    int rekey = r->id >= e->next_id;
     struct job *j = job_new_id(e, f, (enum job_prio)r->prio, 1, u, r->unique_len, red,
-                               r->reducer_len, d, r->data_len, r->id);
+                               r->reducer_len, d, r->data_len, rekey ? 0 : r->id);
     if (j == NULL) {
         log_error("store: out of memory restoring job %llu", (unsigned long long)r->id);
         return;
     }
     j->flags |= JOB_STORED;
+    if (rekey) {
+        struct store_queue *q = &mgr(e)->q;
+        struct store_rec rec;
+        record(j, (double)r->when, &rec);
+        if (store_queue_add(q, &rec) != 0 || store_queue_done(q, r->id) != 0)
+            log_error("store: out of memory renumbering job %llu taken over (as %llu): it may run "
+                      "again after a restart", (unsigned long long)r->id, (unsigned long long)j->id);
+    }
     if (r->when <= engine_now(e) || job_defer(e, j, (double)r->when) != 0)
         func_push(e, j, 0);
+}
+
+/* wake_all wakes the workers of every function with jobs ready. */
+static void wake_all(struct engine *e)
+{
+    list_for_each(n, &e->func_list) {
+        struct func *f = func_of_anode(n);
+        if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
+            func_wake(e, f);
+    }
 }
 
 /* finish_replay opens the queues to workers once every stored job is back. */
@@ -482,39 +536,42 @@ static void finish_replay(struct engine *e, int failed)
     const char *qnote;
     if (st->be->quarantined(st->db, &qnote) > 0)
         log_error("store: %s", qnote);
-    list_for_each(n, &e->func_list) {
-        struct func *f = func_of_anode(n);
-        if (f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW] > 0)
-            func_wake(e, f);
-    }
+    wake_all(e);
     st->sink->replay_done(e); /* submits that waited for the replay go on */
 }
 
-/* commit_failed counts a failed commit of b, logs it (at most one line per FAIL_LOG_GAP, with the
- * count of failures since the last line) and sets the time before which deletions alone are not
- * retried: RETRY_FIRST, doubling after each failure up to RETRY_MAX. The committer wakes the loop
- * then. */
+/* commit_failed counts a failed commit of b, logs the first failure of an outage (one line with
+ * the reason; the end of the outage is the other line, in store_complete) and sets the time before
+ * which deletions alone are not retried: RETRY_FIRST, doubling after each failure up to RETRY_MAX.
+ * The committer wakes the loop then. */
 static void commit_failed(struct store *st, const struct store_batch *b)
 {
     double now = mono();
-    st->fails++;
-    st->fails_unlogged++;
+    if (st->fails++ == 0) {
+        st->down_since = now;
+        log_error("store: writing %zu operations failed: %s (background submits are refused until "
+                  "a commit succeeds; deletions are retried)", store_batch_ops(b),
+                  store_batch_error(b));
+    }
     st->retry_gap = st->retry_gap > 0 ? st->retry_gap * 2 : RETRY_FIRST;
     if (st->retry_gap > RETRY_MAX)
         st->retry_gap = RETRY_MAX;
     st->retry_at = now + st->retry_gap;
-    if (st->fail_logged == 0 || now - st->fail_logged >= FAIL_LOG_GAP) {
-        log_error("store: writing %zu operations failed: %s (%llu failed commits since the last "
-                  "message; deletions retried in %.2fs)",
-                  store_batch_ops(b), store_batch_error(b), (unsigned long long)st->fails_unlogged,
-                  st->retry_gap);
-        st->fails_unlogged = 0;
-        st->fail_logged = now;
-    }
     pthread_mutex_lock(&st->mu);
     st->wake_at = st->retry_at;
     pthread_cond_signal(&st->cv);
     pthread_mutex_unlock(&st->mu);
+}
+
+/* fence stops the server once its backend says another server took its stored jobs over
+ * (docs/HA.md): they must not run here too. As on SIGTERM: the loop ends, nothing is written. */
+static void fence(struct store *st, const char *why)
+{
+    if (st->fenced)
+        return;
+    st->fenced = 1;
+    log_error("store: %s: stopping this server", why);
+    raise(SIGTERM);
 }
 
 void store_complete(struct engine *e)
@@ -529,6 +586,13 @@ void store_complete(struct engine *e)
     struct replay_chunk *chunks = st->chunks;
     st->chunks = st->chunks_tail = NULL;
     int replay_done = st->replay_done, replay_failed = st->replay_failed;
+    uint64_t adopted = st->adopted;
+    char adopt_note[sizeof st->adopt_note];
+    memcpy(adopt_note, st->adopt_note, sizeof adopt_note);
+    int adopt_fenced = st->adopt_fenced;
+    st->adopted = 0;
+    st->adopt_fenced = 0;
+    st->adopt_note[0] = '\0';
     pthread_mutex_unlock(&st->mu);
 
     while (chunks != NULL) {
@@ -542,6 +606,14 @@ void store_complete(struct engine *e)
     }
     if (replay_done && e->replaying)
         finish_replay(e, replay_failed);
+    else if (adopted > 0)
+        wake_all(e); /* jobs taken over at run time: workers may sleep */
+    if (adopted > 0)
+        log_notice("store: took over %llu jobs (%s)", (unsigned long long)adopted, adopt_note);
+    else if (adopt_fenced)
+        fence(st, adopt_note);
+    else if (adopt_note[0])
+        log_error("store: taking over a dead server's jobs failed: %s", adopt_note);
     if (b != NULL) {
         hist_observe(&e->stats.store_commit_seconds, hist_seconds, mono() - st->flight_since);
         hist_observe(&e->stats.store_batch_ops, hist_sizes, (double)store_batch_ops(b));
@@ -549,18 +621,22 @@ void store_complete(struct engine *e)
             e->stats.store_commit_failures++;
         else
             e->stats.store_commits++;
+        if (rc == -2)
+            fence(st, store_batch_error(b));
         if (rc != 0) {
             commit_failed(st, b);
             if (store_queue_retry_dones(&st->q, b) != 0)
                 log_error("store: out of memory keeping failed deletions for a retry");
-        } else if (st->fails > 0) {
-            log_notice("store: writing works again after %llu failed commits",
-                       (unsigned long long)st->fails);
-            st->fails = st->fails_unlogged = 0;
-            st->retry_at = st->retry_gap = 0;
         }
         st->in_flight = 0;
         answer_all(e, &st->flight, rc == 0, store_batch_error(b));
+        if (rc == 0 && st->fails > 0) {
+            log_notice("store: writing works again after %llu failed commits (down %.1fs; %llu "
+                       "background submits refused meanwhile)", (unsigned long long)st->fails,
+                       mono() - st->down_since, (unsigned long long)st->refused);
+            st->fails = st->refused = 0;
+            st->retry_at = st->retry_gap = 0;
+        }
         store_batch_free(b);
     }
     store_flush(e);

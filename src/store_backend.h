@@ -45,9 +45,15 @@ struct store_params {
     double wait;              /* --store-wait: seconds a write may wait for an unavailable
                                  database before it fails (postgres), 0 = fail at once */
     size_t max_function;      /* --max-function-name: longest name a replayed row may have */
+    /* a store shared by several servers (postgres; docs/HA.md) */
+    const char *server_id;    /* --server-id: whose rows this server owns, never NULL for postgres */
+    char *const *takeover;    /* --takeover ids: dead servers whose rows open claims */
+    int ntakeover;            /* how many */
+    double takeover_after;    /* --takeover-after: claim a server's rows once its lease has not
+                                 been renewed for this many seconds, 0 = never */
 };
 
-/* struct store_backend is one kind of durable store. Every function is required. */
+/* struct store_backend is one kind of durable store. Every function is required but adopt. */
 struct store_backend {
     const char *name; /* for messages: "sqlite" */
 
@@ -63,7 +69,9 @@ struct store_backend {
 
     /* write_batch writes b (its live adds, its dones, and store_batch_max_id as a high-water mark)
      * as one atomic, durable transaction (committer thread). Returns 0, or -1 with nothing of b
-     * stored and the text in store_batch_error(b). b may be written again or freed after. */
+     * stored and the text in store_batch_error(b), or -2 likewise when nothing will ever be
+     * written again because another server took this one's jobs over (the server then stops).
+     * b may be written again or freed after. */
     int (*write_batch)(void *db, struct store_batch *b);
 
     /* maintain keeps the store's files bounded; cheap when there is nothing to do (committer). */
@@ -78,6 +86,14 @@ struct store_backend {
     /* quarantined returns how many stored records the replay found not to be jobs and set aside,
      * with a one-line summary in *note when note is not NULL. */
     uint64_t (*quarantined)(const void *db, const char **note);
+
+    /* adopt (NULL when the backend has no shared store) claims, at run time, the rows of other
+     * servers that it may take over (--takeover-after) and calls cb(ctx, r) for each, as replay
+     * does (committer thread, after maintain). Returns how many rows it handed over, -1 (text
+     * in error), or -2 when this server's own jobs were taken over (as write_batch's -2); *note,
+     * when not NULL, says whose they were or why (valid until the next call). */
+    int (*adopt)(void *db, int (*cb)(void *ctx, const struct store_rec *r), void *ctx,
+                 const char **note);
 
     /* close writes nothing more (the manager wrote the final batch) and frees db. NULL allowed. */
     void (*close)(void *db);

@@ -5,7 +5,9 @@
 
 #include <stddef.h>
 #include <string.h>
+#include <stdio.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "engine.h"
@@ -49,6 +51,10 @@ const struct store_backend *store_backend_choose(const struct config *c, struct 
     p->max_pages = c->store_max_pages;
     p->wait = c->store_wait;
     p->max_function = c->max_function;
+    p->server_id = c->server_id;
+    p->takeover = c->takeover;
+    p->ntakeover = c->ntakeover;
+    p->takeover_after = c->takeover_after;
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
         const struct scheme *s = &schemes[i];
         size_t n = strlen(s->prefix);
@@ -79,7 +85,19 @@ int store_open(struct engine *e, const struct store_sink *sink, void (*notify)(v
     if (b == NULL)
         return 0;
     static char shown[256]; /* one store per process; logs may not show a password */
-    if (b == &store_pg_backend)
+    static char id[STORE_PG_SERVER_ID_MAX + 1]; /* the default --server-id: HOSTNAME:PORT */
+    if (b == &store_pg_backend) {
         p.shown = store_pg_redact(p.location, shown, sizeof shown);
+        if (p.server_id == NULL) {
+            char host[256] = "";
+            if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+                strcpy(host, "localhost");
+            snprintf(id, sizeof id, "%s:%d", host, e->cfg->port);
+            for (char *q = id; *q; q++) /* a hostname has only letters, digits, - and . */
+                if (!store_pg_valid_server_id((char[]){*q, '\0'}))
+                    *q = '_';
+            p.server_id = id;
+        }
+    }
     return store_start(e, b, &p, sink, notify, arg, err, errlen);
 }

@@ -19,12 +19,17 @@
 #include "store_pg_text.h"
 #include "store_row.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define MAX_FUNC_DEFAULT 512  /* spurd's default --max-function-name */
 #define IMPORTED_SUFFIX "_spur_imported"
 #define OID_INT8 20
 #define OID_INT2 21
 #define OID_BYTEA 17
+#define OID_TEXT 25
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define STORE_PG_MAX_SERVERS_S STR(STORE_PG_MAX_SERVERS)
+#define SLOT_MASK ((UINT64_C(1) << STORE_PG_SLOT_BITS) - 1)
 #define DOUBT_MAX 1000000 /* ids of unknown-outcome adds kept for deletion; beyond, they stay */
 
 /* struct bad_row is a stored row that is not a job, found by replay. */
@@ -48,6 +53,18 @@ struct pgstore {
     char qnote[256];         /* what the replay moved aside and why, or "" */
     char note[256];          /* what open did that the operator should know, or "" */
     char err[512];           /* the last error text, or "" */
+    /* the shared database (docs/HA.md) */
+    char me[STORE_PG_SERVER_ID_MAX + 1]; /* this server's id: the owner of its rows */
+    int slot;                /* its slot, 1..STORE_PG_MAX_SERVERS; 0 before the first session */
+    int64_t epoch;           /* spur_servers.epoch when the first session took the lease */
+    int fenced;              /* another server took this one's rows: no more writes */
+    int conn_seen;           /* a session has taken the lease once (s->epoch is set) */
+    double takeover_after;   /* --takeover-after seconds, 0 = no automatic takeover */
+    uint64_t claim;          /* marker of claimed rows not yet handed to the manager, 0 = none */
+    uint64_t claim_last;     /* the largest id of those already handed over */
+    uint64_t claim_n;        /* how many were handed over */
+    char claim_from[STORE_PG_SERVER_ID_MAX + 1]; /* whose they were */
+    char anote[512];         /* what adopt did, for the manager's log */
 };
 
 static double mono(void)
@@ -104,24 +121,39 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS spur_import (table_name text PRIMARY KEY, renamed_to text NOT NULL,"
     " imported_at bigint NOT NULL, jobs bigint NOT NULL, skipped bigint NOT NULL,"
     " first_id bigint, last_id bigint);"
+    "CREATE TABLE IF NOT EXISTS spur_servers (server_id text PRIMARY KEY,"
+    " slot integer NOT NULL UNIQUE, epoch bigint NOT NULL DEFAULT 0, max_id bigint NOT NULL"
+    " DEFAULT 0, renewed_at timestamptz, claimed_at timestamptz, claimed_by text);"
+    "CREATE SEQUENCE IF NOT EXISTS spur_claims;"
     "INSERT INTO spur_meta VALUES ('schema', 1) ON CONFLICT DO NOTHING;"
     "INSERT INTO spur_meta VALUES ('max_id', 0) ON CONFLICT DO NOTHING;";
 
+/* schema 1 (one server per database) to 2: every row gets an owner; rows without one ('') are
+ * adopted by the next server that opens the database */
+static const char *const migrate =
+    "ALTER TABLE spur_jobs ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';"
+    "ALTER TABLE spur_jobs ADD COLUMN IF NOT EXISTS claim bigint NOT NULL DEFAULT 0;"
+    "UPDATE spur_meta SET value = 2 WHERE key = 'schema' AND value < 2;";
+
 /* prepared statements: name, text, parameter count and types */
-static const Oid ins_types[7] = {OID_INT8, OID_INT2, OID_INT8, OID_BYTEA, OID_BYTEA, OID_BYTEA,
-                                 OID_BYTEA};
-static const Oid one_int8[1] = {OID_INT8};
+static const Oid ins_types[8] = {OID_INT8, OID_INT2, OID_INT8, OID_BYTEA, OID_BYTEA, OID_BYTEA,
+                                 OID_BYTEA, OID_TEXT};
+static const Oid int8_text[2] = {OID_INT8, OID_TEXT};
+static const Oid one_text[1] = {OID_TEXT};
 static const struct {
     const char *name, *sql;
     int n;
     const Oid *types;
 } stmts[] = {
-    {"spur_ins", "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING", 7, ins_types},
-    {"spur_del", "DELETE FROM spur_jobs WHERE id = ANY ($1::bigint[])", 1, NULL},
-    {"spur_hwm", "UPDATE spur_meta SET value = $1 WHERE key = 'max_id' AND value < $1", 1, one_int8},
-    {"spur_sel", "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs ORDER BY id", 0,
-     NULL},
+    {"spur_ins", "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, owner) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING", 8, ins_types},
+    {"spur_del", "DELETE FROM spur_jobs WHERE id = ANY ($1::bigint[]) AND owner = $2", 2, NULL},
+    {"spur_hwm", "UPDATE spur_servers SET max_id = $1 WHERE server_id = $2 AND max_id < $1", 2,
+     int8_text},
+    {"spur_sel", "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs WHERE owner = $1"
+                 " ORDER BY id", 1, one_text},
+    {"spur_renew", "UPDATE spur_servers SET renewed_at = clock_timestamp() WHERE server_id = $1", 1,
+     one_text},
 };
 
 /* quiet drops the server's notices (libpq would print them on stderr). */
@@ -137,6 +169,128 @@ static void drop(struct pgstore *s)
     if (s->conn != NULL)
         PQfinish(s->conn);
     s->conn = NULL;
+}
+
+/* get_int64 reads an integer result cell (text format). */
+static int64_t get_int64(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/* query runs sql with text parameters v[0..n) and returns its result when it has one row (and
+ * tuples_ok), else NULL with s->err set (what: for the message). *nrows gets the row count. */
+static PGresult *query(struct pgstore *s, const char *sql, int n, const char *const *v,
+                       const char *what, int *nrows)
+{
+    PGresult *r = PQexecParams(s->conn, sql, n, NULL, v, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        char m[400];
+        set_err(s, "%s: %s", what, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        PQclear(r);
+        return NULL;
+    }
+    if (nrows != NULL)
+        *nrows = st == PGRES_TUPLES_OK ? PQntuples(r) : atoi(PQcmdTuples(r));
+    return r;
+}
+
+/* setup creates or migrates the tables and registers this server (its slot), in one transaction
+ * under the transaction lock STORE_PG_LOCK_KEY, so that servers starting together take turns. */
+static int setup(struct pgstore *s)
+{
+    char lock[200];
+    snprintf(lock, sizeof lock, "SET lock_timeout = '%dms'; BEGIN; SELECT pg_advisory_xact_lock(%lld)",
+             STORE_PG_LOCK_WAIT_MS, (long long)STORE_PG_LOCK_KEY);
+    if (exec(s, lock, "waiting for the schema lock") != 0 || exec(s, schema, "creating the tables") != 0)
+        goto fail;
+    int n;
+    PGresult *r = query(s, "SELECT value FROM spur_meta WHERE key = 'schema'", 0, NULL,
+                        "reading the schema version", &n);
+    if (r == NULL)
+        goto fail;
+    int64_t version = n == 1 ? get_int64(r, 0, 0) : 1;
+    PQclear(r);
+    if (version > SCHEMA_VERSION) {
+        set_err(s, "the tables have schema version %lld, newer than this spurd's (%d)",
+                (long long)version, SCHEMA_VERSION);
+        goto fail;
+    }
+    if (version < SCHEMA_VERSION && exec(s, migrate, "migrating the tables to schema 2") != 0)
+        goto fail;
+    const char *v[1] = {s->me};
+    r = query(s, "INSERT INTO spur_servers (server_id, slot, renewed_at) SELECT $1, min(n),"
+                 " clock_timestamp() FROM generate_series(1, " STORE_PG_MAX_SERVERS_S ") n"
+                 " WHERE n NOT IN (SELECT slot FROM spur_servers) HAVING min(n) IS NOT NULL"
+                 " ON CONFLICT (server_id) DO NOTHING", 1, v, "registering the server id", NULL);
+    if (r == NULL)
+        goto fail;
+    PQclear(r);
+    r = query(s, "SELECT slot FROM spur_servers WHERE server_id = $1", 1, v,
+              "reading the server's slot", &n);
+    if (r == NULL)
+        goto fail;
+    int slot = n == 1 ? (int)get_int64(r, 0, 0) : 0;
+    PQclear(r);
+    if (slot < 1 || slot > STORE_PG_MAX_SERVERS) {
+        set_err(s, "cannot register server id %s: the database has %d server ids already (the "
+                   "most; delete the spur_servers rows of retired ones that own no jobs)",
+                s->me, STORE_PG_MAX_SERVERS);
+        goto fail;
+    }
+    if (exec(s, "COMMIT", "registering the server id") != 0)
+        goto fail;
+    s->slot = slot;
+    return 0;
+fail:
+    exec(s, "ROLLBACK", "rollback");
+    return -1;
+}
+
+/* take_lease takes this server's lease: the session lock (STORE_PG_LEASE_CLASS, slot), waiting up
+ * to STORE_PG_LOCK_WAIT_MS, then renews it. The first session remembers the epoch; a later one
+ * (a reconnect) that finds it bumped was taken over meanwhile: the store is fenced. */
+static int take_lease(struct pgstore *s)
+{
+    char lock[200], m[400];
+    snprintf(lock, sizeof lock, "SET lock_timeout = '%dms'; SELECT pg_advisory_lock(%d, %d)",
+             STORE_PG_LOCK_WAIT_MS, STORE_PG_LEASE_CLASS, s->slot);
+    PGresult *r = PQexec(s->conn, lock);
+    int got = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!got) {
+        const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        if (code != NULL && strcmp(code, "55P03") == 0)
+            set_err(s, "in use by another server with server id %s (it holds the lease, advisory "
+                       "lock (%d, %d) of database %s)", s->me, STORE_PG_LEASE_CLASS, s->slot,
+                    PQdb(s->conn));
+        else
+            set_err(s, "database unavailable: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+    }
+    PQclear(r);
+    if (!got || exec(s, "SET lock_timeout = 0", "set lock_timeout") != 0)
+        return -1;
+    const char *v[1] = {s->me};
+    int n;
+    r = query(s, "UPDATE spur_servers SET renewed_at = clock_timestamp() WHERE server_id = $1"
+                 " RETURNING epoch, coalesce(claimed_by, '')", 1, v, "renewing the lease", &n);
+    if (r == NULL)
+        return -1;
+    int64_t epoch = n == 1 ? get_int64(r, 0, 0) : -1;
+    char by[STORE_PG_SERVER_ID_MAX + 1];
+    snprintf(by, sizeof by, "%s", n == 1 ? PQgetvalue(r, 0, 1) : "?");
+    PQclear(r);
+    if (s->conn_seen) {
+        if (epoch != s->epoch) {
+            s->fenced = 1;
+            set_err(s, "fenced: server %s took over this server's (%s) jobs while its database "
+                       "session was lost; nothing more is written (restart spurd)", by, s->me);
+            return -1;
+        }
+    } else {
+        s->epoch = epoch;
+    }
+    s->conn_seen = 1;
+    return 0;
 }
 
 /* connect_db opens a session: connects, takes the advisory lock, creates the schema when missing,
@@ -158,33 +312,14 @@ static int connect_db(struct pgstore *s)
         return -1;
     }
     PQsetNoticeProcessor(s->conn, quiet, NULL);
-    /* one server per database: wait a little for the lock, since the session of a server that
-     * was just killed ends only when PostgreSQL notices its socket closed */
-    char lock[160];
-    snprintf(lock, sizeof lock, "SET lock_timeout = '%dms'; SELECT pg_advisory_lock(%lld)",
-             STORE_PG_LOCK_WAIT_MS, (long long)STORE_PG_LOCK_KEY);
-    PGresult *r = PQexec(s->conn, lock);
-    int got = PQresultStatus(r) == PGRES_TUPLES_OK;
-    if (!got) {
-        const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        if (code != NULL && strcmp(code, "55P03") == 0)
-            set_err(s, "in use by another server (it holds the advisory lock %lld of database %s)",
-                    (long long)STORE_PG_LOCK_KEY, PQdb(s->conn));
-        else
-            set_err(s, "database unavailable: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
-    }
-    PQclear(r);
-    if (!got || exec(s, "SET lock_timeout = 0", "set lock_timeout") != 0) {
-        drop(s);
-        return -1;
-    }
     if (exec(s, "SET client_min_messages = warning", "set client_min_messages") != 0 ||
         exec(s, s->sync_normal ? "SET synchronous_commit = off" : "SET synchronous_commit = on",
              "set synchronous_commit") != 0 ||
-        exec(s, schema, "creating the tables") != 0) {
+        setup(s) != 0 || take_lease(s) != 0) {
         drop(s);
         return -1;
     }
+    PGresult *r;
     for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
         r = PQprepare(s->conn, stmts[i].name, stmts[i].sql, stmts[i].n, stmts[i].types);
         int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -204,6 +339,8 @@ static int connect_db(struct pgstore *s)
  * has passed. Returns 0, or -1 with s->err set. */
 static int ensure(struct pgstore *s)
 {
+    if (s->fenced)
+        return -1; /* s->err says why */
     if (s->conn != NULL) {
         /* a server that shut down or killed the session sent an error and closed: notice it before
          * sending a batch into a dead socket (the first read may return the error, the second
@@ -226,27 +363,40 @@ static int ensure(struct pgstore *s)
     return -1;
 }
 
-/* get_int64 reads an integer result cell (text format). */
-static int64_t get_int64(PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
 
-/* read_hwm returns the largest id ever used: the high-water mark and the largest stored id. */
+/* read_hwm returns the largest id this server has ever used: its high-water mark and the largest
+ * id of its slot's range in the tables, at least the range's first id. */
 static int read_hwm(struct pgstore *s, uint64_t *hwm)
 {
-    PGresult *r = PQexec(s->conn,
-                         "SELECT greatest((SELECT value FROM spur_meta WHERE key = 'max_id'),"
-                         " (SELECT max(id) FROM spur_jobs), (SELECT max(id) FROM spur_quarantine), 0)");
-    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
-    if (ok)
-        *hwm = (uint64_t)get_int64(r, 0, 0);
-    else {
-        char m[400];
-        set_err(s, "reading the high-water mark: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
-    }
+    char lo[24], hi[24];
+    snprintf(lo, sizeof lo, "%llu", (unsigned long long)((uint64_t)s->slot << STORE_PG_SLOT_BITS));
+    snprintf(hi, sizeof hi, "%llu", (unsigned long long)((uint64_t)s->slot << STORE_PG_SLOT_BITS |
+                                                         SLOT_MASK));
+    const char *v[3] = {s->me, lo, hi};
+    int n;
+    PGresult *r = query(s, "SELECT greatest((SELECT max_id FROM spur_servers WHERE server_id = $1),"
+                           " (SELECT max(id) FROM spur_jobs WHERE id BETWEEN $2::bigint AND $3::bigint),"
+                           " (SELECT max(id) FROM spur_quarantine WHERE id BETWEEN $2::bigint AND"
+                           " $3::bigint), $2::bigint)", 3, v, "reading the high-water mark", &n);
+    if (r == NULL)
+        return -1;
+    *hwm = (uint64_t)get_int64(r, 0, 0);
     PQclear(r);
-    return ok ? 0 : -1;
+    return 0;
+}
+
+/* add_note appends one sentence to what open tells the operator. */
+static void add_note(struct pgstore *s, const char *fmt, ...)
+{
+    size_t n = strlen(s->note);
+    if (n > 0 && n + 2 < sizeof s->note) {
+        strcpy(s->note + n, "; ");
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->note + n, sizeof s->note - n, fmt, ap);
+    va_end(ap);
 }
 
 /* import_gearmand copies gearmand's queue table `table` (if it exists and was never imported) into
@@ -285,7 +435,7 @@ static int import_gearmand(struct pgstore *s, const char *table, uint64_t *next_
     if (!exists)
         return 0;
     if (done) {
-        snprintf(s->note, sizeof s->note,
+        add_note(s,
                  "gearmand table %s was imported before and has appeared again: left alone", table);
         return 0;
     }
@@ -344,9 +494,9 @@ static int import_gearmand(struct pgstore *s, const char *table, uint64_t *next_
         set_err(s, "recording the import: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
     PQclear(r);
     if (ok && jobs > 0) {
-        const char *hv[1] = {last};
-        r = PQexecParams(s->conn, "UPDATE spur_meta SET value = $1::bigint WHERE key = 'max_id'",
-                         1, NULL, hv, NULL, NULL, 0);
+        const char *sv[2] = {last, s->me};
+        r = PQexecParams(s->conn, "UPDATE spur_servers SET max_id = greatest(max_id, $1::bigint)"
+                         " WHERE server_id = $2", 2, NULL, sv, NULL, NULL, 0);
         ok = PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
             set_err(s, "recording the import: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
@@ -356,13 +506,112 @@ static int import_gearmand(struct pgstore *s, const char *table, uint64_t *next_
         exec(s, "ROLLBACK", "import");
         return -1;
     }
-    snprintf(s->note, sizeof s->note,
+    add_note(s,
              "imported %lld jobs from gearmand's table %s (ids %s to %s), %lld rows skipped; the "
              "table is now %s", (long long)jobs, table, jobs ? first : "-", jobs ? last : "-",
              (long long)skipped, renamed);
     if (jobs > 0)
         *next_id += (uint64_t)jobs;
     return 0;
+}
+
+/* claim moves every row of server victim to this server, inside a transaction that holds the
+ * victim's lease lock, and bumps the victim's epoch (which fences it should it come back). With
+ * stale > 0 only if its lease has not been renewed for that many seconds. marker tags the rows
+ * (0 at open, where the replay reads them all). Returns the rows moved, 0 when the victim is not
+ * claimable, or -1 with s->err set; the caller commits or rolls back. */
+static int64_t claim(struct pgstore *s, const char *victim, double stale, const char *marker)
+{
+    char st[32];
+    snprintf(st, sizeof st, "%.3f", stale);
+    const char *v[3] = {victim, s->me, st};
+    int n;
+    PGresult *r = query(s, "UPDATE spur_servers SET epoch = epoch + 1, claimed_at = clock_timestamp(),"
+                           " claimed_by = $2 WHERE server_id = $1 AND ($3::float8 = 0 OR"
+                           " renewed_at < clock_timestamp() - $3::float8 * interval '1 second')",
+                        3, v, "claiming the server", &n);
+    if (r == NULL)
+        return -1;
+    PQclear(r);
+    if (n != 1)
+        return 0;
+    const char *w[3] = {s->me, marker, victim};
+    r = query(s, "UPDATE spur_jobs SET owner = $1, claim = $2::bigint WHERE owner = $3", 3, w,
+              "claiming the jobs", &n);
+    if (r == NULL)
+        return -1;
+    PQclear(r);
+    return n;
+}
+
+/* takeover_at_open claims the rows of the dead server victim (--takeover), waiting up to
+ * STORE_PG_LOCK_WAIT_MS for its lease lock while its session may be lingering; refused at once
+ * when the server renews its lease meanwhile (it is alive). Returns 0, or -1 with s->err set. */
+static int takeover_at_open(struct pgstore *s, const char *victim)
+{
+    if (strcmp(victim, s->me) == 0) {
+        set_err(s, "--takeover=%s is this server's own id", victim);
+        return -1;
+    }
+    const char *v[1] = {victim};
+    int n;
+    PGresult *r = query(s, "SELECT slot, extract(epoch FROM clock_timestamp()) FROM spur_servers"
+                           " WHERE server_id = $1", 1, v, "looking for the server to take over", &n);
+    if (r == NULL)
+        return -1;
+    if (n != 1) {
+        PQclear(r);
+        set_err(s, "--takeover=%s: no server with that id has used this database", victim);
+        return -1;
+    }
+    char slot[16], t0[40];
+    snprintf(slot, sizeof slot, "%s", PQgetvalue(r, 0, 0));
+    snprintf(t0, sizeof t0, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    double until = mono() + STORE_PG_LOCK_WAIT_MS / 1000.0;
+    for (;;) {
+        char cls[16];
+        snprintf(cls, sizeof cls, "%d", STORE_PG_LEASE_CLASS);
+        const char *w[4] = {cls, slot, t0, victim};
+        if (exec(s, "BEGIN", "takeover") != 0)
+            return -1;
+        r = query(s, "SELECT pg_try_advisory_xact_lock($1::int, $2::int), coalesce(renewed_at >"
+                     " to_timestamp($3::float8), false) FROM spur_servers WHERE server_id = $4",
+                  4, w, "taking the lease lock", &n);
+        if (r == NULL || n != 1) {
+            if (r != NULL) {
+                PQclear(r);
+                set_err(s, "--takeover=%s: the server disappeared", victim);
+            }
+            exec(s, "ROLLBACK", "takeover");
+            return -1;
+        }
+        int got = PQgetvalue(r, 0, 0)[0] == 't', alive = PQgetvalue(r, 0, 1)[0] == 't';
+        PQclear(r);
+        if (got) {
+            int64_t jobs = claim(s, victim, 0, "0");
+            if (jobs < 0 || exec(s, "COMMIT", "committing the takeover") != 0) {
+                exec(s, "ROLLBACK", "takeover");
+                return -1;
+            }
+            add_note(s, "took over %lld stored jobs of server %s", (long long)jobs, victim);
+            return 0;
+        }
+        exec(s, "ROLLBACK", "takeover");
+        if (alive) {
+            set_err(s, "--takeover=%s refused: that server is alive (it holds its lease and renewed "
+                       "it just now); a live server's jobs are never taken", victim);
+            return -1;
+        }
+        if (mono() >= until) {
+            set_err(s, "--takeover=%s refused: its lease is still held after %d s (a live server, or "
+                       "its database session has not ended yet)", victim,
+                    STORE_PG_LOCK_WAIT_MS / 1000);
+            return -1;
+        }
+        struct timespec ts = {0, 100000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void *pg_open(const struct store_params *p, uint64_t *next_id, char *err, size_t errlen)
@@ -377,6 +626,8 @@ static void *pg_open(const struct store_params *p, uint64_t *next_id, char *err,
     s->sync_normal = p->sync_normal;
     s->wait = p->wait;
     s->max_func = p->max_function ? p->max_function : MAX_FUNC_DEFAULT;
+    s->takeover_after = p->takeover_after;
+    snprintf(s->me, sizeof s->me, "%s", p->server_id != NULL ? p->server_id : "spurd");
     uint64_t hwm = 0;
     if (p->import_table != NULL && !store_pg_valid_ident(p->import_table)) {
         set_err(s, "invalid --libpq-table '%s' (letters, digits and _, at most %d bytes)",
@@ -385,8 +636,11 @@ static void *pg_open(const struct store_params *p, uint64_t *next_id, char *err,
     }
     if (connect_db(s) != 0 || read_hwm(s, &hwm) != 0)
         goto fail;
-    if (next_id != NULL && *next_id <= hwm)
-        *next_id = hwm + 1;
+    if (next_id != NULL) {
+        /* the time-based start of the engine's ids, moved into this server's range */
+        uint64_t mine = (uint64_t)s->slot << STORE_PG_SLOT_BITS | (*next_id & SLOT_MASK);
+        *next_id = mine > hwm ? mine : hwm + 1;
+    }
     if (p->gearmand || p->import_table != NULL) {
         uint64_t first = next_id != NULL ? *next_id : hwm + 1;
         if (import_gearmand(s, p->import_table != NULL ? p->import_table : "queue", &first) != 0)
@@ -394,6 +648,20 @@ static void *pg_open(const struct store_params *p, uint64_t *next_id, char *err,
         if (next_id != NULL)
             *next_id = first;
     }
+    /* rows written before the database was shared (schema 1) or imported have no owner yet */
+    const char *v[1] = {s->me};
+    int n;
+    PGresult *r = query(s, "UPDATE spur_jobs SET owner = $1 WHERE owner = ''", 1, v,
+                        "adopting the rows without an owner", &n);
+    if (r == NULL)
+        goto fail;
+    PQclear(r);
+    if (n > 0)
+        add_note(s, "%d stored jobs without an owner (written before the database was shared) "
+                    "are now this server's (%s)", n, s->me);
+    for (int i = 0; i < p->ntakeover; i++)
+        if (takeover_at_open(s, p->takeover[i]) != 0)
+            goto fail;
     return s;
 fail:
     snprintf(err, errlen, "store postgres:%s: %s",
@@ -485,7 +753,7 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
     }
     /* send: every insert, one delete, the high-water mark, then Sync (the implicit transaction
      * commits there, or rolls back entirely on the first error) */
-    static const int bin7[7] = {1, 1, 1, 1, 1, 1, 1};
+    static const int bin8[8] = {1, 1, 1, 1, 1, 1, 1, 0}; /* the owner is text */
     struct store_rec r;
     for (size_t i = 0, n = store_batch_nadds(b); i < n; i++) {
         if (store_batch_add_at(b, i, &r) != 0)
@@ -494,30 +762,32 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
         be64(id, r.id);
         be16(prio, (uint16_t)r.prio);
         be64(when, (uint64_t)r.when);
-        const char *v[7] = {(const char *)id, (const char *)prio, (const char *)when,
+        const char *v[8] = {(const char *)id, (const char *)prio, (const char *)when,
                             r.func_len ? r.func : "", r.unique_len ? r.unique : "",
                             r.reducer_len ? r.reducer : "",
-                            r.data_len ? (const char *)r.data : ""};
-        int l[7] = {8, 2, 8, (int)r.func_len, (int)r.unique_len, (int)r.reducer_len, (int)r.data_len};
-        if (!PQsendQueryPrepared(c, "spur_ins", 7, v, l, bin7, 0)) {
+                            r.data_len ? (const char *)r.data : "", s->me};
+        int l[8] = {8, 2, 8, (int)r.func_len, (int)r.unique_len, (int)r.reducer_len, (int)r.data_len, 0};
+        if (!PQsendQueryPrepared(c, "spur_ins", 8, v, l, bin8, 0)) {
             fail = "sending a job";
             goto out;
         }
         sent++;
     }
     if (ids != NULL) {
-        const char *v[1] = {ids};
-        if (!PQsendQueryPrepared(c, "spur_del", 1, v, NULL, NULL, 0)) {
+        const char *v[2] = {ids, s->me};
+        if (!PQsendQueryPrepared(c, "spur_del", 2, v, NULL, NULL, 0)) {
             fail = "sending the deletions";
             goto out;
         }
         sent++;
     }
     unsigned char hwm[8];
-    be64(hwm, store_batch_max_id(b));
-    const char *hv[1] = {(const char *)hwm};
-    static const int len8[1] = {8}, bin1[1] = {1};
-    if (!PQsendQueryPrepared(c, "spur_hwm", 1, hv, len8, bin1, 0)) {
+    uint64_t max = store_batch_max_id(b);
+    /* only ids of this server's range raise its mark (a job taken over keeps its id) */
+    be64(hwm, max >> STORE_PG_SLOT_BITS == (uint64_t)s->slot ? max : 0);
+    const char *hv[2] = {(const char *)hwm, s->me};
+    static const int len8[2] = {8, 0}, bin1[2] = {1, 0};
+    if (!PQsendQueryPrepared(c, "spur_hwm", 2, hv, len8, bin1, 0)) {
         fail = "sending the high-water mark";
         goto out;
     }
@@ -583,6 +853,10 @@ static int pg_write_batch(void *db, struct store_batch *b)
      * had an unknown outcome may be written again */
     while (write_once(s, b, &lost, &unknown) != 0) {
         doubt |= unknown;
+        if (s->fenced) {
+            store_batch_set_error(b, s->err);
+            return -2;
+        }
         double now = mono();
         if (!lost || now >= deadline) {
             if (doubt)
@@ -632,7 +906,8 @@ static int quarantine(struct pgstore *s, const struct bad_row *bad, size_t n)
         const char *v[2] = {id, bad[i].reason};
         PGresult *r = PQexecParams(s->conn,
                                    "WITH m AS (DELETE FROM spur_jobs WHERE id = $1::bigint RETURNING *)"
-                                   " INSERT INTO spur_quarantine SELECT m.*, $2::text,"
+                                   " INSERT INTO spur_quarantine SELECT m.id, m.prio, m.run_at,"
+                                   " m.func, m.uniq, m.reducer, m.data, $2::text,"
                                    " extract(epoch FROM now())::bigint FROM m",
                                    2, NULL, v, NULL, NULL, 0);
         int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -658,7 +933,8 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
     s->qnote[0] = '\0';
     if (ensure(s) != 0)
         return -1;
-    if (!PQsendQueryPrepared(s->conn, "spur_sel", 0, NULL, NULL, NULL, 1) ||
+    const char *me[1] = {s->me};
+    if (!PQsendQueryPrepared(s->conn, "spur_sel", 1, me, NULL, NULL, 1) ||
         !PQsetSingleRowMode(s->conn)) {
         set_err(s, "replay: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
         return -1;
@@ -716,8 +992,137 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
 
 static void pg_maintain(void *db)
 {
-    /* nothing to compact (autovacuum does); reconnect by ourselves after an outage */
-    ensure((struct pgstore *)db);
+    /* nothing to compact (autovacuum does); reconnect by ourselves after an outage, and renew the
+     * lease (the lock is the session's: renewed_at only tells others how long ago it was alive) */
+    struct pgstore *s = db;
+    if (ensure(s) != 0)
+        return;
+    const char *v[1] = {s->me};
+    PGresult *r = PQexecPrepared(s->conn, "spur_renew", 1, v, NULL, NULL, 0);
+    PQclear(r); /* a failure shows in the next ensure */
+}
+
+/* hand_over streams the rows claimed with marker s->claim above s->claim_last to cb, as replay
+ * does. Returns 0 when all are handed over, else -1 (s->err set; the next call goes on). */
+static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_rec *r), void *ctx)
+{
+    char m[400], mark[24], last[24];
+    snprintf(mark, sizeof mark, "%llu", (unsigned long long)s->claim);
+    snprintf(last, sizeof last, "%llu", (unsigned long long)s->claim_last);
+    const char *v[3] = {s->me, mark, last};
+    if (!PQsendQueryParams(s->conn, "SELECT id, prio, run_at, func, uniq, reducer, data FROM"
+                           " spur_jobs WHERE owner = $1 AND claim = $2::bigint AND id > $3::bigint"
+                           " ORDER BY id", 3, NULL, v, NULL, NULL, 1) ||
+        !PQsetSingleRowMode(s->conn)) {
+        set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        return -1;
+    }
+    int ret = 0, stop = 0;
+    PGresult *res;
+    while ((res = PQgetResult(s->conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_SINGLE_TUPLE && !stop) {
+            struct store_col cols[STORE_ROW_NCOLS];
+            for (int k = 0; k < STORE_ROW_NCOLS; k++)
+                col_bin(res, k, &cols[k]);
+            struct store_rec r;
+            if (store_row_decode(cols, s->max_func, &r) == NULL) {
+                if (cb(ctx, &r) != 0) {
+                    set_err(s, "reading the jobs taken over: out of memory");
+                    ret = -1;
+                    stop = 1;
+                } else {
+                    s->claim_n++;
+                }
+            }
+            if (!stop)
+                s->claim_last = (uint64_t)cols[STORE_ROW_ID].i; /* a bad row stays stored */
+        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && ret == 0) {
+            set_err(s, "reading the jobs taken over: %s", pq_msg(PQresultErrorMessage(res), m, sizeof m));
+            ret = -1;
+        }
+        PQclear(res);
+    }
+    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
+        set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        ret = -1;
+    }
+    return ret;
+}
+
+/* adopt_one looks for one server whose lease has not been renewed for takeover_after seconds and
+ * that nobody claimed since, and claims its rows under its lease lock. Returns 1 when it claimed
+ * (s->claim set), 0 when there was nothing to claim, -1 with s->err set. */
+static int adopt_one(struct pgstore *s)
+{
+    char st[32], cls[16];
+    snprintf(st, sizeof st, "%.3f", s->takeover_after);
+    snprintf(cls, sizeof cls, "%d", STORE_PG_LEASE_CLASS);
+    const char *v[2] = {s->me, st};
+    int n;
+    PGresult *r = query(s, "SELECT server_id, slot FROM spur_servers WHERE server_id <> $1 AND"
+                           " renewed_at < clock_timestamp() - $2::float8 * interval '1 second' AND"
+                           " (claimed_at IS NULL OR claimed_at < renewed_at) ORDER BY slot LIMIT 1",
+                        2, v, "looking for expired leases", &n);
+    if (r == NULL)
+        return -1;
+    if (n != 1) {
+        PQclear(r);
+        return 0;
+    }
+    char victim[STORE_PG_SERVER_ID_MAX + 1], slot[16];
+    snprintf(victim, sizeof victim, "%s", PQgetvalue(r, 0, 0));
+    snprintf(slot, sizeof slot, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    if (exec(s, "BEGIN", "takeover") != 0)
+        return -1;
+    const char *w[2] = {cls, slot};
+    r = query(s, "SELECT pg_try_advisory_xact_lock($1::int, $2::int), nextval('spur_claims')", 2, w,
+              "taking the lease lock", &n);
+    if (r == NULL || n != 1 || PQgetvalue(r, 0, 0)[0] != 't') {
+        if (r != NULL)
+            PQclear(r); /* its session lingers, or it came back: not claimable now */
+        exec(s, "ROLLBACK", "takeover");
+        return r == NULL ? -1 : 0;
+    }
+    char mark[24];
+    snprintf(mark, sizeof mark, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    int64_t jobs = claim(s, victim, s->takeover_after, mark);
+    if (jobs < 0 || exec(s, "COMMIT", "committing the takeover") != 0) {
+        exec(s, "ROLLBACK", "takeover");
+        return -1;
+    }
+    s->claim = (uint64_t)strtoull(mark, NULL, 10);
+    s->claim_last = s->claim_n = 0;
+    snprintf(s->claim_from, sizeof s->claim_from, "%s", victim);
+    return 1;
+}
+
+static int pg_adopt(void *db, int (*cb)(void *ctx, const struct store_rec *r), void *ctx,
+                    const char **note)
+{
+    struct pgstore *s = db;
+    if (note != NULL)
+        *note = s->anote;
+    if (s->fenced) {
+        snprintf(s->anote, sizeof s->anote, "%s", s->err);
+        return -2;
+    }
+    if (s->takeover_after <= 0 || s->conn == NULL)
+        return 0;
+    if (s->claim == 0) {
+        int rc = adopt_one(s);
+        if (rc <= 0)
+            return rc;
+    }
+    if (hand_over(s, cb, ctx) != 0)
+        return -1; /* the claim stays pending: the next call hands over the rest */
+    uint64_t n = s->claim_n;
+    snprintf(s->anote, sizeof s->anote, "of server %s, whose lease was not renewed for %g s",
+             s->claim_from, s->takeover_after);
+    s->claim = 0;
+    return (int)n;
 }
 
 static const char *pg_error(const void *db) { return ((const struct pgstore *)db)->err; }
@@ -756,5 +1161,6 @@ const struct store_backend store_pg_backend = {
     .error = pg_error,
     .note = pg_note,
     .quarantined = pg_quarantined,
+    .adopt = pg_adopt,
     .close = pg_close,
 };

@@ -9,10 +9,18 @@
  * statements and binary parameters only: no SQL text is ever built from job data.
  *
  * Tables, created if missing: spur_jobs and spur_meta (the same columns as the SQLite store's, in
- * PostgreSQL types), spur_quarantine and spur_import. One server per database: each session takes
- * the advisory lock STORE_PG_LOCK_KEY, waiting up to STORE_PG_LOCK_WAIT_MS (the session of a
- * server just killed ends when PostgreSQL notices), and fails "in use by another server" when
- * another session keeps it.
+ * PostgreSQL types, plus owner and claim), spur_quarantine, spur_import and spur_servers.
+ * Several servers share one database (docs/HA.md): each has a server id (params->server_id), a
+ * row in spur_servers with a slot 1..STORE_PG_MAX_SERVERS that fixes its id range (slot <<
+ * STORE_PG_SLOT_BITS: handles never collide, and a claimed job keeps its id), and owns the rows
+ * whose owner is its id. Its lease is the session advisory lock (STORE_PG_LEASE_CLASS, slot),
+ * waited for up to STORE_PG_LOCK_WAIT_MS (the session of a server just killed ends when PostgreSQL
+ * notices), "in use by another server" when another session keeps it; maintain renews
+ * spur_servers.renewed_at about once a second. A standby claims a dead server's rows in one
+ * transaction that holds that server's lease lock (pg_try_advisory_xact_lock) and bumps its
+ * epoch: at open for --takeover, at run time through adopt for --takeover-after. A server that
+ * finds its epoch bumped when it reconnects is fenced: every later write fails. Schema creation
+ * and registration are serialised by the transaction lock STORE_PG_LOCK_KEY.
  *
  * Outages: when the connection is lost, write_batch fails at once with "database unavailable"
  * (the manager answers the batch's submits with QUEUE_ERROR and retries its deletions), and the
@@ -34,7 +42,11 @@ extern "C" {
 #define STORE_PG_RETRY_FIRST 0.05             /* seconds before the second reconnect attempt */
 #define STORE_PG_RETRY_MAX 2.0                /* longest pause between reconnect attempts */
 #define STORE_PG_CONNECT_TIMEOUT "10"         /* libpq connect_timeout unless CONNINFO sets one */
-#define STORE_PG_LOCK_WAIT_MS 15000           /* how long open waits for the advisory lock */
+#define STORE_PG_LOCK_WAIT_MS 15000           /* how long a session waits for its lease lock */
+#define STORE_PG_LEASE_CLASS 0x53707572       /* pg_advisory_lock(CLASS, slot) is a lease: "Spur" */
+#define STORE_PG_SLOT_BITS 56                 /* server slot k owns ids [k << 56, (k + 1) << 56) */
+#define STORE_PG_MAX_SERVERS 63               /* server ids one database can register: ids stay
+                                                 below (63 + 1) << 56 = STORE_ID_MAX */
 
 /* store_pg_backend is this module behind the store_backend interface. params->location is the
  * libpq connection string (empty: libpq's defaults and PG* environment variables);

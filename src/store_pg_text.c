@@ -92,3 +92,18 @@ char *store_pg_redact(const char *conninfo, char *out, size_t len)
     out[o] = '\0';
     return out;
 }
+
+int store_pg_valid_server_id(const char *id)
+{
+    size_t n = 0;
+    if (id == NULL)
+        return 0;
+    for (const char *p = id; *p; p++, n++) {
+        char ch = *p;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 strchr("._:@-", ch) != NULL;
+        if (!ok || n >= STORE_PG_SERVER_ID_MAX)
+            return 0;
+    }
+    return n > 0;
+}

@@ -17,6 +17,12 @@ extern "C" {
  * always written double-quoted in SQL. */
 int store_pg_valid_ident(const char *name);
 
+#define STORE_PG_SERVER_ID_MAX 63 /* longest --server-id */
+
+/* store_pg_valid_server_id returns 1 when id is 1..STORE_PG_SERVER_ID_MAX bytes of ASCII letters,
+ * digits and "._:@-"; 0 otherwise. */
+int store_pg_valid_server_id(const char *id);
+
 /* store_pg_redact writes conninfo into out (len bytes, NUL-terminated) without its password, for
  * logs: the keyword=value and URI forms are both handled. Returns out. */
 char *store_pg_redact(const char *conninfo, char *out, size_t len);

@@ -451,6 +451,20 @@ TEST(StorePgText, TableNamesAreOnlyPlainIdentifiers)
     EXPECT_FALSE(store_pg_valid_ident("caf\xc3\xa9"));
 }
 
+TEST(StorePgText, ServerIdsAreShortPlainNames)
+{
+    EXPECT_TRUE(store_pg_valid_server_id("a"));
+    EXPECT_TRUE(store_pg_valid_server_id("host-1.example.com:4730"));
+    EXPECT_TRUE(store_pg_valid_server_id("spurd@rack_2"));
+    EXPECT_TRUE(store_pg_valid_server_id(std::string(63, 'x').c_str()));
+    EXPECT_FALSE(store_pg_valid_server_id(std::string(64, 'x').c_str()));
+    EXPECT_FALSE(store_pg_valid_server_id(""));
+    EXPECT_FALSE(store_pg_valid_server_id(nullptr));
+    EXPECT_FALSE(store_pg_valid_server_id("a b"));
+    EXPECT_FALSE(store_pg_valid_server_id("a'; DROP TABLE spur_jobs; --"));
+    EXPECT_FALSE(store_pg_valid_server_id("caf\xc3\xa9"));
+}
+
 static std::string redact(const char *conninfo, size_t len = 256)
 {
     std::vector<char> out(len);
