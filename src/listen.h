@@ -30,8 +30,9 @@ struct listener {
     const struct transport_kind *transport; /* how their bytes move (transport.h) */
     void *transport_arg;                    /* the kind's per-listener state (a TLS context
                                                later), or NULL */
-    char name[80]; /* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) or "unix:PATH": for logs and access
-                      rules (peer.listener points here) */
+    char name[128]; /* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) or "unix:PATH" (a unix socket path
+                       has at most 107 bytes): for logs and access rules (peer.listener points
+                       here) */
 };
 
 /* listen_tcp binds every address of hosts (NULL/0 entries mean all addresses) on port, with

@@ -4,9 +4,11 @@
 Different principals on one machine: the unix socket (--unix) against TCP, and TCP connections
 from the source address 127.0.0.2 against 127.0.0.1 (both are loopback on Linux)."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -229,6 +231,25 @@ def test_policy_unix_listener_and_cidr_principals(server_factory, tmp_path):
                 conn.expect(JOB_CREATED)
             else:
                 expect_denied(conn)
+
+
+def test_listener_rule_names_a_unix_socket_of_the_longest_path(server_factory, tmp_path):
+    # a unix socket path may have 107 bytes; the listener's name must keep all of it
+    d = tempfile.mkdtemp(prefix="spur-long-")
+    sock = os.path.join(d, "s" * (107 - len(d) - 1))
+    assert len(sock) == 107
+    pol = str(tmp_path / "policy")
+    write(pol, "allow submit l \"listener:unix:%s\"\n" % sock)
+    try:
+        s = server_factory("--unix=" + sock, "--policy=" + pol)
+        u = UnixConn(sock)
+        u.send_packet(SUBMIT_JOB_BG, b"l", b"", b"x")
+        u.expect(JOB_CREATED)
+        tcp = s.connect()
+        tcp.send_packet(SUBMIT_JOB_BG, b"l", b"", b"x")
+        expect_denied(tcp)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_http_post_follows_the_policy(server_factory, tmp_path):
