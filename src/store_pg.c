@@ -895,6 +895,18 @@ static void col_bin(PGresult *res, int k, struct store_col *c)
     }
 }
 
+/* decode_row decodes the one row a single-row result holds (replay, adopt) into *r, whose
+ * pointers point into res, and its id into *id. Returns NULL, or why the row is not a job. */
+static const char *decode_row(const struct pgstore *s, PGresult *res, struct store_rec *r,
+                              int64_t *id)
+{
+    struct store_col cols[STORE_ROW_NCOLS];
+    for (int k = 0; k < STORE_ROW_NCOLS; k++)
+        col_bin(res, k, &cols[k]);
+    *id = cols[STORE_ROW_ID].i;
+    return store_row_decode(cols, s->max_func, r);
+}
+
 /* quarantine moves the rows bad[0..n) to spur_quarantine with their reasons, in one transaction. */
 static int quarantine(struct pgstore *s, const struct bad_row *bad, size_t n)
 {
@@ -946,11 +958,9 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
     while ((res = PQgetResult(s->conn)) != NULL) {
         ExecStatusType st = PQresultStatus(res);
         if (st == PGRES_SINGLE_TUPLE && !stop) {
-            struct store_col cols[STORE_ROW_NCOLS];
-            for (int k = 0; k < STORE_ROW_NCOLS; k++)
-                col_bin(res, k, &cols[k]);
             struct store_rec r;
-            const char *why = store_row_decode(cols, s->max_func, &r);
+            int64_t id;
+            const char *why = decode_row(s, res, &r, &id);
             if (why != NULL) {
                 if (nbad == capbad) {
                     size_t ncap = capbad ? capbad * 2 : 16;
@@ -965,7 +975,7 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
                     }
                 }
                 if (!stop)
-                    bad[nbad++] = (struct bad_row){cols[STORE_ROW_ID].i, why};
+                    bad[nbad++] = (struct bad_row){id, why};
             } else if ((ret = cb(ctx, &r)) != 0) {
                 stop = 1; /* read the rest of the results away */
             }
@@ -1022,11 +1032,9 @@ static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_
     while ((res = PQgetResult(s->conn)) != NULL) {
         ExecStatusType st = PQresultStatus(res);
         if (st == PGRES_SINGLE_TUPLE && !stop) {
-            struct store_col cols[STORE_ROW_NCOLS];
-            for (int k = 0; k < STORE_ROW_NCOLS; k++)
-                col_bin(res, k, &cols[k]);
             struct store_rec r;
-            if (store_row_decode(cols, s->max_func, &r) == NULL) {
+            int64_t id;
+            if (decode_row(s, res, &r, &id) == NULL) {
                 if (cb(ctx, &r) != 0) {
                     set_err(s, "reading the jobs taken over: out of memory");
                     ret = -1;
@@ -1036,7 +1044,7 @@ static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_
                 }
             }
             if (!stop)
-                s->claim_last = (uint64_t)cols[STORE_ROW_ID].i; /* a bad row stays stored */
+                s->claim_last = (uint64_t)id; /* a bad row stays stored */
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && ret == 0) {
             set_err(s, "reading the jobs taken over: %s", pq_msg(PQresultErrorMessage(res), m, sizeof m));
             ret = -1;
