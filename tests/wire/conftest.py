@@ -5,6 +5,7 @@ SPURD=/path/to/spurd         the binary to start (set by `make check`)
 SPUR_TEST_SERVER=host:port   run the suite against an already running server (e.g. gearmand)
 """
 import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -15,6 +16,11 @@ import pytest
 from gearman_wire import Conn
 
 EXTERNAL = os.environ.get("SPUR_TEST_SERVER")
+
+# KILL_WAIT bounds the wait for a SIGKILLed process to be reaped. The signal cannot be refused,
+# but a process inside a disk write (an fsync of the store) dies only when the write ends, which
+# on a busy disk (the parallel suite, a build beside it) has taken more than 10 seconds.
+KILL_WAIT = 120
 
 
 class Server:
@@ -39,10 +45,10 @@ class Server:
             else:
                 self.proc.send_signal(sig)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=KILL_WAIT if sig == signal.SIGKILL else 10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=KILL_WAIT)
         return self.proc.returncode
 
     def stderr_text(self):

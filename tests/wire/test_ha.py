@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import start_spurd
+from conftest import KILL_WAIT, start_spurd
 from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, packet)
 from test_store import PgStore, ask, wait_replayed
@@ -29,7 +29,7 @@ def pg(pg_cluster):
 
 def kill9(s):
     s.proc.kill()
-    s.proc.wait(timeout=30)
+    s.proc.wait(timeout=KILL_WAIT)
     s.proc = None  # killed on purpose: the factory does not check its exit code
 
 

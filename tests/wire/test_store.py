@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import EXTERNAL, start_gearmand, start_spurd
+from conftest import EXTERNAL, KILL_WAIT, start_gearmand, start_spurd
 
 GEARMAND = os.environ.get("SPUR_GEARMAND", "/usr/sbin/gearmand")
 from gearman_wire import (CAN_DO, ECHO_REQ, ERROR, GRAB_JOB_ALL, GRAB_JOB_UNIQ, JOB_ASSIGN_ALL,
@@ -341,7 +341,7 @@ def crash_rounds(store_args, rounds, seed=1234):
         while time.monotonic() < deadline:
             c.echo_roundtrip()  # the server is busy but serving
         s.proc.kill()
-        s.proc.wait(timeout=10)
+        s.proc.wait(timeout=KILL_WAIT)
         stop.set()
         for t in threads:
             t.join(timeout=30)
