@@ -39,6 +39,7 @@ start_spurd = _parent.start_spurd
 start_gearmand = _parent.start_gearmand
 free_port = _parent.free_port
 is_gearmand = _parent.is_gearmand
+KILL_WAIT = _parent.KILL_WAIT
 
 DIFF = os.environ.get("SPUR_DIFF", "")
 if DIFF not in ("", "gearmand"):
