@@ -49,6 +49,8 @@ enum adm_opt {
 	OPT_SSL_CA_FILE,
 	OPT_SSL_CERTIFICATE,
 	OPT_SSL_KEY,
+	OPT_DUMP,
+	OPT_LOAD,
 	OPT_COUNT /* number of options, not an option */
 };
 

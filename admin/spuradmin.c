@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adm_dump.h"
 #include "adm_net.h"
 #include "adm_opts.h"
 #include "adm_reply.h"
@@ -188,6 +189,10 @@ static int validate(const struct adm_options *opts, int *timeout_ms)
 			 adm_opts_value(opts, OPT_INTERVAL, DEFAULT_INTERVAL));
 		return usage_error(msg);
 	}
+	if ((opts->given[OPT_DUMP] || opts->given[OPT_LOAD]) &&
+	    (any_command(opts) || opts->given[OPT_JSON] || opts->given[OPT_TOP] ||
+	     (opts->given[OPT_DUMP] && opts->given[OPT_LOAD])))
+		return usage_error("options '--dump' and '--load' cannot be used with other commands");
 	if (opts->given[OPT_SHUTDOWN] && opts->given[OPT_SHUTDOWN_GRACEFUL])
 		return usage_error("options '--shutdown' and '--shutdown-graceful' cannot be used "
 				   "together");
@@ -452,6 +457,19 @@ static int run_top(const struct adm_options *opts, int timeout_ms)
 	return rc;
 }
 
+/* run_dump connects and runs --dump or --load. Returns the exit status. */
+static int run_dump(const struct adm_options *opts, int timeout_ms)
+{
+	struct session s = session_of(opts, timeout_ms);
+	if (open_session(&s, opts) != 0)
+		return 1;
+	int rc = opts->given[OPT_DUMP]
+			 ? adm_dump_run(s.fd, s.host, timeout_ms, opts->value[OPT_DUMP])
+			 : adm_load_run(s.fd, s.host, timeout_ms, opts->value[OPT_LOAD]);
+	adm_net_close(s.fd);
+	return rc;
+}
+
 /* main parses the command line, prints help or a usage error, or runs the commands. */
 int main(int argc, char **argv)
 {
@@ -471,6 +489,8 @@ int main(int argc, char **argv)
 		return rc;
 	if (opts.given[OPT_TOP])
 		return run_top(&opts, timeout_ms);
+	if (opts.given[OPT_DUMP] || opts.given[OPT_LOAD])
+		return run_dump(&opts, timeout_ms);
 	if (!any_command(&opts)) {
 		printf("No option execution operation given.\n\n");
 		adm_opts_help(stdout);

@@ -185,6 +185,10 @@ def connection_seeds():
         raw(2, b"status\nworkers\nprioritystatus\nshow jobs\nshow unique jobs\nversion\n"
                b"maxqueue f0 1\ncreate function f3\ndrop function f3\ndrop function f0\n"
                b"cancel job H:f:2\ngetpid\nverbose\nbogus\n\n") + drain(2)
+    s["admin_dump"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a\0b") +
+                                  pkt(SUBMIT_JOB_EPOCH, "f1", "u1", "1999999999", "later") +
+                                  pkt(SUBMIT_JOB, "f0", "u2", "fg")) + \
+        raw(1, b"dump\ndump next-id\ndump x\n") + drain(1) + raw(2, b"dump\n") + drain(2)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
     s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +
@@ -343,6 +347,27 @@ def tls_seeds():
 
 
 TARGETS["fuzz_tls"] = tls_seeds
+
+
+# ---------------------------------------------------------------- fuzz_dump_line
+# one dump line (see fuzz_dump_line.c and src/dumpfmt.h)
+
+def dump_line_seeds():
+    return {
+        "header": b'{"spur_dump":1,"created":1700000000,"server":"H:x"}\n',
+        "job": b'{"type":"job","id":5,"func":"f","unique":"u","reducer":"","priority":"high",'
+               b'"when":0,"payload_b64":"YQBi"}\n',
+        "job-b64": b'{"type":"job","id":6,"func_b64":"/w==","unique_b64":"/v8=","reducer":"r",'
+                   b'"priority":"low","when":1700000000,"payload_b64":""}\n',
+        "job-meta": b'{"type":"job","id":7,"func":"f","payload_b64":"eA==",'
+                    b'"meta":{"after":[1,3,4],"state":"waiting"}}\n',
+        "record": b'{"type":"record","kind":1,"key":"nightly","value_b64":"e30="}\n',
+        "end": b'{"type":"end","jobs":2,"records":1}\n',
+        "escapes": b'{"type":"job","id":8,"func":"f\\u00e9\\n\\"","payload_b64":""}',
+    }
+
+
+TARGETS["fuzz_dump_line"] = dump_line_seeds
 
 
 def main():

@@ -7,7 +7,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per target (default 20)
-#   FUZZ_TARGETS   space-separated subset to run (default: all seven)
+#   FUZZ_TARGETS   space-separated subset to run (default: all nine)
 #   FUZZ_BUILD_ONLY=1  build, do not run
 #   CC             the compiler (default clang); needs libclang_rt.fuzzer (libclang-rt-14-dev)
 #
@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 build=${1:-/tmp/spur-fuzz}
 seconds=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http fuzz_tls fuzz_policy"}
+targets=${FUZZ_TARGETS:-"fuzz_proto_bin fuzz_proto_admin fuzz_connection fuzz_store_row fuzz_store fuzz_http fuzz_tls fuzz_policy fuzz_dump_line"}
 CC=${CC:-clang}
 
 command -v "$CC" >/dev/null 2>&1 || { echo "run.sh: $CC not found" >&2; exit 2; }

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "acl.h"
+#include "dump.h"
+#include "dumpfmt.h"
 #include "engine.h"
 #include "func.h"
 #include "job.h"
@@ -69,12 +71,12 @@ void admin_line_too_long(struct peer *p)
  * Jobs submitted, functions created and peers connected after the request are left out, as a
  * snapshot would. */
 enum listing_kind { LIST_WORKERS, LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE,
-                    LIST_JOBS_JSON };
+                    LIST_JOBS_JSON, LIST_DUMP };
 
 /* job_listing reports whether a listing of kind walks the jobs (a marker in engine->jobs). */
 static int job_listing(enum listing_kind kind)
 {
-    return kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_JOBS_JSON;
+    return kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_JOBS_JSON || kind == LIST_DUMP;
 }
 
 struct admin_listing {
@@ -85,7 +87,9 @@ struct admin_listing {
     struct func *fmark;     /* the place in engine->func_list (function listings) */
     struct peer *pnext;     /* the next peer of a workers listing, NULL at its end */
     struct list_node wnode; /* engine->worker_listings (workers listings) */
-    uint64_t rows;          /* rows written (JSON: a comma before each but the first) */
+    uint64_t rows;          /* rows written (JSON: a comma before each but the first; dump:
+                               job lines) */
+    uint64_t records;       /* dump: record lines written */
 };
 
 /* set_pnext moves a workers listing's place to q (NULL: the end). */
@@ -138,7 +142,14 @@ static void write_func(struct peer *p, enum listing_kind kind, const struct func
 static void write_job(struct peer *p, struct admin_listing *l, const struct job *j)
 {
     enum listing_kind kind = l->kind;
-    if (kind == LIST_JOBS_JSON) {
+    if (kind == LIST_DUMP) {
+        struct buf b = {0};
+        if (dump_job_append(p->eng, j, &b) == 0)
+            peer_write(p, buf_head(&b), buf_len(&b));
+        else
+            peer_close(p); /* out of memory: the receiver sees no end line */
+        buf_free(&b);
+    } else if (kind == LIST_JOBS_JSON) {
         struct buf b = {0};
         if (l->rows > 0)
             buf_append(&b, ",", 1);
@@ -198,12 +209,15 @@ static int write_slice(struct peer *p, int max, int *used)
                 done = 1;
                 break;
             }
-            if (next->state != JOB_MARKER) {
+            if (next->state != JOB_MARKER && (l->kind != LIST_DUMP || dump_dumped(next))) {
                 write_job(p, l, next);
                 l->rows++;
             }
             at = next;
             n++;
+            /* dump lines carry payloads: a slice stops once the socket has enough to send */
+            if (l->kind == LIST_DUMP && outq_pending(&p->out) > ADMIN_SLICE_BACKLOG)
+                break;
         }
         if (at != &l->jmark) {
             job_list_remove(e, &l->jmark);
@@ -230,8 +244,30 @@ static int write_slice(struct peer *p, int max, int *used)
     *used += n;
     if (!done)
         return 0;
+    if (l->kind == LIST_DUMP) {
+        struct buf b = {0};
+        if (dump_write_end(&b, l->rows, l->records) == 0)
+            peer_write(p, buf_head(&b), buf_len(&b));
+        else
+            peer_close(p);
+        buf_free(&b);
+    }
     reply(p, l->kind == LIST_JOBS_JSON ? "]}\n" : ".\n");
     return 1;
+}
+
+/* dump_start writes a dump's header and its record lines (few: schedules and retry policies). */
+static void dump_start(struct peer *p, struct admin_listing *l)
+{
+    struct engine *e = p->eng;
+    struct buf b = {0};
+    const char *server = e->cfg->server_id ? e->cfg->server_id : e->prefix;
+    if (dump_write_header(&b, (int64_t)engine_now(e), server) != 0 ||
+        dump_records_append(e, &b, &l->records) != 0)
+        peer_close(p); /* out of memory: the receiver sees no end line */
+    else
+        peer_write(p, buf_head(&b), buf_len(&b));
+    buf_free(&b);
 }
 
 /* start_listing places the listing's marker before the first job or function and writes the
@@ -272,6 +308,8 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     p->listing = l;
     if (kind == LIST_JOBS_JSON)
         reply(p, "{\"jobs\":[");
+    if (kind == LIST_DUMP)
+        dump_start(p, l);
     int used = 0;
     if (write_slice(p, ADMIN_SLICE_ONE, &used)) {
         listing_free(p);
@@ -357,6 +395,19 @@ static void adm_metrics(struct peer *p, size_t n)
 }
 
 static void adm_prioritystatus(struct peer *p) { start_listing(p, LIST_PRIORITY); }
+
+/* adm_dump: 'dump' streams the dump lines (docs/BEYOND-GEARMAN.md), then a line "."; 'dump
+ * next-id' answers "OK N", the handle number the next new job gets (spuradmin --load tells a job
+ * it created from one that existed before). */
+static void adm_dump(struct peer *p, const struct pa_token *t, size_t n)
+{
+    if (n == 1)
+        start_listing(p, LIST_DUMP);
+    else if (n == 2 && pa_token_is(&t[1], "next-id"))
+        replyf(p, "OK %llu\n", (unsigned long long)p->eng->next_id);
+    else
+        reply(p, "ERR UNKNOWN_ARGS Usage:+dump+[next-id]\r\n");
+}
 
 /* listing_waits reports whether p's listing must wait for its socket to take what is queued. */
 static int listing_waits(const struct peer *p)
@@ -566,11 +617,12 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 /* ------------------------------------------------------------ dispatch */
 
 /* admin_changes reports whether the command tok[0..n) changes the server's state, so that
- * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, stats reset. The rest
- * (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
+ * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, stats reset, and dump
+ * (which reads every payload). The rest (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
 static int admin_changes(const struct pa_token *tok, size_t n)
 {
-    static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue"};
+    static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue",
+                                            "dump" /* reads every payload */};
     for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++)
         if (pa_token_is(&tok[0], changing[i]))
             return 1;
@@ -583,7 +635,7 @@ static const char *admin_name(const struct pa_token *c)
     static const char *const known[] = {"workers", "status", "stats", "metrics",
                                         "prioritystatus", "maxqueue", "show", "cancel",
                                         "create", "drop", "shutdown", "version", "verbose",
-                                        "getpid"};
+                                        "getpid", "dump"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (pa_token_is(c, known[i]))
             return known[i];
@@ -616,6 +668,8 @@ void admin_line(struct peer *p, const char *line, size_t len)
         adm_metrics(p, n);
     else if (pa_token_is(c, "prioritystatus"))
         adm_prioritystatus(p);
+    else if (pa_token_is(c, "dump"))
+        adm_dump(p, tok, n);
     else if (pa_token_is(c, "maxqueue"))
         adm_maxqueue(p, tok, n);
     else if (pa_token_is(c, "show"))

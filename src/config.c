@@ -115,6 +115,8 @@ enum {
     OPT_STORE_SYNC,
     OPT_STORE_RECOVER,
     OPT_STORE_WAIT,
+    OPT_DUMP,
+    OPT_LOAD,
     OPT_SERVER_ID,
     OPT_TAKEOVER,
     OPT_TAKEOVER_AFTER,
@@ -196,6 +198,8 @@ static const struct option long_opts[] = {
     {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
     {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
     {"store-wait", required_argument, NULL, OPT_STORE_WAIT},
+    {"dump", required_argument, NULL, OPT_DUMP},
+    {"load", required_argument, NULL, OPT_LOAD},
     {"server-id", required_argument, NULL, OPT_SERVER_ID},
     {"takeover", required_argument, NULL, OPT_TAKEOVER},
     {"takeover-after", required_argument, NULL, OPT_TAKEOVER_AFTER},
@@ -319,6 +323,10 @@ void config_usage(FILE *out)
         "                             been renewed for S seconds (default 0: never)\n"
         "      --store-recover        start even if the store is damaged: rewrite it with every\n"
         "                             readable job, keep the damaged file as PATH.damaged-TIME\n"
+        "      --dump=FILE            write the jobs of the store (--store, stopped server) to\n"
+        "                             FILE as dump lines (- = stdout) and exit\n"
+        "      --load=FILE            add the jobs of dump FILE (- = stdin) to the store, new\n"
+        "                             handles, uniques already there skipped, and exit\n"
         "      --max-packet-size=N    largest packet body accepted (default 67108864)\n"
         "      --max-line-length=N    longest admin line, newline included (default 8192)\n"
         "      --max-output-buffer=N  unsent reply bytes before a connection is closed\n"
@@ -846,6 +854,14 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --store-sync '%s' (full or normal)", optarg);
             break;
         case OPT_STORE_RECOVER: c->store_recover = 1; break;
+        case OPT_DUMP:
+        case OPT_LOAD: /* an action of the command line: a server's config file must not turn
+                          every start into a dump or load */
+            if (in_file)
+                return errf(err, errlen, "--%s cannot be used in a config file",
+                            opt == OPT_DUMP ? "dump" : "load");
+            set_str(opt == OPT_DUMP ? &c->dump_file : &c->load_file, optarg);
+            break;
         case OPT_STORE_WAIT:
             if (parse_seconds(optarg, &d) != 0 || d > 3600)
                 return errf(err, errlen, "invalid --store-wait '%s' (0 to 3600 seconds)", optarg);
@@ -1107,6 +1123,9 @@ void config_free(struct config *c)
     free(c->sqlite_table);
     free(c->pg_conninfo);
     free(c->pg_table);
+    free(c->dump_file);
+    free(c->load_file);
+    c->dump_file = c->load_file = NULL;
     for (int i = 0; i < c->nadmin_allow; i++)
         free(c->admin_allow[i]);
     c->nadmin_allow = 0;

@@ -129,6 +129,8 @@ struct config {
     int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
     int store_recover;               /* --store-recover: start on a damaged store with what is readable */
     double store_wait;               /* --store-wait: seconds a batch waits for an unavailable database */
+    char *dump_file;                 /* --dump=FILE: write the store's jobs to FILE and exit */
+    char *load_file;                 /* --load=FILE: add FILE's jobs to the store and exit */
     /* a postgres store shared by several servers (docs/HA.md) */
     char *server_id;                 /* --server-id, NULL: HOSTNAME:PORT */
     char *takeover[CONFIG_MAX_TAKEOVER]; /* --takeover=ID: dead servers whose jobs to claim at start */

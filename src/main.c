@@ -15,6 +15,7 @@
 
 #include "acl.h"
 #include "config.h"
+#include "dump.h"
 #include "file.h"
 #include "log.h"
 #include "server.h"
@@ -199,6 +200,19 @@ int main(int argc, char **argv)
         long p = strtol(env_port, &end, 10);
         if (*end == '\0' && p >= 0 && p <= 65535)
             cfg.port = (int)p;
+    }
+    if (cfg.dump_file != NULL || cfg.load_file != NULL) {
+        /* a stopped store: dump or load it and exit, no listener */
+        if (cfg.dump_file != NULL && cfg.load_file != NULL) {
+            fprintf(stderr, "spurd: --dump and --load cannot be given together\n");
+            rc = -1;
+        } else {
+            log_set_level(LOG_WARNING);
+            rc = cfg.dump_file != NULL ? dump_offline(&cfg, cfg.dump_file)
+                                       : load_offline(&cfg, cfg.load_file);
+        }
+        config_free(&cfg);
+        return rc == 0 ? 0 : 1;
     }
     /* a daemon runs in "/": relative paths name files in the directory it was started from */
     if (cfg.daemon) {

@@ -104,6 +104,11 @@ struct store_backend {
  * for no durable store. */
 const struct store_backend *store_backend_choose(const struct config *c, struct store_params *p);
 
+/* store_backend_params is store_backend_choose plus what opening needs beyond the options: for
+ * postgres, the location as logs may show it and the default --server-id (HOSTNAME:PORT). What
+ * it fills stays valid until the next call (one store per process). */
+const struct store_backend *store_backend_params(const struct config *c, struct store_params *p);
+
 #ifdef __cplusplus
 }
 #endif

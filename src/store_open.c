@@ -77,27 +77,35 @@ const struct store_backend *store_backend_choose(const struct config *c, struct 
     return NULL;
 }
 
+const struct store_backend *store_backend_params(const struct config *c, struct store_params *p)
+{
+    const struct store_backend *b = store_backend_choose(c, p);
+    if (b == NULL)
+        return NULL;
+    static char shown[256]; /* one store per process; logs may not show a password */
+    static char id[STORE_PG_SERVER_ID_MAX + 1]; /* the default --server-id: HOSTNAME:PORT */
+    if (b == &store_pg_backend) {
+        p->shown = store_pg_redact(p->location, shown, sizeof shown);
+        if (p->server_id == NULL) {
+            char host[256] = "";
+            if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+                strcpy(host, "localhost");
+            snprintf(id, sizeof id, "%s:%d", host, c->port);
+            for (char *q = id; *q; q++) /* a hostname has only letters, digits, - and . */
+                if (!store_pg_valid_server_id((char[]){*q, '\0'}))
+                    *q = '_';
+            p->server_id = id;
+        }
+    }
+    return b;
+}
+
 int store_open(struct engine *e, const struct store_sink *sink, void (*notify)(void *arg), void *arg,
                char *err, size_t errlen)
 {
     struct store_params p;
-    const struct store_backend *b = store_backend_choose(e->cfg, &p);
+    const struct store_backend *b = store_backend_params(e->cfg, &p);
     if (b == NULL)
         return 0;
-    static char shown[256]; /* one store per process; logs may not show a password */
-    static char id[STORE_PG_SERVER_ID_MAX + 1]; /* the default --server-id: HOSTNAME:PORT */
-    if (b == &store_pg_backend) {
-        p.shown = store_pg_redact(p.location, shown, sizeof shown);
-        if (p.server_id == NULL) {
-            char host[256] = "";
-            if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
-                strcpy(host, "localhost");
-            snprintf(id, sizeof id, "%s:%d", host, e->cfg->port);
-            for (char *q = id; *q; q++) /* a hostname has only letters, digits, - and . */
-                if (!store_pg_valid_server_id((char[]){*q, '\0'}))
-                    *q = '_';
-            p.server_id = id;
-        }
-    }
     return store_start(e, b, &p, sink, notify, arg, err, errlen);
 }

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Runs fuzz/run.sh: builds the seven libFuzzer targets from src/ with clang and runs each for a
+"""Runs fuzz/run.sh: builds the libFuzzer targets from src/ with clang and runs each for a
 short time (FUZZ_SECONDS=15) on its seed corpus. A crash, leak, hang or broken engine invariant
 fails the test; the fuzzer's log is printed.
 
@@ -59,7 +59,7 @@ def test_fuzz_targets_run_clean():
         assert r.returncode == 0, "a fuzz target failed:\n" + r.stdout[-8000:]
         for target in ("fuzz_proto_bin", "fuzz_proto_admin", "fuzz_connection", "fuzz_store_row",
                        "fuzz_store", "fuzz_http", "fuzz_tls",
-                       "fuzz_policy"):
+                       "fuzz_policy", "fuzz_dump_line"):
             assert f"{target}: " in r.stdout and "executions" in r.stdout
     finally:
         if no_artifacts(build):

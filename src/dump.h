@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* dump: the server's jobs and records as dump lines (dumpfmt.h), for the admin `dump` listing
+ * (admin.c), and the stopped-store `spurd --dump=FILE` / `spurd --load=FILE` (main.c), which
+ * work on a store through store_backend.h and exit. */
+#ifndef SPUR_DUMP_H
+#define SPUR_DUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct config;
+struct engine;
+struct job;
+
+/* dump_dumped reports whether the listing dumps j: background jobs (queued, future, pending or
+ * running: a running one is dumped as queued, to run again) and jobs with extension state. A
+ * foreground job belongs to the clients waiting on it here and is left out. */
+int dump_dumped(const struct job *j);
+
+/* dump_job_append appends j's job line to b. Returns 0 or -1 (no memory). */
+int dump_job_append(const struct engine *e, const struct job *j, struct buf *b);
+
+/* dump_records_append appends every record of every kind (engine_ext record_each) to b, counting
+ * them in *n. Returns 0 or -1 (no memory). */
+int dump_records_append(const struct engine *e, struct buf *b, uint64_t *n);
+
+/* dump_offline writes the jobs and records of the store c describes (--store=...) to path ("-"
+ * = stdout) and returns 0, or -1 with a message on stderr. The server must not be running on
+ * that store. */
+int dump_offline(const struct config *c, const char *path);
+
+/* load_offline adds the jobs and records of the dump file path ("-" = stdin) to the store c
+ * describes, as one transaction, with new handle numbers; a job whose function and unique are
+ * already stored, or met earlier in the file, is skipped. Prints a summary line on stdout;
+ * returns 0, or -1 with a message on stderr (then nothing is stored). */
+int load_offline(const struct config *c, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
