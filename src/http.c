@@ -381,24 +381,34 @@ static unsigned admin_status(const struct buf *out)
     return MHD_HTTP_OK;
 }
 
+/* take_output moves what r's output queue can give in one go (up to 64 segments) into b.
+ * Returns 0, or -1 after answering 503 when out of memory. */
+static int take_output(struct req *r, struct buf *b)
+{
+    struct peer *p = &r->peer;
+    struct iovec iov[64];
+    int k = outq_iov(&p->out, iov, 64);
+    size_t got = 0;
+    for (int i = 0; i < k; i++) {
+        if (buf_append(b, iov[i].iov_base, iov[i].iov_len) != 0) {
+            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+            return -1;
+        }
+        got += iov[i].iov_len;
+    }
+    outq_consume(&p->out, got);
+    peer_account(p);
+    return 0;
+}
+
 /* drain_admin moves the admin reply text the engine queued for r into its answer; the answer is
  * complete once the line is consumed and no listing is still being written for it. */
 static void drain_admin(struct req *r)
 {
     struct peer *p = &r->peer;
-    struct iovec iov[64];
     while (outq_pending(&p->out) > 0) {
-        int k = outq_iov(&p->out, iov, 64);
-        size_t got = 0;
-        for (int i = 0; i < k; i++) {
-            if (buf_append(&r->out, iov[i].iov_base, iov[i].iov_len) != 0) {
-                finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-                return;
-            }
-            got += iov[i].iov_len;
-        }
-        outq_consume(&p->out, got);
-        peer_account(p);
+        if (take_output(r, &r->out) != 0)
+            return;
         if (buf_len(&r->out) > r->h->cfg->max_output) {
             finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
                         "the reply is larger than --max-output-buffer", NULL, 0);
@@ -426,19 +436,9 @@ static void drain(struct req *r)
     }
     size_t n = outq_pending(&p->out);
     if (n > 0) {
-        struct iovec iov[64];
         while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
-            int k = outq_iov(&p->out, iov, 64);
-            size_t got = 0;
-            for (int i = 0; i < k; i++) {
-                if (buf_append(&r->rx, iov[i].iov_base, iov[i].iov_len) != 0) {
-                    finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-                    return;
-                }
-                got += iov[i].iov_len;
-            }
-            outq_consume(&p->out, got);
-            peer_account(p);
+            if (take_output(r, &r->rx) != 0)
+                return;
             /* parse the whole packets received so far */
             while (r->state != REQ_DONE && buf_len(&r->rx) > 0) {
                 struct pb_packet pkt;
