@@ -338,6 +338,8 @@ void job_free(struct engine *e, struct job *j)
         hmap_remove(&e->jobs_by_unique, j, job_unique_hash(e, j));
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
+    if ((j->flags & JOB_EXT) && e->ext.job_freed != NULL)
+        e->ext.job_freed(e, j);
     while (job_has_waiters(j))
         job_remove_waiter(waiter_of(j->waiters.next));
     e->njobs--;
