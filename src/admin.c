@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "acl.h"
@@ -617,12 +618,12 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 /* ------------------------------------------------------------ dispatch */
 
 /* admin_changes reports whether the command tok[0..n) changes the server's state, so that
- * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, stats reset, and dump
- * (which reads every payload). The rest (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
+ * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, stats reset, load, and
+ * dump (which reads every payload). The rest (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
 static int admin_changes(const struct pa_token *tok, size_t n)
 {
     static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue",
-                                            "dump" /* reads every payload */};
+                                            "load", "dump" /* reads every payload */};
     for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++)
         if (pa_token_is(&tok[0], changing[i]))
             return 1;
@@ -635,15 +636,30 @@ static const char *admin_name(const struct pa_token *c)
     static const char *const known[] = {"workers", "status", "stats", "metrics",
                                         "prioritystatus", "maxqueue", "show", "cancel",
                                         "create", "drop", "shutdown", "version", "verbose",
-                                        "getpid", "dump"};
+                                        "getpid", "dump", "load"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (pa_token_is(c, known[i]))
             return known[i];
     return "other";
 }
 
+/* adm_load: 'load LINE', one dump line (spuradmin --load sends records and jobs with meta so).
+ * The JSON has spaces of its own: the rest of the line is taken whole, not split. */
+static void adm_load(struct peer *p, const char *line, size_t len)
+{
+    if (p->eng->acl != NULL && acl_admin_check(p->eng->acl, p, 1, "load") != 0)
+        return;
+    char out[512];
+    dump_load_line(p->eng, line + 5, len - 5, out, sizeof out);
+    reply(p, out);
+}
+
 void admin_line(struct peer *p, const char *line, size_t len)
 {
+    if (len > 5 && strncasecmp(line, "load ", 5) == 0) {
+        adm_load(p, line, len);
+        return;
+    }
     struct pa_token tok[ADMIN_MAX_TOKENS];
     size_t n = pa_split(line, len, tok, ADMIN_MAX_TOKENS);
     if (n == 0) {

@@ -14,11 +14,13 @@
 #include "func.h"
 #include "hmap.h"
 #include "job.h"
+#include "proto.h"
+#include "store.h"
 #include "store_backend.h"
 
 int dump_dumped(const struct job *j)
 {
-    return j->state != JOB_MARKER && (j->flags & JOB_BACKGROUND);
+    return j->state != JOB_MARKER && (j->flags & (JOB_BACKGROUND | JOB_EXT));
 }
 
 int dump_job_append(const struct engine *e, const struct job *j, struct buf *b)
@@ -36,15 +38,158 @@ int dump_job_append(const struct engine *e, const struct job *j, struct buf *b)
     d.prio = j->prio;
     if (j->state == JOB_FUTURE && j->timer != HEAP_NONE)
         d.when = (int64_t)e->timers.a[j->timer].at;
-    return dump_write_job(b, &d);
+    char *meta = NULL;
+    if ((j->flags & JOB_EXT) && e->ext.job_meta != NULL) {
+        if ((meta = malloc(STORE_META_MAX)) == NULL)
+            return -1;
+        d.meta = meta;
+        d.meta_len = e->ext.job_meta(e, j, meta, STORE_META_MAX);
+        if (d.meta_len > STORE_META_MAX)
+            d.meta_len = 0;
+    }
+    int rc = dump_write_job(b, &d);
+    free(meta);
+    return rc;
+}
+
+struct rec_ctx {
+    struct buf *b;
+    uint64_t n;
+    int failed;
+};
+
+static void rec_cb(void *ctx, const struct store_record *r)
+{
+    struct rec_ctx *x = ctx;
+    struct dump_record d = {r->kind, r->key, r->key_len, r->value, r->value_len};
+    if (r->value == NULL)
+        return;
+    if (dump_write_record(x->b, &d) != 0)
+        x->failed = 1;
+    else
+        x->n++;
 }
 
 int dump_records_append(const struct engine *e, struct buf *b, uint64_t *n)
 {
-    (void)e;
-    (void)b;
-    *n = 0;
-    return 0;
+    struct rec_ctx x = {b, 0, 0};
+    for (int k = 1; k < STORE_REC_KINDS; k++)
+        if (e->ext.record_each[k] != NULL)
+            e->ext.record_each[k](e, rec_cb, &x);
+    *n = x.n;
+    return x.failed ? -1 : 0;
+}
+
+/* job_invalid returns why d cannot be a job under configuration c, or NULL: what a submit
+ * refuses, so that no loaded job is one a replay would set aside. */
+static const char *job_invalid(const struct config *c, const struct dump_job *d)
+{
+    if (d->func_len == 0 || d->func_len > c->max_function)
+        return "function name empty or longer than --max-function-name";
+    if (!func_name_ok(d->func, d->func_len))
+        return "function name has a control byte or space";
+    if (d->unique_len > PROTO_UNIQUE_MAX)
+        return "unique longer than 64 bytes";
+    if (d->reducer_len > c->max_function)
+        return "reducer name longer than --max-function-name";
+    if (d->data_len > c->max_packet)
+        return "payload larger than --max-packet-size";
+    return NULL;
+}
+
+/* reply_err writes "ERR CODE text\r\n" into out, text with its spaces as '+'. */
+static void reply_err(char *out, size_t cap, const char *code, const char *text)
+{
+    int n = snprintf(out, cap, "ERR %s ", code);
+    size_t i = n > 0 ? (size_t)n : 0;
+    for (; *text != '\0' && i + 3 < cap; text++)
+        out[i++] = *text == ' ' ? '+' : (*text == '\r' || *text == '\n' ? '.' : *text);
+    snprintf(out + i, cap - i, "\r\n");
+}
+
+/* load_record applies and stores a record of a `load` line. */
+static void load_record(struct engine *e, const struct dump_record *d, char *out, size_t cap)
+{
+    struct store_record r = {d->kind, d->key, d->key_len, d->value, d->value_len};
+    char why[256] = "";
+    if (e->ext.record_restored[d->kind] == NULL) {
+        reply_err(out, cap, "UNKNOWN_KIND", "no feature of this server reads this kind");
+    } else if (e->ext.record_restored[d->kind](e, &r, why, sizeof why) != 0) {
+        reply_err(out, cap, "BAD_RECORD", why[0] ? why : "refused");
+    } else if (store_record_put(e, d->kind, d->key, d->key_len, d->value, d->value_len) != 0) {
+        reply_err(out, cap, "QUEUE_ERROR", "could not store the record");
+    } else {
+        snprintf(out, cap, "OK\r\n");
+    }
+}
+
+/* load_job creates the job of a `load` line (see dump.h). */
+static void load_job(struct engine *e, const struct dump_job *d, char *out, size_t cap)
+{
+    const char *why = job_invalid(e->cfg, d);
+    if (why != NULL) {
+        reply_err(out, cap, "INVALID_JOB", why);
+        return;
+    }
+    struct func *f = func_get(e, d->func, d->func_len, 1);
+    if (f == NULL) {
+        reply_err(out, cap, func_full(e) ? "TOO_MANY_FUNCTIONS" : "MEMORY_ALLOCATION_FAILURE",
+                  func_full(e) ? "function limit reached (--max-functions)" : "out of memory");
+        return;
+    }
+    struct job *j = job_find_unique(e, f, d->unique, d->unique_len, d->data, d->data_len);
+    if (j != NULL) {
+        func_count(e, f, JOB_EV_COALESCED, (unsigned)d->prio);
+        snprintf(out, cap, "OK EXISTS %llu\r\n", (unsigned long long)j->id);
+        return;
+    }
+    j = job_new(e, f, (enum job_prio)d->prio, 1, d->unique, d->unique_len, d->reducer,
+                d->reducer_len, d->data, d->data_len);
+    if (j == NULL) {
+        func_release(e, f);
+        reply_err(out, cap, "MEMORY_ALLOCATION_FAILURE", "out of memory");
+        return;
+    }
+    func_count(e, f, JOB_EV_SUBMITTED, (unsigned)d->prio);
+    job_log(e, j, "loaded");
+    double when = (double)d->when;
+    if (e->store_mgr != NULL) {
+        /* stored as it is, in the next batch, whoever takes it below */
+        j->flags |= JOB_STORED;
+        if (store_update(e, j, when, d->meta_len ? d->meta : NULL, d->meta_len) != 0) {
+            job_free(e, j);
+            reply_err(out, cap, "QUEUE_ERROR", "could not store the job");
+            return;
+        }
+    }
+    uint64_t id = j->id;
+    if (d->meta_len == 0 || e->ext.job_restored == NULL ||
+        !e->ext.job_restored(e, j, d->meta, d->meta_len, when)) {
+        if (when <= engine_now(e) || job_defer(e, j, when) != 0)
+            func_push(e, j, 0);
+    }
+    snprintf(out, cap, "OK H %llu\r\n", (unsigned long long)id);
+}
+
+void dump_load_line(struct engine *e, const char *line, size_t len, char *out, size_t cap)
+{
+    struct dump_line l;
+    char why[256];
+    if (e->replaying) {
+        reply_err(out, cap, "BUSY", "the store is still being replayed");
+        return;
+    }
+    if (dump_parse(line, len, &l, why, sizeof why) != 0) {
+        reply_err(out, cap, "BAD_LINE", why);
+        return;
+    }
+    if (l.type == DUMP_RECORD)
+        load_record(e, &l.rec, out, cap);
+    else if (l.type == DUMP_JOB)
+        load_job(e, &l.job, out, cap);
+    else
+        snprintf(out, cap, "OK\r\n"); /* a header or end line: nothing to do */
+    dump_line_free(&l);
 }
 
 /* ------------------------------------------------------------ stopped store */
@@ -94,6 +239,7 @@ static int dump_rec_cb(void *ctx, const struct store_rec *r)
         .id = r->id, .func = r->func, .func_len = r->func_len, .unique = r->unique,
         .unique_len = r->unique_len, .reducer = r->reducer, .reducer_len = r->reducer_len,
         .data = r->data, .data_len = r->data_len, .prio = r->prio, .when = r->when,
+        .meta = r->meta, .meta_len = r->meta != NULL ? r->meta_len : 0,
     };
     if (dump_write_job(&x->b, &d) != 0) {
         x->failed = 1;
@@ -101,6 +247,20 @@ static int dump_rec_cb(void *ctx, const struct store_rec *r)
     }
     x->jobs++;
     return buf_len(&x->b) > (1u << 20) ? flush(x) : 0;
+}
+
+static int dump_record_cb(void *ctx, const struct store_record *r)
+{
+    struct dump_ctx *x = ctx;
+    struct dump_record d = {r->kind, r->key, r->key_len, r->value, r->value_len};
+    if (r->value == NULL)
+        return 0;
+    if (dump_write_record(&x->b, &d) != 0) {
+        x->failed = 1;
+        return -1;
+    }
+    x->records++;
+    return 0;
 }
 
 int dump_offline(const struct config *c, const char *path)
@@ -120,7 +280,8 @@ int dump_offline(const struct config *c, const char *path)
         return -1;
     }
     int rc = dump_write_header(&x.b, (int64_t)time(NULL), shown ? shown : "") == 0 ? 0 : -1;
-    if (rc == 0 && b->replay(db, dump_rec_cb, &x) != 0) {
+    if (rc == 0 && (b->replay_records(db, dump_record_cb, &x) != 0 ||
+                    b->replay(db, dump_rec_cb, &x) != 0)) {
         fprintf(stderr, "spurd: reading the store failed: %s\n",
                 x.failed ? "out of memory or write error" : b->error(db));
         rc = -1;
@@ -270,7 +431,7 @@ int load_offline(const struct config *c, const char *path)
     }
     struct idmap map = {0};
     struct store_queue q = {0};
-    uint64_t loaded = 0, skipped = 0, records = 0;
+    uint64_t loaded = 0, skipped = 0, failed = 0, records = 0;
     size_t pending = 0, cap = 0;
     char *line = NULL, err[256];
     long n;
@@ -282,7 +443,12 @@ int load_offline(const struct config *c, const char *path)
             break;
         }
         if (l.type == DUMP_RECORD) {
-            records++; /* records are added by the engine_ext hooks' owners */
+            struct store_record r = {l.rec.kind, l.rec.key, l.rec.key_len, l.rec.value,
+                                     l.rec.value_len};
+            if (store_queue_record(&q, &r) != 0)
+                rc = -1;
+            else
+                records++;
         } else if (l.type == DUMP_JOB) {
             const struct dump_job *d = &l.job;
             int s = seen(&x, d->func, d->func_len, d->unique, d->unique_len, 1);
@@ -297,16 +463,30 @@ int load_offline(const struct config *c, const char *path)
                     .reducer_len = d->reducer_len, .data = d->data, .data_len = d->data_len,
                     .prio = d->prio, .when = d->when,
                 };
-                if (d->func_len > c->max_function) {
-                    fprintf(stderr, "spurd: job %llu: function name longer than "
-                            "--max-function-name\n", (unsigned long long)d->id);
+                char *meta = NULL;
+                size_t mlen = 0;
+                if (d->meta_len > 0 && dump_meta_renumber(d->meta, d->meta_len, map.olds,
+                                                          map.news, map.n, &meta, &mlen) != 0) {
+                    fprintf(stderr, "spurd: job %llu: its meta is not a JSON object\n",
+                            (unsigned long long)d->id);
                     rc = -1;
+                }
+                r.meta = meta;
+                r.meta_len = mlen;
+                const char *bad = job_invalid(c, d);
+                if (rc != 0) {
+                    /* reported */
+                } else if (bad != NULL) {
+                    fprintf(stderr, "spurd: job %llu not loaded: %s\n", (unsigned long long)d->id,
+                            bad);
+                    failed++;
                 } else if (idmap_add(&map, d->id, r.id) != 0 || store_queue_add(&q, &r) != 0) {
                     rc = -1;
                 } else {
                     loaded++;
-                    pending += d->data_len + d->func_len + d->unique_len;
+                    pending += d->data_len + d->func_len + d->unique_len + mlen;
                 }
+                free(meta);
             }
         }
         dump_line_free(&l);
@@ -340,10 +520,10 @@ int load_offline(const struct config *c, const char *path)
     b->close(db);
     fclose(f);
     if (rc == 0)
-        printf("loaded %llu jobs, skipped %llu (unique already there), %llu records\n",
+        printf("loaded %llu jobs, skipped %llu (unique already there), failed %llu, %llu records\n",
                (unsigned long long)loaded, (unsigned long long)skipped,
-               (unsigned long long)records);
-    else
+               (unsigned long long)failed, (unsigned long long)records);
+    if (rc != 0)
         fprintf(stderr, "spurd: load failed\n");
-    return rc;
+    return rc == 0 && failed == 0 ? 0 : -1;
 }

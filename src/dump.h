@@ -30,15 +30,27 @@ int dump_job_append(const struct engine *e, const struct job *j, struct buf *b);
  * them in *n. Returns 0 or -1 (no memory). */
 int dump_records_append(const struct engine *e, struct buf *b, uint64_t *n);
 
+/* dump_load_line is the admin command `load LINE`: LINE (len bytes) is one dump line. A job
+ * line creates a background job with a new handle number (its meta, whose "after" the sender has
+ * renumbered, goes to engine_ext.job_restored; without a taker the job is runnable at its
+ * "when"), unless a job of its function with its unique is there: then nothing changes. A record
+ * line goes to engine_ext.record_restored[kind]. With a store, what is loaded is written in the
+ * next batch (the reply does not wait for it). Writes the reply line into out (cap bytes): "OK
+ * H N\r\n" (the new job's handle number), "OK EXISTS N\r\n" (the job there), "OK\r\n" (a
+ * record, a header or end line), or "ERR CODE text\r\n". */
+void dump_load_line(struct engine *e, const char *line, size_t len, char *out, size_t cap);
+
 /* dump_offline writes the jobs and records of the store c describes (--store=...) to path ("-"
  * = stdout) and returns 0, or -1 with a message on stderr. The server must not be running on
  * that store. */
 int dump_offline(const struct config *c, const char *path);
 
 /* load_offline adds the jobs and records of the dump file path ("-" = stdin) to the store c
- * describes, as one transaction, with new handle numbers; a job whose function and unique are
- * already stored, or met earlier in the file, is skipped. Prints a summary line on stdout;
- * returns 0, or -1 with a message on stderr (then nothing is stored). */
+ * describes, with new handle numbers ("after" in a meta renumbered), in transactions of up to
+ * 64 MiB of payload; a job whose function and unique are already stored, or met earlier in the
+ * file, is skipped. The file is checked whole first: a cut or damaged one stores nothing. Prints
+ * a summary line on stdout; returns 0, or -1 with a message on stderr (a job a submit would
+ * refuse is reported and counted as failed, the others still load). */
 int load_offline(const struct config *c, const char *path);
 
 #ifdef __cplusplus

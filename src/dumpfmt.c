@@ -407,7 +407,7 @@ static int parse_record(json_t *o, struct dump_line *out, char *err, size_t errl
     uint64_t kind;
     if (get_uint(o, "kind", &kind, 1, err, errlen))
         return -1;
-    if (kind >= DUMP_KINDS)
+    if (kind < 1 || kind >= DUMP_KINDS)
         return fail(err, errlen, "kind out of range");
     struct field key, val;
     if (get_bytes(o, "key", 1, &key, err, errlen) < 0)
@@ -434,7 +434,7 @@ static int parse_record(json_t *o, struct dump_line *out, char *err, size_t errl
     out->rec.key_len = key.n;
     out->rec.value = out->mem + val.off;
     out->rec.value_len = val.n;
-    if (key.n > DUMP_KEY_MAX || val.n > DUMP_META_MAX) {
+    if (key.n == 0 || key.n > DUMP_KEY_MAX || val.n > DUMP_META_MAX) {
         free(out->mem);
         out->mem = NULL;
         return fail(err, errlen, "record key or value too long");

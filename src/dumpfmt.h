@@ -20,7 +20,7 @@ extern "C" {
 #define DUMP_VERSION 1
 #define DUMP_META_MAX 65536  /* longest meta object text (STORE_META_MAX) */
 #define DUMP_KEY_MAX 1024    /* longest record key */
-#define DUMP_KINDS 8         /* record kinds 0..7 (STORE_REC_KINDS) */
+#define DUMP_KINDS 8         /* record kinds 1..7 (STORE_REC_KINDS) */
 
 /* struct dump_job is one job line's content; pointers are borrowed. */
 struct dump_job {
@@ -73,8 +73,8 @@ struct dump_line {
 /* dump_parse parses line[0..len) (no newline needed; a trailing "\n" or "\r\n" is allowed) into
  * *out. Returns 0, or -1 with a reason in err (nothing to free). A line of an unknown "type" is
  * an error, as is any field of the wrong kind, bad base64, a priority other than high, normal or
- * low, a meta that is not an object or longer than DUMP_META_MAX, a key longer than DUMP_KEY_MAX,
- * a kind outside 0..DUMP_KINDS-1, or a header of another version. */
+ * low, a meta that is not an object or longer than DUMP_META_MAX, an empty key or one longer
+ * than DUMP_KEY_MAX, a kind outside 1..DUMP_KINDS-1, or a header of another version. */
 int dump_parse(const char *line, size_t len, struct dump_line *out, char *err, size_t errlen);
 void dump_line_free(struct dump_line *l);
 

@@ -157,6 +157,8 @@ TEST(DumpFmt, BadLinesRefused)
         "{\"type\":\"job\",\"id\":1,\"id\":2,\"func\":\"f\",\"payload_b64\":\"\"}",
         "{\"type\":\"job\",\"id\":1,\"func\":\"f\",\"payload_b64\":\"\",\"when\":1.5}",
         "{\"type\":\"record\",\"kind\":8,\"key\":\"k\",\"value_b64\":\"\"}",
+        "{\"type\":\"record\",\"kind\":0,\"key\":\"k\",\"value_b64\":\"\"}",
+        "{\"type\":\"record\",\"kind\":1,\"key\":\"\",\"value_b64\":\"\"}",
         "{\"type\":\"record\",\"kind\":1,\"value_b64\":\"\"}",
         "{\"type\":\"record\",\"kind\":1,\"key\":\"k\"}",
         "{\"type\":\"end\",\"jobs\":1}",

@@ -263,9 +263,9 @@ def test_stopped_sqlite_dump_and_load(server_factory, tmp_path):
     assert read_dump(path)[-1] == {"type": "end", "jobs": 7, "records": 0}
     r = spurd_tool("--load=" + path, b)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == b"loaded 7 jobs, skipped 0 (unique already there), 0 records\n"
+    assert r.stdout == b"loaded 7 jobs, skipped 0 (unique already there), failed 0, 0 records\n"
     r = spurd_tool("--load=" + path, b)
-    assert r.stdout == b"loaded 1 jobs, skipped 6 (unique already there), 0 records\n"
+    assert r.stdout == b"loaded 1 jobs, skipped 6 (unique already there), failed 0, 0 records\n"
     # a cut file changes nothing
     cut = tmp_path / "cut"
     cut.write_bytes(open(path, "rb").read()[:-10])
@@ -303,3 +303,86 @@ def test_dump_and_load_need_a_store():
 def test_spuradmin_dump_options_stand_alone(server):
     r = admin_tool(server, "--dump", "-", "--status")
     assert r.returncode == 1 and b"cannot be used with other commands" in r.stdout
+
+
+def ext_dump(tmp_path):
+    """A dump with a record and a job whose meta waits for the job before it (handle 11)."""
+    lines = [
+        {"spur_dump": 1, "created": 1, "server": "elsewhere"},
+        {"type": "record", "kind": 1, "key": "nightly", "value_b64": "e30="},
+        {"type": "job", "id": 11, "func": "fn", "unique": "first", "priority": "normal",
+         "when": 0, "payload_b64": "AAE="},
+        {"type": "job", "id": 12, "func": "fn", "unique": "second", "priority": "normal",
+         "when": 0, "payload_b64": "AgM=", "meta": {"after": [11, 5], "state": "waiting"}},
+        {"type": "end", "jobs": 2, "records": 1},
+    ]
+    p = tmp_path / "ext.jsonl"
+    p.write_text("".join(json.dumps(l, separators=(",", ":")) + "\n" for l in lines))
+    return str(p)
+
+
+def stored_meta(path):
+    import sqlite3
+    db = sqlite3.connect(path)
+    try:
+        return {bytes(u): (i, m and bytes(m)) for i, u, m in
+                db.execute("SELECT id, uniq, meta FROM spur_jobs")}
+    finally:
+        db.close()
+
+
+def test_stopped_store_keeps_records_and_renumbers_after(tmp_path):
+    path = ext_dump(tmp_path)
+    a = "--store=sqlite:" + str(tmp_path / "a.db")
+    r = spurd_tool("--load=" + path, a)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"loaded 2 jobs, skipped 0 (unique already there), failed 0, 1 records\n"
+    rows = stored_meta(str(tmp_path / "a.db"))
+    first_id = rows[b"first"][0]
+    assert json.loads(rows[b"second"][1]) == {"after": [first_id], "state": "waiting"}, \
+        "11 becomes the new handle of the first job; 5 (not in the dump) is dropped"
+    r = spurd_tool("--dump=-", a)
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(l) for l in r.stdout.splitlines()]
+    assert out[1] == {"type": "record", "kind": 1, "key": "nightly", "value_b64": "e30="}
+    assert out[3]["meta"] == {"after": [first_id], "state": "waiting"}
+    assert out[-1] == {"type": "end", "jobs": 2, "records": 1}
+
+
+def test_live_load_of_meta_jobs_and_records(server_factory, tmp_path):
+    path = ext_dump(tmp_path)
+    store = str(tmp_path / "t.db")
+    dst = server_factory("--store=sqlite:" + store)
+    r = admin_tool(dst, "--load", path)
+    # no feature of this build reads records of kind 1: that record fails, the jobs load
+    assert r.returncode == 1
+    assert r.stdout == b"loaded 2 jobs, skipped 0 (unique already there), failed 1, 0 records\n"
+    assert b"ERR UNKNOWN_KIND" in r.stderr
+    c = dst.connect()
+    c.echo_roundtrip()
+    # the meta job is durable with the next batch: a batch after it proves it is written
+    submit(c, SUBMIT_JOB_BG, b"other", b"sync", b"")
+    rows = stored_meta(store)
+    assert json.loads(rows[b"second"][1]) == {"after": [rows[b"first"][0]], "state": "waiting"}
+    got = {u: d for h, u, rd, d in grab_everything(dst, b"fn")}
+    assert got == {b"first": b"\0\1", b"second": b"\2\3"}, "no feature took it: it runs"
+
+
+def test_a_meta_job_longer_than_the_admin_line_fails_alone(server_factory, tmp_path):
+    lines = [
+        {"spur_dump": 1, "created": 1, "server": "x"},
+        {"type": "job", "id": 1, "func": "fn", "unique": "big", "payload_b64": "QUFB" * 3000,
+         "meta": {"state": "waiting"}},
+        {"type": "job", "id": 2, "func": "fn", "unique": "small", "payload_b64": "QUFB",
+         "meta": {"state": "waiting"}},
+        {"type": "end", "jobs": 2, "records": 0},
+    ]
+    p = tmp_path / "d.jsonl"
+    p.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    dst = server_factory()
+    r = admin_tool(dst, "--load", str(p))
+    assert r.returncode == 1
+    assert r.stdout == b"loaded 1 jobs, skipped 0 (unique already there), failed 1, 0 records\n"
+    assert b"LINE_TOO_LONG" in r.stderr
+    got = {u: d for h, u, rd, d in grab_everything(dst, b"fn")}
+    assert got == {b"small": b"AAA"}
