@@ -83,7 +83,7 @@ static const char *next_line(struct conn *c, size_t *n, const char *doing)
 {
 	size_t scan = c->start;
 	for (;;) {
-		char *nl = memchr(c->in + scan, '\n', c->len - scan);
+		char *nl = c->len > scan ? memchr(c->in + scan, '\n', c->len - scan) : NULL;
 		if (nl != NULL) {
 			const char *line = c->in + c->start;
 			*n = (size_t)(nl - line) + 1;

@@ -188,7 +188,12 @@ def connection_seeds():
     s["admin_dump"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a\0b") +
                                   pkt(SUBMIT_JOB_EPOCH, "f1", "u1", "1999999999", "later") +
                                   pkt(SUBMIT_JOB, "f0", "u2", "fg")) + \
-        raw(1, b"dump\ndump next-id\ndump x\n") + drain(1) + raw(2, b"dump\n") + drain(2)
+        raw(1, b"dump\ndump next-id\ndump x\n") + drain(1) + raw(2, b"dump\n") + drain(2) + \
+        raw(1, b'load {"type":"job","id":1,"func":"f0","unique":"u9","payload_b64":"eA==",'
+               b'"meta":{"after":[1]}}\nload {"type":"job","id":2,"func":"f0","unique":"u0",'
+               b'"payload_b64":""}\nload {"type":"record","kind":1,"key":"k","value_b64":""}\n'
+               b'load {"type":"job","id":3,"func":"f1","when":1999999999,"payload_b64":""}\n'
+               b'load nonsense\n') + drain(1)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
     s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +
