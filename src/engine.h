@@ -26,6 +26,7 @@ struct engine;
 struct engine_snapshot;
 struct func;
 struct job;
+struct jobx;
 struct store;
 
 /* struct engine_ops is what the engine asks of the shell that owns the sockets. */
@@ -188,6 +189,8 @@ struct engine {
     size_t job_bytes;             /* bytes allocated for live jobs (struct, unique, reducer,
                                      payload), a gauge */
     double started;               /* engine_now at engine_init: the start, for uptime */
+    struct jobx *jobx;            /* retry policies and dead-letter list (jobx.h), NULL until
+                                     first used */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "func.h"
+#include "jobx.h"
 #include "list.h"
 #include "worker.h"
 
@@ -251,6 +252,9 @@ void job_detach(struct engine *e, struct job *j)
         heap_remove(&e->timers, &j->timer);
         break;
     }
+    case JOB_FAILED:
+        jobx_unpark(e, j);
+        break;
     case JOB_LIMBO:
         break;
     }
@@ -332,6 +336,8 @@ void job_free(struct engine *e, struct job *j)
 {
     struct func *f = j->func;
     job_detach(e, j);
+    if (j->flags & JOB_EXT)
+        jobx_job_freed(e, j);
     job_list_remove(e, j);
     hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
     if (has_unique_entry(j))

@@ -34,12 +34,14 @@ enum job_state {
     JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
     JOB_PENDING,   /* background job waiting for its store batch to be durable */
     JOB_MARKER,    /* not a job: a 'show jobs' listing's place in engine->jobs */
+    JOB_FAILED,    /* in the dead-letter list (jobx.h): retries used up, in no queue */
 };
 
 /* Job flags. */
 enum {
     JOB_BACKGROUND = 1u << 0, /* submitted in the background (kept without clients) */
     JOB_STORED = 1u << 1,     /* added to the durable store; done must be called */
+    JOB_EXT = 1u << 2,        /* has extension state (jobx.h) */
 };
 
 /* struct waiter links one foreground submit to its job (a client may have several). */

@@ -511,6 +511,7 @@ static const char *state_name(const struct job *j)
     case JOB_FUTURE: return "scheduled";
     case JOB_RUNNING: return "running";
     case JOB_PENDING: return "storing";
+    case JOB_FAILED: return "failed";
     default: return "other";
     }
 }
