@@ -139,6 +139,8 @@ struct engine_stats {
     struct hist store_commit_seconds; /* from hand-off to the committer to its answer */
     uint64_t store_replayed; /* jobs restored from the store at start-up */
     uint64_t permission_denied[DENIED_KINDS]; /* refusals by acl.c, by DENIED_* */
+    uint64_t retries;       /* failed background jobs deferred to a retry (jobx.h) */
+    uint64_t failed_dropped; /* dead-letter jobs dropped past --max-failed-jobs (jobx.h) */
 };
 
 /* struct engine is the whole pure server state. */

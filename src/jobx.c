@@ -192,7 +192,7 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
     if (r->attempts <= p->count) {
         double at = now + jobx_delay(p, r->attempts, uniform(x));
         if (job_defer(e, j, at) == 0) {
-            x->retries_total++;
+            e->stats.retries++;
             job_log(e, j, "failed: retry deferred");
             return 1;
         }
@@ -201,13 +201,12 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
     j->state = JOB_FAILED;
     list_push_back(&x->failed, &r->fnode);
     x->nfailed++;
-    x->failed_total++;
     j->func->parked++;
     job_log(e, j, "failed for good: dead-letter list");
     size_t cap = e->cfg->max_failed_jobs;
     while (x->nfailed > cap) {
         struct jobx_rec *old = container_of(list_first(&x->failed), struct jobx_rec, fnode);
-        x->failed_dropped_total++;
+        e->stats.failed_dropped++;
         job_log(e, old->job, "dropped from the dead-letter list (--max-failed-jobs)");
         job_free(e, old->job); /* may be j itself when the cap is 0 */
     }
@@ -286,11 +285,8 @@ size_t jobx_purge(struct engine *e, const struct func *f)
 }
 
 size_t jobx_nfailed(const struct engine *e) { return e->jobx != NULL ? e->jobx->nfailed : 0; }
-uint64_t jobx_retries(const struct engine *e) { return e->jobx ? e->jobx->retries_total : 0; }
-uint64_t jobx_dropped(const struct engine *e)
-{
-    return e->jobx != NULL ? e->jobx->failed_dropped_total : 0;
-}
+uint64_t jobx_retries(const struct engine *e) { return e->stats.retries; }
+uint64_t jobx_dropped(const struct engine *e) { return e->stats.failed_dropped; }
 
 int jobx_check(const struct engine *e, char *err, size_t errlen)
 {

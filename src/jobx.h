@@ -55,9 +55,7 @@ struct jobx {
     struct list_node failed; /* the dead-letter list (jobx_rec.fnode), oldest first */
     size_t nfailed;          /* jobs in it (a gauge) */
     uint64_t rng;            /* xorshift state for the jitter */
-    uint64_t retries_total;        /* failures turned into a later run */
-    uint64_t failed_total;         /* jobs moved to the dead-letter list */
-    uint64_t failed_dropped_total; /* of those, dropped as the oldest past --max-failed-jobs */
+    /* (the counters are engine_stats.retries and .failed_dropped, reset by 'stats reset') */
 };
 
 /* jobx_get returns e's extension state, creating it (and the policies of --retry) on first
@@ -110,8 +108,8 @@ size_t jobx_retry_all(struct engine *e, const struct func *f);
 /* jobx_purge frees every dead-letter job (of f, or all when f is NULL); returns how many. */
 size_t jobx_purge(struct engine *e, const struct func *f);
 
-/* jobx_nfailed / jobx_retries / jobx_dropped: the counters for stats and metrics (0 before
- * first use). */
+/* jobx_nfailed (a gauge) / jobx_retries / jobx_dropped (engine_stats counters): for stats and
+ * metrics. */
 size_t jobx_nfailed(const struct engine *e);
 uint64_t jobx_retries(const struct engine *e);
 uint64_t jobx_dropped(const struct engine *e);

@@ -182,7 +182,8 @@ void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n)
     else if (rc != 0)
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
     else {
-        peer_write(p, buf_head(&b), buf_len(&b));
+        if (buf_len(&b) > 0) /* (an empty buf has no data pointer) */
+            peer_write(p, buf_head(&b), buf_len(&b));
         reply(p, ".\n");
     }
     buf_free(&b);

@@ -2,6 +2,7 @@
 """Retry policies and the dead-letter list (jobx): a background job of a function with a policy
 that fails (WORK_FAIL, WORK_EXCEPTION, CAN_DO_TIMEOUT) runs again after a backoff, and once its
 retries are used up waits in the dead-letter list for `retry job` or `purge failed`."""
+import json
 import os
 import shutil
 import subprocess
@@ -198,6 +199,19 @@ def test_max_failed_jobs_drops_the_oldest(server_factory):
         no_job(w)
     assert [r[0] for r in failed_rows(a)] == hs[1:]
     assert lines(a, "show jobs") == [h + b"\t0\t0\t1\tfailed" for h in hs[1:]]
+    stats = a.admin("stats\n", b"END\r\n")
+    for line in (b"STAT retries_total 3\r\n", b"STAT failed_jobs 2\r\n",
+                 b"STAT failed_dropped_total 1\r\n"):
+        assert line in stats
+    doc = json.loads(a.admin("stats json\n"))
+    assert doc["retry"] == {"retries_total": 3, "failed_jobs": 2, "failed_dropped_total": 1}
+    metrics = a.admin("metrics\n", b"\n.\n")
+    for line in (b"\nspur_retries_total 3\n", b"\nspur_failed_jobs 2\n",
+                 b"\nspur_failed_dropped_total 1\n"):
+        assert line in metrics
+    assert a.admin("stats reset\n") == b"RESET\r\n"
+    stats = a.admin("stats\n", b"END\r\n")
+    assert b"STAT retries_total 0\r\n" in stats and b"STAT failed_jobs 2\r\n" in stats
 
 
 def test_can_do_timeout_counts_as_a_failure(server):
