@@ -53,6 +53,8 @@ static const struct opt_def defs[OPT_COUNT] = {
 				 "Spur: client certificate ($GEARMAN_CLIENT_PEM)."},
 	[OPT_SSL_KEY] = {"ssl-key", 0, true, " arg",
 			 "Spur: key of the client certificate ($GEARMAN_CLIENT_KEY)."},
+	[OPT_COMMAND] = {"command", 0, true, " arg",
+			 "Spur: send this admin line, print the reply; exit 1 on ERR."},
 };
 
 /* Width of the left column of --help, names included. */
@@ -162,7 +164,7 @@ static int match_long(struct parse *p, const char *word, const char *name, size_
 			return i;
 		if (i != OPT_STATS && i != OPT_JSON && i != OPT_TOP && i != OPT_INTERVAL &&
 		    i != OPT_SSL_CA_FILE && i != OPT_SSL_CERTIFICATE &&
-		    i != OPT_SSL_KEY) /* Spur's own: exact names only */
+		    i != OPT_SSL_KEY && i != OPT_COMMAND) /* Spur's own: exact names only */
 			matches[n++] = i;
 	}
 	if (n == 0)

@@ -8,7 +8,7 @@
  * ("--cancel-job --status" cancels a job named "--status"), short options bundle ("-Sp4730"),
  * words that are not options are ignored (except the word "top", Spur's, which means --top),
  * and an option given twice is an error.
- * Spur's own options (--stats, --json, --top, --interval) match only their exact names, so the prefixes gearadmin
+ * Spur's own options (--stats, --json, --top, --interval, --command, the --ssl-* files) match only their exact names, so the prefixes gearadmin
  * accepts ("--stat" for --status) keep their meaning.
  */
 #ifndef SPUR_ADMIN_ADM_OPTS_H
@@ -49,6 +49,7 @@ enum adm_opt {
 	OPT_SSL_CA_FILE,
 	OPT_SSL_CERTIFICATE,
 	OPT_SSL_KEY,
+	OPT_COMMAND,
 	OPT_COUNT /* number of options, not an option */
 };
 

@@ -64,6 +64,8 @@ static const struct adm_command commands[] = {
 	{OPT_SHUTDOWN, "shutdown", ADM_REPLY_LINE, NULL},
 	{OPT_SHUTDOWN_GRACEFUL, "shutdown graceful", ADM_REPLY_LINE, NULL},
 	{OPT_STATS, "stats", ADM_REPLY_END, NULL},
+	/* any line: an OK/ERR line, or a listing ending with "." (schedule list, show failed jobs) */
+	{OPT_COMMAND, "", ADM_REPLY_LIST, NULL},
 };
 
 /* With --json, the read commands that have a JSON form send it instead: one line of JSON
@@ -393,6 +395,8 @@ static int run_command(struct session *s, const struct adm_command *cmd, const c
 		return 0; /* a shutdown answered by hanging up */
 	int rc = cmd->json_key != NULL ? print_json_value(cmd->json_key, s->in.data, len)
 					: print_reply(s->in.data, len);
+	if (rc == 0 && cmd->opt == OPT_COMMAND && len >= 3 && memcmp(s->in.data, "ERR", 3) == 0)
+		rc = 1; /* a script learns that the server refused it */
 	rbuf_consume(&s->in, len);
 	return rc;
 }

@@ -66,6 +66,36 @@ struct engine_sink {
     void (*stored_gone)(struct engine *e, const struct job *j);
 };
 
+/* struct engine_ext is where the features beyond Gearman (retry policies and the dead-letter
+ * list, dependencies, schedules: docs/BEYOND-GEARMAN.md) hook into the core and the store, so
+ * that neither knows them. Every member may be NULL (engine_init zeroes them); each feature sets
+ * its own when it is attached. The store calls job_restored and record_restored while it
+ * replays (and a load calls them too); the core calls job_freed; a dump calls job_meta and
+ * record_each. A record's kind indexes the arrays (STORE_REC_* of store_batch.h, which is
+ * ENGINE_EXT_KINDS wide). */
+#define ENGINE_EXT_KINDS 8
+struct store_record;
+struct engine_ext {
+    /* job_restored: j (JOB_LIMBO, background, stored) came back with meta (meta_len bytes) and
+     * was due at when: returns 1 when the feature took it (a dead-letter list, a waiting place,
+     * its own deferral), 0 to let the caller make it runnable at when as usual. */
+    int (*job_restored)(struct engine *e, struct job *j, const char *meta, size_t meta_len,
+                        double when);
+    /* job_meta: the meta j (flagged JOB_EXT) would be stored with now, into out (cap bytes);
+     * returns its length, 0 for none. */
+    size_t (*job_meta)(const struct engine *e, const struct job *j, char *out, size_t cap);
+    /* job_freed: j (flagged JOB_EXT) is being freed (job_free): forget its side state. */
+    void (*job_freed)(struct engine *e, struct job *j);
+    /* record_restored[kind]: a record of this kind came back from the store or a load: apply it
+     * (0), or refuse it (-1, a reason in err; a replayed one is logged and skipped). */
+    int (*record_restored[ENGINE_EXT_KINDS])(struct engine *e, const struct store_record *r,
+                                             char *err, size_t errlen);
+    /* record_each[kind]: calls cb for every live record of this kind (a dump). */
+    void (*record_each[ENGINE_EXT_KINDS])(const struct engine *e,
+                                          void (*cb)(void *ctx, const struct store_record *r),
+                                          void *ctx);
+};
+
 /* What a connection did, which makes it a client, a worker or an admin connection (one may be
  * several). PEER_KIND_NONE is a connection that did none of these (yet). */
 enum peer_kind { PEER_KIND_CLIENT = 0, PEER_KIND_WORKER, PEER_KIND_ADMIN, PEER_KIND_NONE,
@@ -148,6 +178,7 @@ struct engine {
     const struct config *cfg;     /* settings (borrowed, outlives the engine) */
     struct engine_ops ops;        /* the shell's callbacks */
     struct engine_sink sink;      /* what to tell clients and workers (engine_set_sink) */
+    struct engine_ext ext;        /* the features beyond Gearman (all NULL when none attached) */
     struct list_node ready;       /* functions with a wake-up to do (func->wake), in order */
     void *shell;                  /* the shell's own pointer, for its callbacks */
     struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */

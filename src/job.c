@@ -336,14 +336,14 @@ void job_free(struct engine *e, struct job *j)
 {
     struct func *f = j->func;
     job_detach(e, j);
-    if (j->flags & JOB_EXT)
-        jobx_job_freed(e, j);
     job_list_remove(e, j);
     hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
     if (has_unique_entry(j))
         hmap_remove(&e->jobs_by_unique, j, job_unique_hash(e, j));
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
+    if ((j->flags & JOB_EXT) && e->ext.job_freed != NULL)
+        e->ext.job_freed(e, j);
     while (job_has_waiters(j))
         job_remove_waiter(waiter_of(j->waiters.next));
     e->njobs--;

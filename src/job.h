@@ -41,7 +41,7 @@ enum job_state {
 enum {
     JOB_BACKGROUND = 1u << 0, /* submitted in the background (kept without clients) */
     JOB_STORED = 1u << 1,     /* added to the durable store; done must be called */
-    JOB_EXT = 1u << 2,        /* has extension state (jobx.h) */
+    JOB_EXT = 1u << 2,        /* has side state of a feature of engine.ext (job_freed is called) */
 };
 
 /* struct waiter links one foreground submit to its job (a client may have several). */

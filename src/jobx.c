@@ -28,6 +28,7 @@ struct jobx *jobx_get(struct engine *e)
     list_node_init(&x->failed);
     x->rng = hmap_mix64(e->seed ^ 0x6a6f6278ull) | 1;
     e->jobx = x;
+    e->ext.job_freed = jobx_job_freed;
     const struct config *c = e->cfg;
     for (int i = 0; c != NULL && i < c->nretry; i++) {
         const struct config_retry *r = &c->retry[i];

@@ -45,8 +45,9 @@ struct replay_job {
     uint32_t unique_len;   /* then the unique */
     uint32_t reducer_len;  /* then the reducer */
     uint32_t data_len;     /* then the payload */
+    uint32_t meta_len;     /* then the meta (engine_ext), 0 = none */
     uint8_t prio;          /* priority */
-    char *bytes;           /* func, unique, reducer, data */
+    char *bytes;           /* func, unique, reducer, data, meta */
 };
 
 /* struct replay_chunk is a run of replayed jobs handed to the loop at once. */
@@ -74,6 +75,7 @@ struct store {
     int written_rc;                /* its result */
     struct replay_chunk *chunks;   /* replayed jobs for the loop, oldest first */
     struct replay_chunk *chunks_tail;
+    struct store_batch *records;   /* the stored records, replayed before the first chunk */
     int replay_done;               /* the committer finished replaying */
     int replay_failed;             /* replay stopped on a read error */
     int stop;                      /* the committer should exit */
@@ -108,6 +110,8 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+_Static_assert(STORE_REC_KINDS == ENGINE_EXT_KINDS, "engine_ext has a hook per record kind");
+
 /* ------------------------------------------------------------ committer thread */
 
 /* push_chunk hands a filled replay chunk to the loop. */
@@ -132,10 +136,11 @@ static int replay_row(void *ctx, const struct store_rec *r)
         if (st->filling == NULL)
             return -1;
     }
+    size_t meta_len = r->meta != NULL && r->meta_len <= STORE_META_MAX ? r->meta_len : 0;
     size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len;
-    if (r->unique_len > UINT16_MAX || r->reducer_len > UINT16_MAX || total > UINT32_MAX)
+    if (r->unique_len > UINT16_MAX || r->reducer_len > UINT16_MAX || total > UINT32_MAX - meta_len)
         return 0; /* cannot be a job: skip it */
-    char *b = malloc(total ? total : 1);
+    char *b = malloc(total + meta_len ? total + meta_len : 1);
     if (b == NULL)
         return -1;
     struct replay_job *j = &st->filling->jobs[st->filling->n++];
@@ -143,8 +148,11 @@ static int replay_row(void *ctx, const struct store_rec *r)
     memcpy(b + r->func_len, r->unique, r->unique_len);
     memcpy(b + r->func_len + r->unique_len, r->reducer, r->reducer_len);
     memcpy(b + r->func_len + r->unique_len + r->reducer_len, r->data, r->data_len);
+    if (meta_len)
+        memcpy(b + total, r->meta, meta_len);
     *j = (struct replay_job){r->id, r->when, (uint32_t)r->func_len, (uint32_t)r->unique_len,
-                             (uint32_t)r->reducer_len, (uint32_t)r->data_len, (uint8_t)r->prio, b};
+                             (uint32_t)r->reducer_len, (uint32_t)r->data_len, (uint32_t)meta_len,
+                             (uint8_t)r->prio, b};
     if (st->filling->n == STORE_REPLAY_CHUNK) {
         push_chunk(st, st->filling);
         st->filling = NULL;
@@ -178,10 +186,28 @@ static void maintain(struct store *st)
     }
 }
 
+/* replay_record copies one stored record into the batch of replayed records (committer). */
+static int replay_record(void *ctx, const struct store_record *r)
+{
+    if (r->value == NULL || store_queue_record(ctx, r) == 0)
+        return 0;
+    int valid = r->kind > 0 && r->kind < STORE_REC_KINDS && r->key_len > 0 &&
+                r->key_len <= STORE_KEY_MAX && r->value_len <= STORE_META_MAX;
+    return valid ? -1 : 0; /* out of memory stops the replay; an invalid record is skipped */
+}
+
 static void *committer(void *arg)
 {
     struct store *st = arg;
-    int rc = st->be->replay(st->db, replay_row, st);
+    struct store_queue rq = {0};
+    int rc = st->be->replay_records(st->db, replay_record, &rq);
+    struct store_batch *records = store_queue_take(&rq);
+    store_queue_clear(&rq);
+    pthread_mutex_lock(&st->mu);
+    st->records = records; /* before any chunk: the loop applies them first */
+    pthread_mutex_unlock(&st->mu);
+    if (rc == 0)
+        rc = st->be->replay(st->db, replay_row, st);
     if (st->filling != NULL) {
         push_chunk(st, st->filling);
         st->filling = NULL;
@@ -327,6 +353,7 @@ void store_close(struct engine *e)
         store_queue_retry_dones(&st->q, st->written);
     store_batch_free(st->written);
     store_batch_free(st->to_write);
+    store_batch_free(st->records);
     while (st->chunks != NULL) {
         struct replay_chunk *c = st->chunks;
         st->chunks = c->next;
@@ -367,20 +394,27 @@ static int hold(struct store *st, uint64_t id, void *who, double due, int owner,
     return 0;
 }
 
-/* record fills a store_rec from a job. */
-static void record(const struct job *j, double due, struct store_rec *r)
+/* record fills a store_rec from a job and its meta. */
+static void record(const struct job *j, double due, const char *meta, size_t meta_len,
+                   struct store_rec *r)
 {
     const struct func *f = j->func;
     *r = (struct store_rec){j->id, f->name, f->name_len, job_unique(j), j->unique_len,
                             job_reducer(j), j->reducer_len, job_payload(j), job_payload_len(j),
-                            j->prio, (int64_t)due};
+                            j->prio, (int64_t)due, meta, meta_len};
 }
 
 int store_add(struct engine *e, struct job *j, void *who, double due)
 {
+    return store_add_meta(e, j, who, due, NULL, 0);
+}
+
+int store_add_meta(struct engine *e, struct job *j, void *who, double due, const char *meta,
+                   size_t meta_len)
+{
     struct store *st = mgr(e);
     struct store_rec r;
-    record(j, due, &r);
+    record(j, due, meta, meta_len, &r);
     int owner = j->state == JOB_LIMBO;
     if (store_queue_add(&st->q, &r) != 0)
         return -1;
@@ -399,6 +433,38 @@ int store_add(struct engine *e, struct job *j, void *who, double due)
 int store_ack(struct engine *e, struct job *j, void *who)
 {
     return hold(mgr(e), j->id, who, 0, 0, 0);
+}
+
+int store_update(struct engine *e, struct job *j, double due, const char *meta, size_t meta_len)
+{
+    struct store *st = mgr(e);
+    if (st == NULL || !(j->flags & JOB_STORED))
+        return 0;
+    struct store_rec r;
+    record(j, due, meta, meta_len, &r);
+    return store_queue_update(&st->q, &r);
+}
+
+/* put_record queues a record operation (value NULL: a deletion). */
+static int put_record(struct engine *e, int kind, const char *key, size_t klen, const void *val,
+                      size_t vlen)
+{
+    struct store *st = mgr(e);
+    if (st == NULL)
+        return 0;
+    struct store_record r = {kind, key, klen, val, vlen};
+    return store_queue_record(&st->q, &r);
+}
+
+int store_record_put(struct engine *e, int kind, const char *key, size_t klen, const void *val,
+                     size_t vlen)
+{
+    return put_record(e, kind, key, klen, val != NULL ? val : "", vlen);
+}
+
+int store_record_del(struct engine *e, int kind, const char *key, size_t klen)
+{
+    return put_record(e, kind, key, klen, NULL, 0);
 }
 
 void store_done(struct engine *e, const struct job *j)
@@ -489,6 +555,7 @@ static void restore(struct engine *e, const struct replay_job *r)
         return;
     }
     const char *u = b + r->func_len, *red = u + r->unique_len, *d = red + r->reducer_len;
+    const char *meta = r->meta_len ? d + r->data_len : NULL;
     /* an id this server has not reached is another server's (a job taken over, docs/HA.md): the
      * job gets a new id of this server's, and its row is rewritten under it in the next batch
      * (the add and the deletion of the old id commit together) */
@@ -503,13 +570,31 @@ static void restore(struct engine *e, const struct replay_job *r)
     if (rekey) {
         struct store_queue *q = &mgr(e)->q;
         struct store_rec rec;
-        record(j, (double)r->when, &rec);
+        record(j, (double)r->when, meta, r->meta_len, &rec);
         if (store_queue_add(q, &rec) != 0 || store_queue_done(q, r->id) != 0)
             log_error("store: out of memory renumbering job %llu taken over (as %llu): it may run "
                       "again after a restart", (unsigned long long)r->id, (unsigned long long)j->id);
     }
+    if (meta != NULL && e->ext.job_restored != NULL &&
+        e->ext.job_restored(e, j, meta, r->meta_len, (double)r->when))
+        return; /* an extension keeps it (a dead-letter list, a waiting place) */
     if (r->when <= engine_now(e) || job_defer(e, j, (double)r->when) != 0)
         func_push(e, j, 0);
+}
+
+/* restore_records hands the replayed records to their extensions, before any job comes back. */
+static void restore_records(struct engine *e, struct store_batch *b)
+{
+    for (size_t i = 0, n = store_batch_nrecords(b); i < n; i++) {
+        struct store_record r;
+        store_batch_record_at(b, i, &r);
+        char why[256] = "no extension reads this kind";
+        if (e->ext.record_restored[r.kind] == NULL ||
+            e->ext.record_restored[r.kind](e, &r, why, sizeof why) != 0)
+            log_error("store: stored record of kind %d (key %.*s) skipped: %s", r.kind,
+                      (int)(r.key_len < 64 ? r.key_len : 64), r.key, why);
+    }
+    store_batch_free(b);
 }
 
 /* wake_all wakes the workers of every function with jobs ready. */
@@ -585,6 +670,8 @@ void store_complete(struct engine *e)
     st->written = NULL;
     struct replay_chunk *chunks = st->chunks;
     st->chunks = st->chunks_tail = NULL;
+    struct store_batch *records = st->records;
+    st->records = NULL;
     int replay_done = st->replay_done, replay_failed = st->replay_failed;
     uint64_t adopted = st->adopted;
     char adopt_note[sizeof st->adopt_note];
@@ -595,6 +682,8 @@ void store_complete(struct engine *e)
     st->adopt_note[0] = '\0';
     pthread_mutex_unlock(&st->mu);
 
+    if (records != NULL)
+        restore_records(e, records);
     while (chunks != NULL) {
         struct replay_chunk *c = chunks;
         chunks = c->next;

@@ -71,6 +71,26 @@ void store_close(struct engine *e);
  * memory (nothing held). */
 int store_add(struct engine *e, struct job *j, void *owner, double due);
 
+/* store_add_meta is store_add of a job with extension state: meta (meta_len bytes, at most
+ * STORE_META_MAX; NULL for none) is stored with it and handed to engine_ext.job_restored when
+ * the job comes back. */
+int store_add_meta(struct engine *e, struct job *j, void *owner, double due, const char *meta,
+                   size_t meta_len);
+
+/* store_update rewrites the stored row of j (same id) with a new due time and meta in the next
+ * batch; no reply is held. Returns 0 (also when there is no store or j is not stored: nothing to
+ * do) or -1 when out of memory. After a failed commit it is tried again with the next batch. */
+int store_update(struct engine *e, struct job *j, double due, const char *meta, size_t meta_len);
+
+/* store_record_put writes the durable record (kind, key) with value val (vlen bytes), replacing
+ * it; store_record_del deletes it. Queued into the next batch (durable with it; tried again after
+ * a failed commit). Returns 0 (also without a store) or -1 (no memory, or a length out of range:
+ * key 1..STORE_KEY_MAX, value at most STORE_META_MAX). At start the stored records are handed
+ * to engine_ext.record_restored[kind] before any job comes back. */
+int store_record_put(struct engine *e, int kind, const char *key, size_t klen, const void *val,
+                     size_t vlen);
+int store_record_del(struct engine *e, int kind, const char *key, size_t klen);
+
 /* store_ack holds a reply about j to owner behind owner's held replies (a submit that joined j
  * while owner waits on the store). Returns 0 or -1. */
 int store_ack(struct engine *e, struct job *j, void *owner);

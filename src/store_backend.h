@@ -10,7 +10,8 @@
  * Threading contract (db is what open returned):
  *   - open runs on the loop thread before the committer thread exists; it may block (file checks,
  *     an import) and logs nothing but what it returns, except a recovery report (log_error).
- *   - replay, write_batch, maintain and error run on the COMMITTER thread only, never two at once:
+ *   - replay_records, replay, write_batch, maintain and error run on the COMMITTER thread only,
+ *     never two at once:
  *     replay once, first; then write_batch for each batch in the order the loop took them, and
  *     maintain about once a second while idle or after a write.
  *   - note and quarantined run on the loop thread, once the replay has finished and before the
@@ -67,8 +68,14 @@ struct store_backend {
      * cb's value, or -1 on a read error (text in error). */
     int (*replay)(void *db, int (*cb)(void *ctx, const struct store_rec *r), void *ctx);
 
-    /* write_batch writes b (its live adds, its dones, and store_batch_max_id as a high-water mark)
-     * as one atomic, durable transaction (committer thread). Returns 0, or -1 with nothing of b
+    /* replay_records calls cb(ctx, r) for every stored record (struct store_record) in (kind,
+     * key) order (committer thread, before replay), r valid only during the call. Returns as
+     * replay. */
+    int (*replay_records)(void *db, int (*cb)(void *ctx, const struct store_record *r), void *ctx);
+
+    /* write_batch writes b (its live adds, each replacing a stored row of the same id; then its
+     * dones; then its records in order, each replacing or deleting the stored record of its kind
+     * and key; and store_batch_max_id as a high-water mark) as one atomic, durable transaction (committer thread). Returns 0, or -1 with nothing of b
      * stored and the text in store_batch_error(b), or -2 likewise when nothing will ever be
      * written again because another server took this one's jobs over (the server then stops).
      * b may be written again or freed after. */

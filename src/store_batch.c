@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "hmap.h"
 
 /* struct batch_add is one queued add: the job's fields copied into one allocation. */
@@ -17,8 +18,19 @@ struct batch_add {
     size_t unique_len;  /* bytes of unique after func */
     size_t reducer_len; /* bytes of reducer after unique */
     size_t data_len;    /* bytes of data after reducer */
+    size_t meta_len;    /* bytes of meta after data */
     int prio;           /* 0 high, 1 normal, 2 low */
     int dead;           /* cancelled by a done in the same batch */
+    int update;         /* a new version of a job that may be stored already (store_queue_update) */
+};
+
+/* struct batch_record is one queued record operation: key then value in mem. */
+struct batch_record {
+    int kind;           /* STORE_REC_* */
+    int del;            /* a deletion (no value) */
+    char *mem;          /* key | value, owned */
+    size_t key_len;     /* bytes of key at mem */
+    size_t value_len;   /* bytes of value after key */
 };
 
 /* struct store_batch is a batch of operations: adds (with copies) and done ids. */
@@ -30,6 +42,9 @@ struct store_batch {
     uint64_t *dones;        /* ids to delete */
     size_t ndones;          /* entries used in dones */
     size_t cap_dones;       /* entries allocated in dones */
+    struct batch_record *recs; /* record operations, in the order queued */
+    size_t nrecs;           /* entries used in recs */
+    size_t cap_recs;        /* entries allocated in recs */
     uint32_t *slots;        /* open-addressing index of adds by id: add index + 1, 0 = empty */
     size_t nslots;          /* slots allocated (a power of two, or 0) */
     uint64_t max_id;        /* largest id ever added to this batch (cancelled ones too) */
@@ -66,24 +81,68 @@ static struct store_batch *current(struct store_queue *q)
     return q->cur;
 }
 
-int store_queue_add(struct store_queue *q, const struct store_rec *r)
+/* copy_rec copies the byte fields of r into one allocation (func | unique | reducer | data | meta).
+ * Returns it, or NULL when out of memory. */
+static char *copy_rec(const struct store_rec *r, size_t meta_len)
 {
-    if (r->id == 0 || r->id > (uint64_t)INT64_MAX || r->prio < 0 || r->prio > 2)
+    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len + meta_len;
+    char *mem = malloc(total ? total : 1);
+    if (mem == NULL)
+        return NULL;
+    char *p = mem;
+    const struct { const void *src; size_t n; } parts[] = {
+        {r->func, r->func_len}, {r->unique, r->unique_len}, {r->reducer, r->reducer_len},
+        {r->data, r->data_len}, {r->meta, meta_len}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i].n)
+            memcpy(p, parts[i].src, parts[i].n);
+        p += parts[i].n;
+    }
+    return mem;
+}
+
+/* fill sets add a from r, owning mem. */
+static void fill(struct batch_add *a, const struct store_rec *r, char *mem, size_t meta_len,
+                 int update)
+{
+    *a = (struct batch_add){.id = r->id,
+                            .when = r->when > 0 ? r->when : 0,
+                            .mem = mem,
+                            .func_len = r->func_len,
+                            .unique_len = r->unique_len,
+                            .reducer_len = r->reducer_len,
+                            .data_len = r->data_len,
+                            .meta_len = meta_len,
+                            .prio = r->prio,
+                            .update = update};
+}
+
+/* queue_add queues r as an add (update 0) or an update (1). */
+static int queue_add(struct store_queue *q, const struct store_rec *r, int update)
+{
+    size_t meta_len = r->meta != NULL ? r->meta_len : 0;
+    if (r->id == 0 || r->id > (uint64_t)INT64_MAX || r->prio < 0 || r->prio > 2 ||
+        meta_len > STORE_META_MAX)
         return -1;
-    if (r->func_len > SIZE_MAX / 4 || r->unique_len > SIZE_MAX / 4 || r->reducer_len > SIZE_MAX / 4 ||
-        r->data_len > SIZE_MAX / 4)
-        return -1; /* the sum below must not overflow */
+    if (r->func_len > SIZE_MAX / 8 || r->unique_len > SIZE_MAX / 8 || r->reducer_len > SIZE_MAX / 8 ||
+        r->data_len > SIZE_MAX / 8)
+        return -1; /* the sum in copy_rec must not overflow */
     struct store_batch *b = current(q);
     if (b == NULL || b->nadds >= UINT32_MAX - 1)
         return -1;
-    if (b->nadds == b->cap_adds) {
-        size_t ncap = b->cap_adds ? b->cap_adds * 2 : 64;
-        struct batch_add *na = realloc(b->adds, ncap * sizeof *na);
-        if (na == NULL)
+    struct batch_add *old = slot_find(b, r->id);
+    if (old != NULL) { /* a second version in this batch replaces the first */
+        if (old->dead)
+            return -1; /* deleted in this batch: a job never comes back */
+        char *mem = copy_rec(r, meta_len);
+        if (mem == NULL)
             return -1;
-        b->adds = na;
-        b->cap_adds = ncap;
+        free(old->mem);
+        fill(old, r, mem, meta_len, update || old->update);
+        return 0;
     }
+    if (array_grow((void **)&b->adds, &b->cap_adds, b->nadds + 1, sizeof *b->adds, 64) != 0)
+        return -1;
     if ((b->nadds + 1) * 2 > b->nslots) { /* keep the index at most half full */
         size_t nslots = b->nslots ? b->nslots * 2 : 128;
         uint32_t *ns = calloc(nslots, sizeof *ns);
@@ -95,31 +154,10 @@ int store_queue_add(struct store_queue *q, const struct store_rec *r)
         for (size_t i = 0; i < b->nadds; i++)
             slot_put(b, i);
     }
-    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len;
-    char *mem = malloc(total ? total : 1);
+    char *mem = copy_rec(r, meta_len);
     if (mem == NULL)
         return -1;
-    char *p = mem;
-    if (r->func_len)
-        memcpy(p, r->func, r->func_len);
-    p += r->func_len;
-    if (r->unique_len)
-        memcpy(p, r->unique, r->unique_len);
-    p += r->unique_len;
-    if (r->reducer_len)
-        memcpy(p, r->reducer, r->reducer_len);
-    p += r->reducer_len;
-    if (r->data_len)
-        memcpy(p, r->data, r->data_len);
-    struct batch_add *a = &b->adds[b->nadds];
-    *a = (struct batch_add){.id = r->id,
-                            .when = r->when > 0 ? r->when : 0,
-                            .mem = mem,
-                            .func_len = r->func_len,
-                            .unique_len = r->unique_len,
-                            .reducer_len = r->reducer_len,
-                            .data_len = r->data_len,
-                            .prio = r->prio};
+    fill(&b->adds[b->nadds], r, mem, meta_len, update);
     slot_put(b, b->nadds);
     b->nadds++;
     b->live_adds++;
@@ -128,17 +166,45 @@ int store_queue_add(struct store_queue *q, const struct store_rec *r)
     return 0;
 }
 
+int store_queue_add(struct store_queue *q, const struct store_rec *r) { return queue_add(q, r, 0); }
+
+int store_queue_update(struct store_queue *q, const struct store_rec *r) { return queue_add(q, r, 1); }
+
+int store_queue_record(struct store_queue *q, const struct store_record *r)
+{
+    size_t vlen = r->value != NULL ? r->value_len : 0;
+    if (r->kind <= 0 || r->kind >= STORE_REC_KINDS || r->key_len == 0 || r->key_len > STORE_KEY_MAX ||
+        vlen > STORE_META_MAX)
+        return -1;
+    struct store_batch *b = current(q);
+    if (b == NULL)
+        return -1;
+    if (array_grow((void **)&b->recs, &b->cap_recs, b->nrecs + 1, sizeof *b->recs, 8) != 0)
+        return -1;
+    char *mem = malloc(r->key_len + vlen);
+    if (mem == NULL)
+        return -1;
+    memcpy(mem, r->key, r->key_len);
+    if (vlen)
+        memcpy(mem + r->key_len, r->value, vlen);
+    b->recs[b->nrecs++] = (struct batch_record){r->kind, r->value == NULL, mem, r->key_len, vlen};
+    return 0;
+}
+
+size_t store_batch_nrecords(const struct store_batch *b) { return b->nrecs; }
+
+void store_batch_record_at(const struct store_batch *b, size_t i, struct store_record *r)
+{
+    const struct batch_record *x = &b->recs[i];
+    *r = (struct store_record){x->kind, x->mem, x->key_len, x->del ? NULL : x->mem + x->key_len,
+                               x->value_len};
+}
+
 /* push_done appends id to b's dones. Returns 0 or -1 when out of memory. */
 static int push_done(struct store_batch *b, uint64_t id)
 {
-    if (b->ndones == b->cap_dones) {
-        size_t ncap = b->cap_dones ? b->cap_dones * 2 : 64;
-        uint64_t *nd = realloc(b->dones, ncap * sizeof *nd);
-        if (nd == NULL)
-            return -1;
-        b->dones = nd;
-        b->cap_dones = ncap;
-    }
+    if (array_grow((void **)&b->dones, &b->cap_dones, b->ndones + 1, sizeof *b->dones, 64) != 0)
+        return -1;
     b->dones[b->ndones++] = id;
     return 0;
 }
@@ -156,14 +222,16 @@ int store_queue_done(struct store_queue *q, uint64_t id)
             a->mem = NULL;
             b->live_adds--;
         }
-        return 0;
+        if (!a->update)
+            return 0;
+        a->update = 0; /* an older version may be stored: delete it (once) */
     }
     return push_done(b, id);
 }
 
 size_t store_queue_pending(const struct store_queue *q)
 {
-    return q->cur ? q->cur->live_adds + q->cur->ndones : 0;
+    return q->cur ? store_batch_ops(q->cur) : 0;
 }
 
 struct store_batch *store_queue_take(struct store_queue *q)
@@ -174,7 +242,7 @@ struct store_batch *store_queue_take(struct store_queue *q)
     q->cur = NULL;
     if (q->carry_max_id > b->max_id)
         b->max_id = q->carry_max_id;
-    if (b->live_adds + b->ndones == 0) { /* everything cancelled out: nothing to write */
+    if (store_batch_ops(b) == 0) { /* everything cancelled out: nothing to write */
         q->carry_max_id = b->max_id;
         store_batch_free(b);
         return NULL;
@@ -196,7 +264,7 @@ struct store_batch *store_queue_take_final(struct store_queue *q)
     return b;
 }
 
-size_t store_batch_ops(const struct store_batch *b) { return b->live_adds + b->ndones; }
+size_t store_batch_ops(const struct store_batch *b) { return b->live_adds + b->ndones + b->nrecs; }
 
 const char *store_batch_error(const struct store_batch *b) { return b->err; }
 
@@ -205,6 +273,38 @@ int store_queue_retry_dones(struct store_queue *q, const struct store_batch *b)
     for (size_t i = 0; i < b->ndones; i++)
         if (store_queue_done(q, b->dones[i]) != 0)
             return -1;
+    for (size_t i = 0; i < b->nadds; i++) {
+        const struct batch_add *a = &b->adds[i];
+        struct store_rec r;
+        /* an update is tried again unless the current batch has a newer version of the job */
+        if (!a->update || store_batch_add_at(b, i, &r) != 0 ||
+            (q->cur != NULL && slot_find(q->cur, a->id) != NULL))
+            continue;
+        if (store_queue_update(q, &r) != 0)
+            return -1;
+    }
+    /* records go before the current batch's, so a newer write of a key still wins */
+    struct store_batch *cur = current(q);
+    if (cur == NULL)
+        return -1;
+    size_t mine = cur->nrecs;
+    for (size_t i = 0; i < b->nrecs; i++) {
+        struct store_record r;
+        store_batch_record_at(b, i, &r);
+        if (store_queue_record(q, &r) != 0)
+            return -1;
+    }
+    /* rotate: [mine..][retried..] -> [retried..][mine..] */
+    size_t n = cur->nrecs - mine;
+    if (n > 0 && mine > 0) {
+        struct batch_record *tmp = malloc(n * sizeof *tmp);
+        if (tmp == NULL)
+            return -1;
+        memcpy(tmp, cur->recs + mine, n * sizeof *tmp);
+        memmove(cur->recs + n, cur->recs, mine * sizeof *tmp);
+        memcpy(cur->recs, tmp, n * sizeof *tmp);
+        free(tmp);
+    }
     return 0;
 }
 
@@ -215,6 +315,9 @@ void store_batch_free(struct store_batch *b)
     for (size_t i = 0; i < b->nadds; i++)
         free(b->adds[i].mem);
     free(b->adds);
+    for (size_t i = 0; i < b->nrecs; i++)
+        free(b->recs[i].mem);
+    free(b->recs);
     free(b->dones);
     free(b->slots);
     free(b);
@@ -244,7 +347,10 @@ int store_batch_add_at(const struct store_batch *b, size_t i, struct store_rec *
                             .data = p + a->func_len + a->unique_len + a->reducer_len,
                             .data_len = a->data_len,
                             .prio = a->prio,
-                            .when = a->when};
+                            .when = a->when,
+                            .meta = a->meta_len ? p + a->func_len + a->unique_len + a->reducer_len +
+                                                      a->data_len : NULL,
+                            .meta_len = a->meta_len};
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "store_backend.h"
 
 /* struct mjob is one stored job: its fields copied into one allocation. */
@@ -14,8 +15,15 @@ struct mjob {
     uint64_t id;       /* handle number */
     int64_t when;      /* run-at time, 0 = now */
     int prio;          /* 0..2 */
-    char *mem;         /* func | unique | reducer | data */
-    size_t len[4];     /* the four lengths */
+    char *mem;         /* func | unique | reducer | data | meta */
+    size_t len[5];     /* the five lengths */
+};
+
+/* struct mrec is one stored record: key then value in mem. */
+struct mrec {
+    int kind;          /* STORE_REC_* */
+    char *mem;         /* key | value */
+    size_t key_len, value_len;
 };
 
 /* struct mstore is one named store. */
@@ -24,6 +32,8 @@ struct mstore {
     char *name;                    /* its location */
     struct mjob *jobs;             /* sorted by id */
     size_t n, cap;                 /* jobs used and allocated */
+    struct mrec *recs;             /* records, in the order first written */
+    size_t nrecs, cap_recs;        /* used and allocated */
     uint64_t hwm;                  /* largest id ever written */
     int open;                      /* opened by a manager */
     struct store_mem_faults faults; /* what to break */
@@ -69,11 +79,15 @@ static size_t lower(const struct mstore *m, uint64_t id)
 /* copy_job makes an mjob of r. Returns 0 or -1 when out of memory. */
 static int copy_job(const struct store_rec *r, struct mjob *j)
 {
-    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len;
+    size_t meta_len = r->meta != NULL ? r->meta_len : 0;
+    size_t total = r->func_len + r->unique_len + r->reducer_len + r->data_len + meta_len;
     char *p = malloc(total ? total : 1);
     if (p == NULL)
         return -1;
-    *j = (struct mjob){r->id, r->when, r->prio, p, {r->func_len, r->unique_len, r->reducer_len, r->data_len}};
+    *j = (struct mjob){r->id, r->when, r->prio, p,
+                       {r->func_len, r->unique_len, r->reducer_len, r->data_len, meta_len}};
+    if (meta_len)
+        memcpy(p + total - meta_len, r->meta, meta_len);
     if (r->func_len)
         memcpy(p, r->func, r->func_len);
     if (r->unique_len)
@@ -104,17 +118,13 @@ static void insert(struct mstore *m, const struct mjob *j)
 /* reserve makes room for more jobs. Returns 0 or -1. */
 static int reserve(struct mstore *m, size_t more)
 {
-    if (m->n + more <= m->cap)
-        return 0;
-    size_t cap = m->cap ? m->cap : 16;
-    while (cap < m->n + more)
-        cap *= 2;
-    struct mjob *nj = realloc(m->jobs, cap * sizeof *nj);
-    if (nj == NULL)
-        return -1;
-    m->jobs = nj;
-    m->cap = cap;
-    return 0;
+    return array_grow((void **)&m->jobs, &m->cap, m->n + more, sizeof *m->jobs, 16);
+}
+
+/* rec_reserve makes room for more records. Returns 0 or -1. */
+static int rec_reserve(struct mstore *m, size_t more)
+{
+    return array_grow((void **)&m->recs, &m->cap_recs, m->nrecs + more, sizeof *m->recs, 8);
 }
 
 static void erase(struct mstore *m, uint64_t id)
@@ -127,8 +137,48 @@ static void erase(struct mstore *m, uint64_t id)
     }
 }
 
+/* rec_cmp orders records by kind, then key bytes (shorter first on a common prefix). */
+static int rec_cmp(const struct mrec *x, int kind, const char *key, size_t klen)
+{
+    if (x->kind != kind)
+        return x->kind < kind ? -1 : 1;
+    size_t n = x->key_len < klen ? x->key_len : klen;
+    int c = memcmp(x->mem, key, n);
+    if (c != 0)
+        return c;
+    return x->key_len == klen ? 0 : x->key_len < klen ? -1 : 1;
+}
+
+/* rec_apply writes or deletes record r, whose copy (key | value) is mem (NULL for a deletion);
+ * m has room for one more record. Records stay in (kind, key) order, as the SQL backends replay
+ * them. */
+static void rec_apply(struct mstore *m, const struct store_record *r, char *mem)
+{
+    size_t i = 0;
+    while (i < m->nrecs && rec_cmp(&m->recs[i], r->kind, r->key, r->key_len) < 0)
+        i++;
+    int found = i < m->nrecs && rec_cmp(&m->recs[i], r->kind, r->key, r->key_len) == 0;
+    if (found)
+        free(m->recs[i].mem);
+    if (mem == NULL) {
+        if (found) {
+            memmove(&m->recs[i], &m->recs[i + 1], (m->nrecs - i - 1) * sizeof *m->recs);
+            m->nrecs--;
+        }
+        return;
+    }
+    if (!found) {
+        memmove(&m->recs[i + 1], &m->recs[i], (m->nrecs - i) * sizeof *m->recs);
+        m->nrecs++;
+    }
+    m->recs[i] = (struct mrec){r->kind, mem, r->key_len, r->value_len};
+}
+
 static void free_store(struct mstore *m)
 {
+    for (size_t i = 0; i < m->nrecs; i++)
+        free(m->recs[i].mem);
+    free(m->recs);
     for (size_t i = 0; i < m->n; i++)
         free(m->jobs[i].mem);
     free(m->jobs);
@@ -170,9 +220,25 @@ static int mem_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r),
         }
         const struct mjob *j = &m->jobs[i];
         const char *p = j->mem;
+        size_t off_meta = j->len[0] + j->len[1] + j->len[2] + j->len[3];
         struct store_rec r = {j->id, p, j->len[0], p + j->len[0], j->len[1],
                               p + j->len[0] + j->len[1], j->len[2],
-                              p + j->len[0] + j->len[1] + j->len[2], j->len[3], j->prio, j->when};
+                              p + j->len[0] + j->len[1] + j->len[2], j->len[3], j->prio, j->when,
+                              j->len[4] ? p + off_meta : NULL, j->len[4]};
+        rc = cb(ctx, &r);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+static int mem_replay_records(void *db, int (*cb)(void *ctx, const struct store_record *r), void *ctx)
+{
+    struct mstore *m = db;
+    pthread_mutex_lock(&mu);
+    int rc = 0;
+    for (size_t i = 0; i < m->nrecs && rc == 0; i++) {
+        const struct mrec *x = &m->recs[i];
+        struct store_record r = {x->kind, x->mem, x->key_len, x->mem + x->key_len, x->value_len};
         rc = cb(ctx, &r);
     }
     pthread_mutex_unlock(&mu);
@@ -211,10 +277,33 @@ static int mem_write_batch(void *db, struct store_batch *b)
                 ncopies++;
         }
     }
+    size_t nrecs = store_batch_nrecords(b);
+    char **rmem = NULL;
+    if (why == NULL && nrecs > 0) {
+        rmem = calloc(nrecs, sizeof *rmem);
+        if (rmem == NULL || rec_reserve(m, nrecs) != 0)
+            why = "out of memory";
+        for (size_t i = 0; why == NULL && i < nrecs; i++) {
+            struct store_record x;
+            store_batch_record_at(b, i, &x);
+            if (x.value == NULL)
+                continue;
+            if ((rmem[i] = malloc(x.key_len + x.value_len)) == NULL) {
+                why = "out of memory";
+                break;
+            }
+            memcpy(rmem[i], x.key, x.key_len);
+            if (x.value_len)
+                memcpy(rmem[i] + x.key_len, x.value, x.value_len);
+        }
+    }
     if (why != NULL) {
         for (size_t i = 0; i < ncopies; i++)
             free(copies[i].mem);
         free(copies);
+        for (size_t i = 0; rmem != NULL && i < nrecs; i++)
+            free(rmem[i]);
+        free(rmem);
         snprintf(m->err, sizeof m->err, "%s (batch of %zu ops)", why, store_batch_ops(b));
         store_batch_set_error(b, m->err);
         m->failed++;
@@ -226,6 +315,12 @@ static int mem_write_batch(void *db, struct store_batch *b)
     free(copies);
     for (size_t i = 0, n = store_batch_ndones(b); i < n; i++)
         erase(m, store_batch_done_at(b, i));
+    for (size_t i = 0; i < nrecs; i++) {
+        struct store_record x;
+        store_batch_record_at(b, i, &x);
+        rec_apply(m, &x, rmem[i]);
+    }
+    free(rmem);
     if (store_batch_max_id(b) > m->hwm)
         m->hwm = store_batch_max_id(b);
     m->writes++;
@@ -267,6 +362,7 @@ const struct store_backend store_mem_backend = {
     .name = "mem",
     .open = mem_open,
     .replay = mem_replay,
+    .replay_records = mem_replay_records,
     .write_batch = mem_write_batch,
     .maintain = mem_maintain,
     .error = mem_error,
@@ -300,6 +396,15 @@ int store_mem_put(const char *name, const struct store_rec *r)
     }
     pthread_mutex_unlock(&mu);
     return rc;
+}
+
+size_t store_mem_records(const char *name)
+{
+    pthread_mutex_lock(&mu);
+    const struct mstore *m = find(name, 0);
+    size_t n = m ? m->nrecs : 0;
+    pthread_mutex_unlock(&mu);
+    return n;
 }
 
 size_t store_mem_count(const char *name)

@@ -45,6 +45,9 @@ int store_mem_put(const char *name, const struct store_rec *r);
 /* store_mem_count returns the number of jobs in store name (0 if it does not exist). */
 size_t store_mem_count(const char *name);
 
+/* store_mem_records returns the number of records in store name (0 if it does not exist). */
+size_t store_mem_records(const char *name);
+
 /* store_mem_has tells whether job id is in store name. */
 int store_mem_has(const char *name, uint64_t id);
 

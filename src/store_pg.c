@@ -15,17 +15,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "store_backend.h"
 #include "store_pg_text.h"
 #include "store_row.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define MAX_FUNC_DEFAULT 512  /* spurd's default --max-function-name */
 #define IMPORTED_SUFFIX "_spur_imported"
 #define OID_INT8 20
 #define OID_INT2 21
 #define OID_BYTEA 17
 #define OID_TEXT 25
+#define OID_INT4 23
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define STORE_PG_MAX_SERVERS_S STR(STORE_PG_MAX_SERVERS)
@@ -129,15 +131,20 @@ static const char *const schema =
     "INSERT INTO spur_meta VALUES ('max_id', 0) ON CONFLICT DO NOTHING;";
 
 /* schema 1 (one server per database) to 2: every row gets an owner; rows without one ('') are
- * adopted by the next server that opens the database */
+ * adopted by the next server that opens the database. 2 to 3: a job's extension state (meta) and
+ * the durable records (schedules, retry policies), owned per server as the jobs are */
 static const char *const migrate =
     "ALTER TABLE spur_jobs ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';"
     "ALTER TABLE spur_jobs ADD COLUMN IF NOT EXISTS claim bigint NOT NULL DEFAULT 0;"
-    "UPDATE spur_meta SET value = 2 WHERE key = 'schema' AND value < 2;";
+    "ALTER TABLE spur_jobs ADD COLUMN IF NOT EXISTS meta bytea;"
+    "CREATE TABLE IF NOT EXISTS spur_records (owner text NOT NULL, kind integer NOT NULL,"
+    " key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (owner, kind, key));"
+    "UPDATE spur_meta SET value = 3 WHERE key = 'schema' AND value < 3;";
 
 /* prepared statements: name, text, parameter count and types */
-static const Oid ins_types[8] = {OID_INT8, OID_INT2, OID_INT8, OID_BYTEA, OID_BYTEA, OID_BYTEA,
-                                 OID_BYTEA, OID_TEXT};
+static const Oid ins_types[9] = {OID_INT8, OID_INT2, OID_INT8, OID_BYTEA, OID_BYTEA, OID_BYTEA,
+                                 OID_BYTEA, OID_TEXT, OID_BYTEA};
+static const Oid rec_types[4] = {OID_TEXT, OID_INT4, OID_BYTEA, OID_BYTEA};
 static const Oid int8_text[2] = {OID_INT8, OID_TEXT};
 static const Oid one_text[1] = {OID_TEXT};
 static const struct {
@@ -145,12 +152,24 @@ static const struct {
     int n;
     const Oid *types;
 } stmts[] = {
-    {"spur_ins", "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, owner) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING", 8, ins_types},
+    /* an add of a stored id is a new version of the job (store_queue_update): replaced, if it is
+     * still this server's; a batch written again after a lost outcome writes the same values */
+    {"spur_ins", "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, owner, meta) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO UPDATE SET"
+                 " prio = EXCLUDED.prio, run_at = EXCLUDED.run_at, func = EXCLUDED.func,"
+                 " uniq = EXCLUDED.uniq, reducer = EXCLUDED.reducer, data = EXCLUDED.data,"
+                 " meta = EXCLUDED.meta WHERE spur_jobs.owner = EXCLUDED.owner", 9, ins_types},
+    {"spur_rput", "INSERT INTO spur_records (owner, kind, key, value) VALUES ($1, $2, $3, $4)"
+                  " ON CONFLICT (owner, kind, key) DO UPDATE SET value = EXCLUDED.value", 4,
+     rec_types},
+    {"spur_rdel", "DELETE FROM spur_records WHERE owner = $1 AND kind = $2 AND key = $3", 3,
+     rec_types},
+    {"spur_rsel", "SELECT kind, key, value FROM spur_records WHERE owner = $1 ORDER BY kind, key", 1,
+     one_text},
     {"spur_del", "DELETE FROM spur_jobs WHERE id = ANY ($1::bigint[]) AND owner = $2", 2, NULL},
     {"spur_hwm", "UPDATE spur_servers SET max_id = $1 WHERE server_id = $2 AND max_id < $1", 2,
      int8_text},
-    {"spur_sel", "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs WHERE owner = $1"
+    {"spur_sel", "SELECT id, prio, run_at, func, uniq, reducer, data, meta FROM spur_jobs WHERE owner = $1"
                  " ORDER BY id", 1, one_text},
     {"spur_renew", "UPDATE spur_servers SET renewed_at = clock_timestamp() WHERE server_id = $1", 1,
      one_text},
@@ -216,7 +235,7 @@ static int setup(struct pgstore *s)
                 (long long)version, SCHEMA_VERSION);
         goto fail;
     }
-    if (version < SCHEMA_VERSION && exec(s, migrate, "migrating the tables to schema 2") != 0)
+    if (version < SCHEMA_VERSION && exec(s, migrate, "migrating the tables to schema 3") != 0)
         goto fail;
     const char *v[1] = {s->me};
     r = query(s, "INSERT INTO spur_servers (server_id, slot, renewed_at) SELECT $1, min(n),"
@@ -672,10 +691,16 @@ fail:
     return NULL;
 }
 
-/* be64 and be16 put v big-endian into b (PostgreSQL's binary int8 and int2). */
+/* be64, be32 and be16 put v big-endian into b (PostgreSQL's binary int8 and int2). */
 static void be64(unsigned char *b, uint64_t v)
 {
     for (int i = 7; i >= 0; i--, v >>= 8)
+        b[i] = (unsigned char)v;
+}
+
+static void be32(unsigned char *b, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
         b[i] = (unsigned char)v;
 }
 
@@ -753,7 +778,7 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
     }
     /* send: every insert, one delete, the high-water mark, then Sync (the implicit transaction
      * commits there, or rolls back entirely on the first error) */
-    static const int bin8[8] = {1, 1, 1, 1, 1, 1, 1, 0}; /* the owner is text */
+    static const int bin9[9] = {1, 1, 1, 1, 1, 1, 1, 0, 1}; /* the owner is text */
     struct store_rec r;
     for (size_t i = 0, n = store_batch_nadds(b); i < n; i++) {
         if (store_batch_add_at(b, i, &r) != 0)
@@ -762,12 +787,14 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
         be64(id, r.id);
         be16(prio, (uint16_t)r.prio);
         be64(when, (uint64_t)r.when);
-        const char *v[8] = {(const char *)id, (const char *)prio, (const char *)when,
+        const char *v[9] = {(const char *)id, (const char *)prio, (const char *)when,
                             r.func_len ? r.func : "", r.unique_len ? r.unique : "",
                             r.reducer_len ? r.reducer : "",
-                            r.data_len ? (const char *)r.data : "", s->me};
-        int l[8] = {8, 2, 8, (int)r.func_len, (int)r.unique_len, (int)r.reducer_len, (int)r.data_len, 0};
-        if (!PQsendQueryPrepared(c, "spur_ins", 8, v, l, bin8, 0)) {
+                            r.data_len ? (const char *)r.data : "", s->me,
+                            r.meta_len ? r.meta : NULL};
+        int l[9] = {8, 2, 8, (int)r.func_len, (int)r.unique_len, (int)r.reducer_len, (int)r.data_len, 0,
+                    (int)r.meta_len};
+        if (!PQsendQueryPrepared(c, "spur_ins", 9, v, l, bin9, 0)) {
             fail = "sending a job";
             goto out;
         }
@@ -777,6 +804,22 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
         const char *v[2] = {ids, s->me};
         if (!PQsendQueryPrepared(c, "spur_del", 2, v, NULL, NULL, 0)) {
             fail = "sending the deletions";
+            goto out;
+        }
+        sent++;
+    }
+    for (size_t i = 0, n = store_batch_nrecords(b); i < n; i++) {
+        struct store_record x;
+        store_batch_record_at(b, i, &x);
+        unsigned char kind[4];
+        be32(kind, (uint32_t)x.kind);
+        const char *v[4] = {s->me, (const char *)kind, x.key,
+                            x.value != NULL && x.value_len ? (const char *)x.value : ""};
+        int l[4] = {0, 4, (int)x.key_len, (int)x.value_len};
+        static const int fmt[4] = {0, 1, 1, 1};
+        if (!PQsendQueryPrepared(c, x.value != NULL ? "spur_rput" : "spur_rdel",
+                                 x.value != NULL ? 4 : 3, v, l, fmt, 0)) {
+            fail = "sending a record";
             goto out;
         }
         sent++;
@@ -904,7 +947,15 @@ static const char *decode_row(const struct pgstore *s, PGresult *res, struct sto
     for (int k = 0; k < STORE_ROW_NCOLS; k++)
         col_bin(res, k, &cols[k]);
     *id = cols[STORE_ROW_ID].i;
-    return store_row_decode(cols, s->max_func, r);
+    const char *why = store_row_decode(cols, s->max_func, r);
+    if (why == NULL && PQnfields(res) > STORE_ROW_NCOLS && !PQgetisnull(res, 0, STORE_ROW_NCOLS)) {
+        size_t n = (size_t)PQgetlength(res, 0, STORE_ROW_NCOLS);
+        if (n > STORE_META_MAX)
+            return "meta longer than 65536 bytes";
+        r->meta = n ? PQgetvalue(res, 0, STORE_ROW_NCOLS) : NULL;
+        r->meta_len = n;
+    }
+    return why;
 }
 
 /* quarantine moves the rows bad[0..n) to spur_quarantine with their reasons, in one transaction. */
@@ -937,6 +988,58 @@ static int quarantine(struct pgstore *s, const struct bad_row *bad, size_t n)
     return exec(s, "COMMIT", "quarantine");
 }
 
+/* read_rows reads the results of the single-row query just sent, calling row(s, res, ctx) for
+ * each row until it returns non-zero (then the rest is read away), and sets s->err ("what: ...")
+ * on an error of the query or of the session. Returns 0, row's non-zero value, or -1. */
+static int read_rows(struct pgstore *s, const char *what,
+                     int (*row)(struct pgstore *s, PGresult *res, void *ctx), void *ctx)
+{
+    char m[400];
+    int ret = 0;
+    PGresult *res;
+    while ((res = PQgetResult(s->conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_SINGLE_TUPLE) {
+            if (ret == 0)
+                ret = row(s, res, ctx);
+        } else if (st != PGRES_TUPLES_OK && ret == 0) {
+            set_err(s, "%s: %s", what, pq_msg(PQresultErrorMessage(res), m, sizeof m));
+            ret = -1;
+        }
+        PQclear(res);
+    }
+    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
+        set_err(s, "%s: %s", what, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        ret = -1;
+    }
+    return ret;
+}
+
+/* struct replay_ctx is what pg_replay's rows go to: the callback, and the rows that are not jobs. */
+struct replay_ctx {
+    int (*cb)(void *ctx, const struct store_rec *r);
+    void *ctx;
+    struct bad_row *bad;
+    size_t nbad, capbad;
+};
+
+/* replay_one hands one replayed row to the callback, or keeps it aside when it is not a job. */
+static int replay_one(struct pgstore *s, PGresult *res, void *arg)
+{
+    struct replay_ctx *rc = arg;
+    struct store_rec r;
+    int64_t id;
+    const char *why = decode_row(s, res, &r, &id);
+    if (why == NULL)
+        return rc->cb(rc->ctx, &r);
+    if (array_grow((void **)&rc->bad, &rc->capbad, rc->nbad + 1, sizeof *rc->bad, 16) != 0) {
+        set_err(s, "replay: out of memory");
+        return -1;
+    }
+    rc->bad[rc->nbad++] = (struct bad_row){id, why};
+    return 0;
+}
+
 static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), void *ctx)
 {
     struct pgstore *s = db;
@@ -951,52 +1054,46 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
         set_err(s, "replay: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
         return -1;
     }
-    struct bad_row *bad = NULL;
-    size_t nbad = 0, capbad = 0;
-    int ret = 0, stop = 0;
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) {
-        ExecStatusType st = PQresultStatus(res);
-        if (st == PGRES_SINGLE_TUPLE && !stop) {
-            struct store_rec r;
-            int64_t id;
-            const char *why = decode_row(s, res, &r, &id);
-            if (why != NULL) {
-                if (nbad == capbad) {
-                    size_t ncap = capbad ? capbad * 2 : 16;
-                    struct bad_row *nb = realloc(bad, ncap * sizeof *nb);
-                    if (nb == NULL) {
-                        set_err(s, "replay: out of memory");
-                        ret = -1;
-                        stop = 1;
-                    } else {
-                        bad = nb;
-                        capbad = ncap;
-                    }
-                }
-                if (!stop)
-                    bad[nbad++] = (struct bad_row){id, why};
-            } else if ((ret = cb(ctx, &r)) != 0) {
-                stop = 1; /* read the rest of the results away */
-            }
-        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && ret == 0) {
-            set_err(s, "replay: %s", pq_msg(PQresultErrorMessage(res), m, sizeof m));
-            ret = -1;
-        }
-        PQclear(res);
-    }
-    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
-        set_err(s, "replay: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
-        ret = -1;
-    }
-    if (nbad > 0 && ret == 0) {
-        s->quarantined = nbad;
-        int moved = quarantine(s, bad, nbad) == 0;
+    struct replay_ctx rc = {cb, ctx, NULL, 0, 0};
+    int ret = read_rows(s, "replay", replay_one, &rc);
+    if (rc.nbad > 0 && ret == 0) {
+        s->quarantined = rc.nbad;
+        int moved = quarantine(s, rc.bad, rc.nbad) == 0;
         snprintf(s->qnote, sizeof s->qnote, "%zu invalid stored rows %s (the first: id %lld, %s)",
-                 nbad, moved ? "moved to table spur_quarantine" : "skipped (could not be moved aside)",
-                 (long long)bad[0].id, bad[0].reason);
+                 rc.nbad, moved ? "moved to table spur_quarantine" : "skipped (could not be moved aside)",
+                 (long long)rc.bad[0].id, rc.bad[0].reason);
     }
-    free(bad);
+    free(rc.bad);
+    return ret;
+}
+
+static int pg_replay_records(void *db, int (*cb)(void *ctx, const struct store_record *r), void *ctx)
+{
+    struct pgstore *s = db;
+    char m[400];
+    if (ensure(s) != 0)
+        return -1;
+    const char *me[1] = {s->me};
+    PGresult *res = PQexecPrepared(s->conn, "spur_rsel", 1, me, NULL, NULL, 1);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        set_err(s, "replaying the records: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        PQclear(res);
+        return -1;
+    }
+    int ret = 0;
+    for (int i = 0, n = PQntuples(res); i < n && ret == 0; i++) {
+        const unsigned char *k = (const unsigned char *)PQgetvalue(res, i, 0);
+        struct store_record r = {0};
+        r.kind = PQgetlength(res, i, 0) == 4
+                     ? (int)((uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 | (uint32_t)k[2] << 8 | k[3])
+                     : 0;
+        r.key = PQgetvalue(res, i, 1);
+        r.key_len = (size_t)PQgetlength(res, i, 1);
+        r.value = PQgetvalue(res, i, 2);
+        r.value_len = (size_t)PQgetlength(res, i, 2);
+        ret = cb(ctx, &r);
+    }
+    PQclear(res);
     return ret;
 }
 
@@ -1012,6 +1109,23 @@ static void pg_maintain(void *db)
     PQclear(r); /* a failure shows in the next ensure */
 }
 
+/* take_one hands one row taken over to the callback; a row that is not a job stays stored. */
+static int take_one(struct pgstore *s, PGresult *res, void *arg)
+{
+    struct replay_ctx *rc = arg;
+    struct store_rec r;
+    int64_t id;
+    if (decode_row(s, res, &r, &id) == NULL) {
+        if (rc->cb(rc->ctx, &r) != 0) {
+            set_err(s, "reading the jobs taken over: out of memory");
+            return -1;
+        }
+        s->claim_n++;
+    }
+    s->claim_last = (uint64_t)id;
+    return 0;
+}
+
 /* hand_over streams the rows claimed with marker s->claim above s->claim_last to cb, as replay
  * does. Returns 0 when all are handed over, else -1 (s->err set; the next call goes on). */
 static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_rec *r), void *ctx)
@@ -1020,42 +1134,15 @@ static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_
     snprintf(mark, sizeof mark, "%llu", (unsigned long long)s->claim);
     snprintf(last, sizeof last, "%llu", (unsigned long long)s->claim_last);
     const char *v[3] = {s->me, mark, last};
-    if (!PQsendQueryParams(s->conn, "SELECT id, prio, run_at, func, uniq, reducer, data FROM"
+    if (!PQsendQueryParams(s->conn, "SELECT id, prio, run_at, func, uniq, reducer, data, meta FROM"
                            " spur_jobs WHERE owner = $1 AND claim = $2::bigint AND id > $3::bigint"
                            " ORDER BY id", 3, NULL, v, NULL, NULL, 1) ||
         !PQsetSingleRowMode(s->conn)) {
         set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
         return -1;
     }
-    int ret = 0, stop = 0;
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) {
-        ExecStatusType st = PQresultStatus(res);
-        if (st == PGRES_SINGLE_TUPLE && !stop) {
-            struct store_rec r;
-            int64_t id;
-            if (decode_row(s, res, &r, &id) == NULL) {
-                if (cb(ctx, &r) != 0) {
-                    set_err(s, "reading the jobs taken over: out of memory");
-                    ret = -1;
-                    stop = 1;
-                } else {
-                    s->claim_n++;
-                }
-            }
-            if (!stop)
-                s->claim_last = (uint64_t)id; /* a bad row stays stored */
-        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && ret == 0) {
-            set_err(s, "reading the jobs taken over: %s", pq_msg(PQresultErrorMessage(res), m, sizeof m));
-            ret = -1;
-        }
-        PQclear(res);
-    }
-    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
-        set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
-        ret = -1;
-    }
-    return ret;
+    struct replay_ctx rc = {cb, ctx, NULL, 0, 0};
+    return read_rows(s, "reading the jobs taken over", take_one, &rc);
 }
 
 /* adopt_one looks for one server whose lease has not been renewed for takeover_after seconds and
@@ -1170,5 +1257,6 @@ const struct store_backend store_pg_backend = {
     .note = pg_note,
     .quarantined = pg_quarantined,
     .adopt = pg_adopt,
+    .replay_records = pg_replay_records,
     .close = pg_close,
 };

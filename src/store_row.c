@@ -62,6 +62,6 @@ const char *store_row_decode(const struct store_col cols[STORE_ROW_NCOLS], size_
     if (fn + un + rn > STORE_ROW_BYTES_MAX - dn) /* each term is bounded: no overflow */
         return "job too large";
     *out = (struct store_rec){(uint64_t)id->i, fp, fn, up, un, rp, rn, dp, dn, (int)prio->i,
-                              when->i > 0 ? when->i : 0};
+                              when->i > 0 ? when->i : 0, NULL, 0};
     return NULL;
 }

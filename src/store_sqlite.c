@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2 /* 2: spur_jobs.meta and spur_records (1 is migrated at open) */
 #define BUSY_MS 5000                 /* wait this long for another connection's lock */
 #define WAL_CKPT_FRAMES 1024         /* maintain: checkpoint(TRUNCATE) from 4 MiB of WAL (4 KiB pages) */
 #define WAL_HARD_FRAMES 16384        /* commit path: a passive checkpoint if maintain is not called */
@@ -47,6 +47,8 @@ struct store_sqlite {
     sqlite3_stmt *st_commit; /* COMMIT */
     sqlite3_stmt *st_insert; /* insert one job */
     sqlite3_stmt *st_delete; /* delete one job by id */
+    sqlite3_stmt *st_rec_put; /* write one record */
+    sqlite3_stmt *st_rec_del; /* delete one record */
     sqlite3_stmt *st_hwm;    /* raise the persistent high-water mark */
     sqlite3_stmt *st_free;   /* PRAGMA freelist_count */
     sqlite3_stmt *st_pages;  /* PRAGMA page_count */
@@ -155,7 +157,13 @@ static const char schema_sql[] =
     "  func BLOB NOT NULL,\n"
     "  uniq BLOB NOT NULL,\n"
     "  reducer BLOB NOT NULL,\n"
-    "  data BLOB NOT NULL);\n"
+    "  data BLOB NOT NULL,\n"
+    "  meta BLOB);\n"
+    "CREATE TABLE IF NOT EXISTS spur_records (\n"
+    "  kind INTEGER NOT NULL,\n"
+    "  key BLOB NOT NULL,\n"
+    "  value BLOB NOT NULL,\n"
+    "  PRIMARY KEY (kind, key));\n"
     "CREATE TABLE IF NOT EXISTS spur_import (\n"
     "  table_name TEXT PRIMARY KEY,\n"
     "  renamed_to TEXT NOT NULL,\n"
@@ -168,7 +176,13 @@ static const char schema_sql[] =
     "  id, prio, run_at, func, uniq, reducer, data,\n"
     "  reason TEXT NOT NULL,\n"
     "  moved_at INTEGER NOT NULL);\n"
-    "INSERT OR IGNORE INTO spur_meta (key, value) VALUES ('schema', 1), ('max_id', 0);\n";
+    "INSERT OR IGNORE INTO spur_meta (key, value) VALUES ('schema', 2), ('max_id', 0);\n";
+
+/* schema 1 to 2: a job's extension state (meta) and the durable records; spur_records is made by
+ * schema_sql (IF NOT EXISTS) */
+static const char migrate_sql[] =
+    "ALTER TABLE spur_jobs ADD COLUMN meta BLOB;\n"
+    "UPDATE spur_meta SET value = 2 WHERE key = 'schema';\n";
 
 /* has_table tells whether a table called name exists: 1, 0, or -1 on error. */
 static int has_table(sqlite3 *db, const char *name, char *buf, size_t len)
@@ -392,6 +406,7 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *buf, s
 static void finalize_all(struct store_sqlite *s)
 {
     sqlite3_stmt **all[] = {&s->st_begin, &s->st_commit, &s->st_insert, &s->st_delete,
+                            &s->st_rec_put, &s->st_rec_del,
                             &s->st_hwm,   &s->st_free,   &s->st_pages,  &s->st_vacuum};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
@@ -441,6 +456,11 @@ static int setup(struct store_sqlite *s, const char *import_table, uint64_t *nex
         query_int(db, "SELECT coalesce((SELECT max(id) FROM spur_jobs WHERE id <= " ID_MAX_SQL "), 0)",
                   &row_max, buf, len) != 0)
         goto rollback;
+    if (version == 1) {
+        if (exec(db, migrate_sql, buf, len) != 0)
+            goto rollback;
+        version = 2;
+    }
     if (version != SCHEMA_VERSION) {
         set_err(buf, len, "store schema version %lld is not supported (this Spur reads version %d)",
                 (long long)version, SCHEMA_VERSION);
@@ -481,10 +501,14 @@ static int setup(struct store_sqlite *s, const char *import_table, uint64_t *nex
 
     if (prepare(db, "BEGIN IMMEDIATE", &s->st_begin, buf, len) != 0 ||
         prepare(db, "COMMIT", &s->st_commit, buf, len) != 0 ||
-        prepare(db, "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        prepare(db, "INSERT OR REPLACE INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, "
+                    "meta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 &s->st_insert, buf, len) != 0 ||
         prepare(db, "DELETE FROM spur_jobs WHERE id = ?1", &s->st_delete, buf, len) != 0 ||
+        prepare(db, "INSERT OR REPLACE INTO spur_records (kind, key, value) VALUES (?1, ?2, ?3)",
+                &s->st_rec_put, buf, len) != 0 ||
+        prepare(db, "DELETE FROM spur_records WHERE kind = ?1 AND key = ?2", &s->st_rec_del, buf,
+                len) != 0 ||
         prepare(db, "UPDATE spur_meta SET value = ?1 WHERE key = 'max_id' AND value < ?1", &s->st_hwm, buf, len) != 0 ||
         prepare(db, "PRAGMA freelist_count", &s->st_free, buf, len) != 0 ||
         prepare(db, "PRAGMA page_count", &s->st_pages, buf, len) != 0 ||
@@ -595,7 +619,24 @@ static int bind_add(sqlite3_stmt *st, const struct store_rec *a)
         rc = bind_bytes(st, 6, a->reducer, a->reducer_len);
     if (rc == SQLITE_OK)
         rc = bind_bytes(st, 7, a->data, a->data_len);
+    if (rc == SQLITE_OK)
+        rc = a->meta_len ? bind_bytes(st, 8, a->meta, a->meta_len) : sqlite3_bind_null(st, 8);
     return rc;
+}
+
+/* write_record writes or deletes record r with the prepared statements of s. Returns 1 when done,
+ * 0 on failure. */
+static int write_record(struct store_sqlite *s, const struct store_record *r)
+{
+    sqlite3_stmt *st = r->value != NULL ? s->st_rec_put : s->st_rec_del;
+    int rc = sqlite3_bind_int(st, 1, r->kind);
+    if (rc == SQLITE_OK)
+        rc = bind_bytes(st, 2, r->key, r->key_len);
+    if (rc == SQLITE_OK && r->value != NULL)
+        rc = bind_bytes(st, 3, r->value, r->value_len);
+    int ok = rc == SQLITE_OK && step_ok(step_once(st));
+    sqlite3_clear_bindings(st); /* the bound bytes belong to the batch */
+    return ok;
 }
 
 int store_sqlite_write_batch(struct store_sqlite *s, struct store_batch *b)
@@ -621,6 +662,13 @@ int store_sqlite_write_batch(struct store_sqlite *s, struct store_batch *b)
     for (size_t i = 0, n = store_batch_ndones(b); i < n; i++) {
         sqlite3_bind_int64(s->st_delete, 1, (int64_t)store_batch_done_at(b, i));
         if (!step_ok(step_once(s->st_delete)))
+            goto fail;
+    }
+    what = "writing a record";
+    for (size_t i = 0, n = store_batch_nrecords(b); i < n; i++) {
+        struct store_record r;
+        store_batch_record_at(b, i, &r);
+        if (!write_record(s, &r))
             goto fail;
     }
     what = "raising the high-water mark";
@@ -744,8 +792,8 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
             return -1;
         *max_id = (uint64_t)m;
     }
-    if (sqlite3_prepare_v2(s->db, "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(s->db, "SELECT id, prio, run_at, func, uniq, reducer, data, meta FROM spur_jobs "
+                           "ORDER BY id", -1, &st, NULL) != SQLITE_OK) {
         db_err(s->db, s->err, sizeof s->err, "replay");
         return -1;
     }
@@ -755,6 +803,18 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
             column(st, k, &cols[k]);
         struct store_rec r;
         const char *why = store_row_decode(cols, s->max_func, &r);
+        if (why == NULL) {
+            struct store_col m;
+            column(st, STORE_ROW_NCOLS, &m);
+            if (m.type == STORE_COL_BLOB || m.type == STORE_COL_TEXT) {
+                if (m.n > STORE_META_MAX)
+                    why = "meta longer than 65536 bytes";
+                r.meta = m.n ? m.p : NULL;
+                r.meta_len = m.n;
+            } else if (m.type != STORE_COL_NULL) {
+                why = "meta is not bytes";
+            }
+        }
         if (why != NULL) { /* not a job: keep it aside, never hand it to the engine */
             if (nbad == capbad) {
                 size_t ncap = capbad ? capbad * 2 : 16;
@@ -786,6 +846,32 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
                  (long long)bad[0].id, bad[0].reason);
     }
     free(bad);
+    return ret;
+}
+
+int store_sqlite_replay_records(struct store_sqlite *s,
+                                int (*cb)(void *ctx, const struct store_record *r), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = 0, rc;
+    if (sqlite3_prepare_v2(s->db, "SELECT kind, key, value FROM spur_records ORDER BY kind, key", -1,
+                           &st, NULL) != SQLITE_OK) {
+        db_err(s->db, s->err, sizeof s->err, "replaying the records");
+        return -1;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_record r = {0};
+        r.kind = sqlite3_column_int(st, 0);
+        r.key = blob_or_empty(st, 1, &r.key_len);
+        r.value = blob_or_empty(st, 2, &r.value_len);
+        if ((ret = cb(ctx, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE) {
+        db_err(s->db, s->err, sizeof s->err, "replaying the records");
+        ret = -1;
+    }
+    sqlite3_finalize(st);
     return ret;
 }
 
@@ -911,7 +997,7 @@ static int walk_rows(struct walk *w, sqlite3 *fdb, char *buf, size_t len)
             if (after > w->max_seen)
                 w->max_seen = after;
             if (w->copy != NULL) {
-                for (int k = 0; k < 7; k++)
+                for (int k = 0; k < 8; k++)
                     sqlite3_bind_value(w->copy, k + 1, sqlite3_column_value(w->scan, k));
                 int crc = sqlite3_step(w->copy);
                 sqlite3_reset(w->copy);
@@ -945,6 +1031,25 @@ static int walk_rows(struct walk *w, sqlite3 *fdb, char *buf, size_t len)
         after = y;
         started = 1;
     }
+}
+
+/* copy_records copies the readable records of a damaged store (db) into the recovered one (fdb),
+ * inside fdb's open transaction; best effort: a damaged records table loses what cannot be read. */
+static void copy_records(sqlite3 *db, sqlite3 *fdb)
+{
+    sqlite3_stmt *sel = NULL, *ins = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT kind, key, value FROM spur_records", -1, &sel, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(fdb, "INSERT OR REPLACE INTO spur_records (kind, key, value) VALUES (?1, ?2, ?3)",
+                           -1, &ins, NULL) == SQLITE_OK) {
+        while (sqlite3_step(sel) == SQLITE_ROW) {
+            for (int k = 0; k < 3; k++)
+                sqlite3_bind_value(ins, k + 1, sqlite3_column_value(sel, k));
+            sqlite3_step(ins);
+            sqlite3_reset(ins);
+        }
+    }
+    sqlite3_finalize(sel);
+    sqlite3_finalize(ins);
 }
 
 /* check_text runs PRAGMA quick_check and puts its first line in out: "ok" for a sound file.
@@ -1094,6 +1199,7 @@ int store_sqlite_check(const char *path, int recover, char *report, size_t len)
      * connection: a corruption error on one connection must not poison the other's transaction */
     struct walk w = {0};
     int ret = -1;
+    int64_t has_meta = 0;
     if (recover) {
         if (fresh_store(tmp, buf, sizeof buf) != 0)
             goto out;
@@ -1103,16 +1209,26 @@ int store_sqlite_check(const char *path, int recover, char *report, size_t len)
         }
         if (exec(fdb, "BEGIN", buf, sizeof buf) != 0 ||
             prepare(fdb, "INSERT OR IGNORE INTO spur_jobs (id, prio, run_at, func, uniq, reducer, "
-                         "data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &w.copy, buf, sizeof buf) != 0)
+                         "data, meta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &w.copy, buf,
+                    sizeof buf) != 0)
             goto out;
     }
-    if (prepare(db, "SELECT id, prio, run_at, func, uniq, reducer, data FROM spur_jobs WHERE id > ?1 "
-                    "ORDER BY id", &w.scan, buf, sizeof buf) != 0 ||
+    /* a schema-1 file has no meta column; the records of a schema-2 file are copied after */
+    if (query_int(db, "SELECT count(*) FROM pragma_table_info('spur_jobs') WHERE name = 'meta'",
+                  &has_meta, buf, sizeof buf) != 0)
+        has_meta = 0;
+    buf[0] = '\0';
+    if (prepare(db, has_meta ? "SELECT id, prio, run_at, func, uniq, reducer, data, meta FROM spur_jobs "
+                               "WHERE id > ?1 ORDER BY id"
+                             : "SELECT id, prio, run_at, func, uniq, reducer, data, NULL FROM spur_jobs "
+                               "WHERE id > ?1 ORDER BY id", &w.scan, buf, sizeof buf) != 0 ||
         prepare(db, "SELECT id FROM spur_jobs WHERE id > ?1 ORDER BY id LIMIT 1", &w.probe, buf,
                 sizeof buf) != 0 ||
         walk_rows(&w, fdb, buf, sizeof buf) != 0)
         goto out;
     lost_text(&w, hwm, lost, sizeof lost);
+    if (recover)
+        copy_records(db, fdb);
     if (!recover) {
         set_err(report, len, "store %s is damaged (quick_check: %s): %s; start with --store-recover "
                 "to rewrite it with the readable jobs (the damaged file is kept beside it)",
@@ -1287,6 +1403,11 @@ static int be_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
     return store_sqlite_replay(((struct sqlite_backend *)db)->s, cb, ctx, NULL);
 }
 
+static int be_replay_records(void *db, int (*cb)(void *ctx, const struct store_record *r), void *ctx)
+{
+    return store_sqlite_replay_records(((struct sqlite_backend *)db)->s, cb, ctx);
+}
+
 static int be_write_batch(void *db, struct store_batch *b)
 {
     return store_sqlite_write_batch(((struct sqlite_backend *)db)->s, b);
@@ -1323,6 +1444,7 @@ const struct store_backend store_sqlite_backend = {
     .name = "sqlite",
     .open = be_open,
     .replay = be_replay,
+    .replay_records = be_replay_records,
     .write_batch = be_write_batch,
     .maintain = be_maintain,
     .error = be_error,

@@ -137,6 +137,11 @@ int store_sqlite_replay(struct store_sqlite *s, int (*cb)(void *ctx, const struc
  * (--max-function-name; 512 until set). Call before store_sqlite_replay. */
 void store_sqlite_set_max_function(struct store_sqlite *s, size_t max);
 
+/* store_sqlite_replay_records calls cb(ctx, r) for every stored record (kind, then key order). Returns
+ * 0, cb's non-zero value, or -1 on a read error (text in store_sqlite_error). */
+int store_sqlite_replay_records(struct store_sqlite *s,
+                                int (*cb)(void *ctx, const struct store_record *r), void *ctx);
+
 /* store_sqlite_quarantined returns how many rows the last store_sqlite_replay found not to be jobs
  * (see store_row_decode) and moved from spur_jobs to the table spur_quarantine, with the reason and
  * the time, in one transaction after the last row was read. If note is not NULL, *note is a

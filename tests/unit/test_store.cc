@@ -432,6 +432,172 @@ TEST_F(StoreTest, CloseWritesTheLastBatchAndReopenReplaysIt)
     EXPECT_GT(r.eng.next_id, id + 1) << "the id of the cancelled job is not reused";
 }
 
+// ---------------------------------------------------------------- job meta and records
+
+// What the extension hooks heard, in order.
+std::vector<std::string> ext_log;
+
+int ext_job_restored(engine *, job *j, const char *meta, size_t len, double when)
+{
+    std::string m(meta, len);
+    ext_log.push_back("job " + std::to_string(j->id) + " " + m + " @" +
+                      std::to_string((long long)when));
+    return m == "keep"; // a "keep" job is the extension's: not made runnable
+}
+
+int ext_record_restored(engine *, const store_record *r, char *err, size_t errlen)
+{
+    std::string v((const char *)r->value, r->value_len);
+    ext_log.push_back("rec " + std::to_string(r->kind) + " " + std::string(r->key, r->key_len) +
+                      "=" + v);
+    if (v == "bad") {
+        snprintf(err, errlen, "refused");
+        return -1;
+    }
+    return 0;
+}
+
+TEST_F(StoreTest, MetaAndRecordsComeBackBeforeAndWithTheJobs)
+{
+    uint64_t plain, kept, updated, gone;
+    {
+        Rig r("ext");
+        r.replayed();
+        func *f = func_get(&r.eng, "f", 1, 1);
+        job *j1 = job_new(&r.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "d", 1);
+        job *j2 = job_new(&r.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "d", 1);
+        job *j3 = job_new(&r.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "d", 1);
+        job *j4 = job_new(&r.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "d", 1);
+        plain = j1->id, kept = j2->id, updated = j3->id, gone = j4->id;
+        ASSERT_EQ(store_add(&r.eng, j1, nullptr, 0), 0);
+        ASSERT_EQ(store_add_meta(&r.eng, j2, nullptr, 0, "keep", 4), 0);
+        ASSERT_EQ(store_add_meta(&r.eng, j3, nullptr, 0, "v1", 2), 0);
+        ASSERT_EQ(store_add_meta(&r.eng, j4, nullptr, 0, "v1", 2), 0);
+        ASSERT_EQ(store_record_put(&r.eng, STORE_REC_SCHEDULE, "nightly", 7, "a", 1), 0);
+        ASSERT_EQ(store_record_put(&r.eng, STORE_REC_RETRY, "f", 1, "bad", 3), 0);
+        ASSERT_EQ(store_record_put(&r.eng, STORE_REC_RETRY, "g", 1, "x", 1), 0);
+        r.commit();
+        EXPECT_EQ(store_mem_count("ext"), 4u);
+        EXPECT_EQ(store_mem_records("ext"), 3u);
+        // a new version of a stored job replaces it; an update then a done of one batch deletes
+        // the stored row (the older version) too
+        ASSERT_EQ(store_update(&r.eng, j3, 2000, "v2", 2), 0);
+        ASSERT_EQ(store_update(&r.eng, j4, 0, "v2", 2), 0);
+        r.done(j4);
+        ASSERT_EQ(store_record_put(&r.eng, STORE_REC_SCHEDULE, "nightly", 7, "b", 1), 0);
+        ASSERT_EQ(store_record_del(&r.eng, STORE_REC_RETRY, "g", 1), 0);
+        r.commit();
+        EXPECT_FALSE(store_mem_has("ext", gone));
+        EXPECT_EQ(store_mem_records("ext"), 2u);
+        // bad lengths are refused, nothing queued
+        EXPECT_EQ(store_record_put(&r.eng, STORE_REC_KINDS, "k", 1, "v", 1), -1);
+        EXPECT_EQ(store_record_put(&r.eng, STORE_REC_RETRY, "", 0, "v", 1), -1);
+    }
+    ext_log.clear();
+    Rig r("ext");
+    r.eng.ext.job_restored = ext_job_restored;
+    r.eng.ext.record_restored[STORE_REC_SCHEDULE] = ext_record_restored;
+    r.eng.ext.record_restored[STORE_REC_RETRY] = ext_record_restored;
+    r.replayed();
+    std::vector<std::string> want = {"rec 1 nightly=b", "rec 2 f=bad",
+                                     "job " + std::to_string(kept) + " keep @0",
+                                     "job " + std::to_string(updated) + " v2 @2000"};
+    EXPECT_EQ(ext_log, want);
+    job *p = job_find_id(&r.eng, plain), *k = job_find_id(&r.eng, kept),
+        *u = job_find_id(&r.eng, updated);
+    ASSERT_NE(p, nullptr);
+    ASSERT_NE(k, nullptr);
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(job_find_id(&r.eng, gone), nullptr);
+    EXPECT_EQ(p->state, JOB_READY);
+    EXPECT_EQ(u->state, JOB_FUTURE) << "not taken: due at its updated time";
+    EXPECT_EQ(k->state, JOB_LIMBO) << "taken by the extension";
+    // the test owns the kept job now: free it the way its extension would
+    k->flags &= (uint8_t)~JOB_STORED;
+    job_free(&r.eng, k);
+}
+
+TEST_F(StoreTest, AFailedCommitKeepsUpdatesAndRecordsForTheNextOne)
+{
+    Rig r("ext-fail");
+    r.replayed();
+    job *j = r.submit("f", nullptr);
+    r.commit();
+    store_mem_faults f = {};
+    f.fail_writes = 1;
+    store_mem_set_faults("ext-fail", &f);
+    ASSERT_EQ(store_update(&r.eng, j, 0, "old", 3), 0);
+    ASSERT_EQ(store_record_put(&r.eng, STORE_REC_RETRY, "k", 1, "old", 3), 0);
+    r.commit(); // fails
+    EXPECT_EQ(store_mem_failed("ext-fail"), 1u);
+    // newer versions queued after the failure win over the retried ones
+    ASSERT_EQ(store_record_put(&r.eng, STORE_REC_RETRY, "k", 1, "new", 3), 0);
+    ASSERT_EQ(store_update(&r.eng, j, 0, "new", 3), 0);
+    r.commit();
+    r.close();
+    ext_log.clear();
+    Rig r2("ext-fail");
+    r2.eng.ext.job_restored = ext_job_restored;
+    r2.eng.ext.record_restored[STORE_REC_RETRY] = ext_record_restored;
+    r2.replayed();
+    std::vector<std::string> want = {"rec 2 k=new", "job " + std::to_string(j->id) + " new @0"};
+    EXPECT_EQ(ext_log, want);
+}
+
+TEST(StoreBatch, UpdatesRecordsAndCancellation)
+{
+    store_queue q = {};
+    store_rec r = rec(5, "f");
+    r.meta = "m1";
+    r.meta_len = 2;
+    ASSERT_EQ(store_queue_add(&q, &r), 0);
+    r.meta = "m2";
+    ASSERT_EQ(store_queue_update(&q, &r), 0); // replaces the add of this batch
+    EXPECT_EQ(store_queue_pending(&q), 1u);
+    ASSERT_EQ(store_queue_done(&q, 5), 0); // the row may be stored (an update): deleted too
+    store_rec u = rec(6, "f");
+    ASSERT_EQ(store_queue_update(&q, &u), 0);
+    store_record rc = {STORE_REC_SCHEDULE, "a", 1, "v", 1};
+    ASSERT_EQ(store_queue_record(&q, &rc), 0);
+    rc.value = nullptr;
+    ASSERT_EQ(store_queue_record(&q, &rc), 0);
+    store_record bad = {STORE_REC_SCHEDULE, "a", 1, "v", (size_t)STORE_META_MAX + 1};
+    EXPECT_EQ(store_queue_record(&q, &bad), -1);
+    r.meta_len = STORE_META_MAX + 1;
+    EXPECT_EQ(store_queue_add(&q, &r), -1);
+    store_batch *b = store_queue_take(&q);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(store_batch_ndones(b), 1u);
+    EXPECT_EQ(store_batch_done_at(b, 0), 5u);
+    EXPECT_EQ(store_batch_ops(b), 4u); // the update of 6, the done of 5, two records
+    store_rec out;
+    EXPECT_EQ(store_batch_add_at(b, 0, &out), -1);
+    ASSERT_EQ(store_batch_add_at(b, 1, &out), 0);
+    EXPECT_EQ(out.id, 6u);
+    EXPECT_EQ(out.meta, nullptr);
+    ASSERT_EQ(store_batch_nrecords(b), 2u);
+    store_record x;
+    store_batch_record_at(b, 1, &x);
+    EXPECT_EQ(x.value, nullptr) << "the second is the deletion";
+    // retried after a failure: records go before newer ones, the update only without a newer one
+    store_record newer = {STORE_REC_SCHEDULE, "a", 1, "w", 1};
+    ASSERT_EQ(store_queue_record(&q, &newer), 0);
+    ASSERT_EQ(store_queue_retry_dones(&q, b), 0);
+    store_batch *c = store_queue_take(&q);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(store_batch_nrecords(c), 3u);
+    store_batch_record_at(c, 2, &x);
+    ASSERT_NE(x.value, nullptr);
+    EXPECT_EQ(std::string((const char *)x.value, x.value_len), "w");
+    EXPECT_EQ(store_batch_ndones(c), 1u);
+    ASSERT_EQ(store_batch_nadds(c), 1u);
+    ASSERT_EQ(store_batch_add_at(c, 0, &out), 0);
+    EXPECT_EQ(out.id, 6u);
+    store_batch_free(b);
+    store_batch_free(c);
+    store_queue_clear(&q);
+}
+
 } // namespace
 
 // ---------------------------------------------------------------- store_pg_text (pure helpers)

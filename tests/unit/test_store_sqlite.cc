@@ -68,11 +68,12 @@ struct Job {
     string func, unique, reducer, data;
     int prio = 1;
     int64_t when = 0;
+    string meta;
 };
 
 store_rec rec_of(const Job &j)
 {
-    store_rec r;
+    store_rec r = {};
     r.id = j.id;
     r.func = j.func.data();
     r.func_len = j.func.size();
@@ -83,6 +84,8 @@ store_rec rec_of(const Job &j)
     r.data = j.data.data();
     r.data_len = j.data.size();
     r.prio = j.prio;
+    r.meta = j.meta.empty() ? nullptr : j.meta.data();
+    r.meta_len = j.meta.size();
     r.when = j.when;
     return r;
 }
@@ -107,6 +110,8 @@ int collect_cb(void *ctx, const store_rec *r)
     j.data.assign(static_cast<const char *>(r->data), r->data_len);
     j.prio = r->prio;
     j.when = r->when;
+    if (r->meta != nullptr)
+        j.meta.assign(r->meta, r->meta_len);
     v->push_back(j);
     return 0;
 }
@@ -400,10 +405,10 @@ TEST(StoreSqlite, InvalidRecordsAndOpenErrors)
     // A newer schema version is refused rather than misread.
     s = open_store(t.path("v.db"));
     store_sqlite_close(s);
-    exec_sql(t.path("v.db"), "UPDATE spur_meta SET value = 2 WHERE key = 'schema'");
+    exec_sql(t.path("v.db"), "UPDATE spur_meta SET value = 3 WHERE key = 'schema'");
     err[0] = '\0';
     EXPECT_EQ(store_sqlite_open(t.path("v.db").c_str(), nullptr, nullptr, err, sizeof err), nullptr);
-    EXPECT_NE(strstr(err, "schema version 2"), nullptr) << err;
+    EXPECT_NE(strstr(err, "schema version 3"), nullptr) << err;
 }
 
 TEST(StoreSqlite, OpensInWalModeWithFullSync)
@@ -1063,9 +1068,9 @@ TEST(StoreSqlite, ReplayMovesInvalidRowsToQuarantine)
     add(s, simple_job(5));
     ASSERT_EQ(store_sqlite_commit(s), 0);
     store_sqlite_close(s);
-    exec_sql(p, "INSERT INTO spur_jobs VALUES (2, 9, 0, x'66', x'', x'', x'00');"
-                "INSERT INTO spur_jobs VALUES (3, 1, 0, x'', x'', x'', x'00');"
-                "INSERT INTO spur_jobs VALUES (4, 1, 0, x'66', zeroblob(70000), x'', x'01');");
+    exec_sql(p, "INSERT INTO spur_jobs VALUES (2, 9, 0, x'66', x'', x'', x'00', NULL);"
+                "INSERT INTO spur_jobs VALUES (3, 1, 0, x'', x'', x'', x'00', NULL);"
+                "INSERT INTO spur_jobs VALUES (4, 1, 0, x'66', zeroblob(70000), x'', x'01', NULL);");
     s = open_store(p);
     store_sqlite_set_max_function(s, 512);
     std::vector<Job> got = replay_all(s);
@@ -1083,6 +1088,105 @@ TEST(StoreSqlite, ReplayMovesInvalidRowsToQuarantine)
     EXPECT_EQ(query_int64(p, "SELECT count(*) FROM spur_quarantine"), 3);
     EXPECT_EQ(query_int64(p, "SELECT length(uniq) FROM spur_quarantine WHERE id = 4"), 70000);
     EXPECT_EQ(query_int64(p, "SELECT count(*) FROM spur_jobs"), 2);
+}
+
+// write_queue writes what q holds as one batch.
+int write_queue(store_sqlite *s, store_queue *q)
+{
+    store_batch *b = store_queue_take(q);
+    int rc = b ? store_sqlite_write_batch(s, b) : 0;
+    store_batch_free(b);
+    return rc;
+}
+
+int collect_records(void *ctx, const store_record *r)
+{
+    auto *v = static_cast<std::vector<string> *>(ctx);
+    v->push_back(std::to_string(r->kind) + ":" + string(r->key, r->key_len) + "=" +
+                 string(static_cast<const char *>(r->value), r->value_len));
+    return 0;
+}
+
+TEST(StoreSqlite, MetaUpdatesAndRecordsAreDurable)
+{
+    TempDir d;
+    string p = d.path();
+    store_sqlite *s = open_store(p);
+    store_queue q = {};
+    Job a = simple_job(1), b = simple_job(2);
+    a.meta = string("{\"attempts\":1}\0x", 16); // bytes, NUL included
+    store_rec ra = rec_of(a), rb = rec_of(b);
+    ASSERT_EQ(store_queue_add(&q, &ra), 0);
+    ASSERT_EQ(store_queue_add(&q, &rb), 0);
+    store_record r1 = {STORE_REC_RETRY, "f", 1, "3 1 60", 6};
+    store_record r2 = {STORE_REC_SCHEDULE, "n", 1, "x", 1};
+    ASSERT_EQ(store_queue_record(&q, &r1), 0);
+    ASSERT_EQ(store_queue_record(&q, &r2), 0);
+    ASSERT_EQ(write_queue(s, &q), 0) << store_sqlite_error(s);
+    // a new version of job 2 replaces the stored row; job 1 is updated then deleted in one batch
+    b.meta = "{\"attempts\":2}";
+    b.when = 1234;
+    rb = rec_of(b);
+    ASSERT_EQ(store_queue_update(&q, &rb), 0);
+    ASSERT_EQ(store_queue_update(&q, &ra), 0);
+    ASSERT_EQ(store_queue_done(&q, 1), 0);
+    store_record del = {STORE_REC_SCHEDULE, "n", 1, nullptr, 0};
+    r1.value = "5 2 60";
+    ASSERT_EQ(store_queue_record(&q, &del), 0);
+    ASSERT_EQ(store_queue_record(&q, &r1), 0);
+    ASSERT_EQ(write_queue(s, &q), 0) << store_sqlite_error(s);
+    store_sqlite_close(s);
+
+    s = open_store(p);
+    std::vector<Job> got = replay_all(s);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].id, 2u);
+    EXPECT_EQ(got[0].meta, b.meta);
+    EXPECT_EQ(got[0].when, 1234);
+    std::vector<string> recs;
+    ASSERT_EQ(store_sqlite_replay_records(s, collect_records, &recs), 0);
+    EXPECT_EQ(recs, std::vector<string>{"2:f=5 2 60"});
+    store_sqlite_close(s);
+    store_queue_clear(&q);
+    // meta that is not bytes is not a job
+    exec_sql(p, "INSERT INTO spur_jobs VALUES (9, 1, 0, x'66', x'', x'', x'00', 42)");
+    s = open_store(p);
+    got = replay_all(s);
+    EXPECT_EQ(got.size(), 1u);
+    const char *note = nullptr;
+    EXPECT_EQ(store_sqlite_quarantined(s, &note), 1u);
+    EXPECT_NE(strstr(note, "meta is not bytes"), nullptr) << note;
+    store_sqlite_close(s);
+}
+
+TEST(StoreSqlite, SchemaOneIsMigrated)
+{
+    TempDir d;
+    string p = d.path();
+    // a store written by an earlier spurd: no meta column, no records table
+    exec_sql(p, "CREATE TABLE spur_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                "CREATE TABLE spur_jobs (id INTEGER PRIMARY KEY, prio INTEGER NOT NULL,"
+                " run_at INTEGER NOT NULL, func BLOB NOT NULL, uniq BLOB NOT NULL,"
+                " reducer BLOB NOT NULL, data BLOB NOT NULL);"
+                "INSERT INTO spur_meta VALUES ('schema', 1), ('max_id', 3);"
+                "INSERT INTO spur_jobs VALUES (3, 1, 0, x'66', x'', x'', x'6f6c64');");
+    store_sqlite *s = open_store(p);
+    ASSERT_NE(s, nullptr);
+    std::vector<Job> got = replay_all(s);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].data, "old");
+    EXPECT_EQ(got[0].meta, "");
+    Job j = simple_job(4);
+    j.meta = "m";
+    add(s, j);
+    ASSERT_EQ(store_sqlite_commit(s), 0) << store_sqlite_error(s);
+    store_sqlite_close(s);
+    EXPECT_EQ(query_int64(p, "SELECT value FROM spur_meta WHERE key = 'schema'"), 2);
+    s = open_store(p);
+    got = replay_all(s);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[1].meta, "m");
+    store_sqlite_close(s);
 }
 
 TEST(StoreSqlite, InsaneHighWaterMarkIsReset)

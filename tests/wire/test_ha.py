@@ -247,7 +247,7 @@ def test_rows_of_a_one_server_database_are_migrated_and_kept(server_factory, pg)
     s = server_factory(pg.arg, "--server-id=new")
     wait_replayed(s)
     assert "2 stored jobs without an owner" in s.stderr_text()
-    assert pg.sql("SELECT value FROM spur_meta WHERE key = 'schema'").strip() == "2"
+    assert pg.sql("SELECT value FROM spur_meta WHERE key = 'schema'").strip() == "3"
     assert owners(pg) == {"new": 2}
     h = submit(s, [b"later"])
     assert int(h[0].rsplit(b":", 1)[1]) > 7

@@ -855,3 +855,24 @@ def test_spur_usage_errors(spuradmin, args, message):
     sa = run(spuradmin, "-p", str(free_port()), *args)
     assert sa.rc == 1 and sa.err == b""
     assert sa.out.startswith(spuradmin.encode() + b" : ") and message in sa.out.split(b"\n")[0]
+
+
+# ----------------------------------------------------------------------------- --command
+
+def test_command_sends_any_line_and_fails_on_err(server, spuradmin):
+    """--command sends one admin line as given and prints the reply (a one-line OK/ERR or a
+    listing through "."); an ERR reply makes the exit status 1 so scripts notice."""
+    r = run(spuradmin, *at(server.addr, "--command", "create function cmdf"))
+    assert (r.rc, r.out, r.err) == (0, b"OK\n", b"")
+    r = run(spuradmin, *at(server.addr, "--command", "status"))
+    assert r.rc == 0
+    assert b"cmdf\t0\t0\t0\n" in r.out and r.out.endswith(b".\n")
+    r = run(spuradmin, *at(server.addr, "--command", "no such thing"))
+    assert r.rc == 1
+    assert r.err.startswith(b"Error: UNKNOWN_COMMAND"), r.err
+    # one line only: a line break would smuggle in a second command
+    r = run(spuradmin, *at(server.addr, "--command", "status\r\nshutdown"))
+    assert r.rc == 1 and b"must not contain a line break" in r.out  # usage errors: stdout
+    # Spur's own option: a prefix does not select it
+    r = run(spuradmin, *at(server.addr, "--comm", "status"))
+    assert r.rc == 1 and b"unrecognised option" in r.out
