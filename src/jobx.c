@@ -167,6 +167,23 @@ static void unpark(struct jobx *x, struct job *j, struct jobx_rec *r)
     j->state = JOB_LIMBO;
 }
 
+struct jobx_rec *jobx_rec_get(struct engine *e, struct job *j)
+{
+    struct jobx *x = jobx_get(e);
+    return x != NULL ? rec_get(e, x, j) : NULL;
+}
+
+void jobx_park(struct engine *e, struct job *j)
+{
+    struct jobx *x = e->jobx;
+    struct jobx_rec *r = jobx_rec_of(e, j);
+    assert(r != NULL && j->state == JOB_LIMBO);
+    j->state = JOB_FAILED;
+    list_push_back(&x->failed, &r->fnode);
+    x->nfailed++;
+    j->func->parked++;
+}
+
 int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len)
 {
     struct jobx *x = e->jobx;
@@ -194,6 +211,8 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
         double at = now + jobx_delay(p, r->attempts, uniform(x));
         if (job_defer(e, j, at) == 0) {
             e->stats.retries++;
+            if (x->persist != NULL)
+                x->persist(e, j, at);
             job_log(e, j, "failed: retry deferred");
             return 1;
         }
@@ -204,6 +223,8 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
     x->nfailed++;
     j->func->parked++;
     job_log(e, j, "failed for good: dead-letter list");
+    if (x->persist != NULL)
+        x->persist(e, j, 0);
     size_t cap = e->cfg->max_failed_jobs;
     while (x->nfailed > cap) {
         struct jobx_rec *old = container_of(list_first(&x->failed), struct jobx_rec, fnode);
@@ -243,7 +264,10 @@ void jobx_retry_job(struct engine *e, struct job *j)
         return;
     unpark(e->jobx, j, r);
     r->attempts = 0;
+    r->error_len = 0;
     job_log(e, j, "retried from the dead-letter list");
+    if (e->jobx->persist != NULL)
+        e->jobx->persist(e, j, 0);
     func_push(e, j, 0);
 }
 

@@ -55,6 +55,9 @@ struct jobx {
     struct list_node failed; /* the dead-letter list (jobx_rec.fnode), oldest first */
     size_t nfailed;          /* jobs in it (a gauge) */
     uint64_t rng;            /* xorshift state for the jitter */
+    /* persist: j's side state changed (a failure deferred it to due, or dead-lettered it with
+     * due 0, or a retry reset it): jobx_store rewrites its stored row. NULL without it. */
+    void (*persist)(struct engine *e, struct job *j, double due);
     /* (the counters are engine_stats.retries and .failed_dropped, reset by 'stats reset') */
 };
 
@@ -89,6 +92,12 @@ double jobx_delay(const struct jobx_policy *p, uint32_t attempt, double u01);
  * or, its retries used up, moved to the dead-letter list (JOB_FAILED); returns 1. Otherwise
  * returns 0 and the caller frees j as Gearman does. */
 int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len);
+
+/* jobx_rec_get returns j's record, creating it (flagging j JOB_EXT); NULL out of memory. */
+struct jobx_rec *jobx_rec_get(struct engine *e, struct job *j);
+
+/* jobx_park puts j (in limbo, with a record) in the dead-letter list (a restored job). */
+void jobx_park(struct engine *e, struct job *j);
 
 /* jobx_unpark takes dead-letter job j off the list, into JOB_LIMBO (job_detach). */
 void jobx_unpark(struct engine *e, struct job *j);

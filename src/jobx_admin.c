@@ -11,6 +11,7 @@
 #include "func.h"
 #include "job.h"
 #include "jobx.h"
+#include "jobx_store.h"
 
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
@@ -120,7 +121,7 @@ void jobx_admin_retry(struct peer *p, const struct pa_token *t, size_t n)
     int rc = jobx_policy_set(p->eng, t[1].ptr, t[1].len, count, backoff, max);
     if (rc == -2)
         reply(p, "ERR TOO_MANY_POLICIES At+most+10000+retry+policies\r\n");
-    else if (rc != 0)
+    else if (rc != 0 || jobx_store_policy(p->eng, t[1].ptr, t[1].len) != 0)
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
     else
         reply(p, "OK\r\n");

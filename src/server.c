@@ -20,7 +20,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "file.h"
-#include "jobx.h"
+#include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
 #include "store.h"
@@ -633,7 +633,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
     engine_set_sink(&s->eng, &cmd_sink);
-    if (jobx_attach(&s->eng) != 0) {
+    if (jobx_store_attach(&s->eng) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }

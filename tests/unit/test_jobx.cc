@@ -12,6 +12,7 @@ extern "C" {
 #include "func.h"
 #include "job.h"
 #include "jobx.h"
+#include "jobx_store.h"
 }
 
 using std::string;
@@ -264,4 +265,49 @@ TEST_F(JobxTest, CheckCatchesABrokenSideState)
     EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
     f.eng.jobx->nfailed--;
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+}
+
+TEST_F(JobxTest, MetaRoundTripsAndReadsReformattedJson)
+{
+    start();
+    EXPECT_EQ(admin("retry F 1 0 0"), "OK\r\n");
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    tick(0);
+    EXPECT_EQ(grab(), h);
+    string text("a\"b\\c\n\x01\xff", 9);
+    send(w, CMD_WORK_EXCEPTION, join({h, text}));
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    char meta[8192];
+    size_t n = jobx_meta_write(&f.eng, j, meta, sizeof meta);
+    ASSERT_GT(n, 0u);
+    string m(meta, n);
+    EXPECT_EQ(m.find('\n'), string::npos);
+    EXPECT_EQ(m.rfind("{\"state\":\"failed\",\"attempts\":2,", 0), 0u) << m;
+    int failed = 0;
+    uint32_t attempts = 0;
+    double first = 0, last = 0;
+    char err[JOBX_ERROR_MAX];
+    size_t el = 0;
+    ASSERT_EQ(jobx_meta_read(meta, n, &failed, &attempts, &first, &last, err, sizeof err, &el), 0);
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(attempts, 2u);
+    EXPECT_DOUBLE_EQ(first, 1000.0);
+    EXPECT_EQ(string(err, el), text);
+    EXPECT_EQ(jobx_meta_write(&f.eng, j, meta, 40), 0u); // too small: none rather than cut
+    // as a JSON library may write it back (a dump and load): spaces, other order, \" escapes
+    string other = "{ \"error\" : \"x\\\"y\\u0001\", \"attempts\" : 7, \"state\" : \"retrying\","
+                   " \"after\": [1, 2] }";
+    ASSERT_EQ(jobx_meta_read(other.data(), other.size(), &failed, &attempts, &first, &last, err,
+                             sizeof err, &el), 0);
+    EXPECT_EQ(failed, 0);
+    EXPECT_EQ(attempts, 7u);
+    EXPECT_EQ(first, 0.0);
+    EXPECT_EQ(string(err, el), string("x\"y\x01", 4));
+    string foreign = "{\"after\":[1]}";
+    EXPECT_EQ(jobx_meta_read(foreign.data(), foreign.size(), &failed, &attempts, &first, &last,
+                             err, sizeof err, &el), -1);
 }

@@ -5,6 +5,7 @@ retries are used up waits in the dead-letter list for `retry job` or `purge fail
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -271,3 +272,88 @@ def test_real_cli_worker_fails_and_perl_client_submits(server_factory):
     finally:
         worker.kill()
         worker.wait()
+
+
+# ---------------------------------------------------------------- durability (--store)
+
+def killed_and_restarted(factory, s, *args):
+    """kill -9 s and start a new spurd with args (the same store); wait for its replay."""
+    s.stop(signal.SIGKILL)
+    s.proc = None  # killed on purpose: the factory does not check its exit code
+    s2 = factory(*args)
+    deadline = time.monotonic() + 60
+    while "store: replayed" not in s2.stderr_text():
+        assert time.monotonic() < deadline, "replay did not finish"
+        time.sleep(0.01)
+    return s2
+
+
+def durable(c):
+    """Returns once everything queued for the store before it is durable: a background submit's
+    JOB_CREATED waits for its batch, and batches commit in order."""
+    c.send_packet(SUBMIT_JOB_BG, b"sync", b"", b"")
+    c.expect(JOB_CREATED)
+
+
+def test_kill_9_in_a_backoff_keeps_the_retry_and_the_policy(server_factory, tmp_path):
+    arg = "--store=sqlite:" + str(tmp_path / "jobs.db")
+    s = server_factory(arg)
+    a, c, w = s.connect(), s.connect(), s.connect()
+    assert a.admin("retry F 3 3600 7200\n") == b"OK\r\n"  # set at run time: stored
+    h = submit_bg(c, b"F", b"u", b"payload")
+    w.send_packet(CAN_DO, b"F")
+    grab(w, h)
+    w.send_packet(WORK_EXCEPTION, h, b"disk \"full\"\n\xff")
+    w.echo_roundtrip()
+    durable(c)
+    s = killed_and_restarted(server_factory, s, arg)
+    a, w = s.connect(), s.connect()
+    assert lines(a, "retry list") == [b"F\t3\t3600\t7200"]
+    w.send_packet(CAN_DO, b"F")
+    no_job(w)  # still in its backoff (1800 s at least): not run again by the restart
+    assert a.admin("status\n", b".\n").startswith(b"F\t1\t0\t1\n")  # (then the sync jobs)
+    assert a.admin("retry F 0 0\n") == b"OK\r\n"  # removed: stored too
+    c = s.connect()
+    durable(c)
+    s = killed_and_restarted(server_factory, s, arg)
+    a = s.connect()
+    assert lines(a, "retry list") == []
+
+
+def test_kill_9_keeps_the_dead_letter_list_and_runs_nothing_twice(server_factory, tmp_path):
+    arg = "--store=sqlite:" + str(tmp_path / "jobs.db")
+    s = server_factory(arg, "--retry=F:1:0:0")
+    a, c, w = s.connect(), s.connect(), s.connect()
+    h = submit_bg(c, b"F", b"u1", b"payload")
+    w.send_packet(CAN_DO, b"F")
+    grab(w, h)
+    w.send_packet(WORK_FAIL, h)
+    grab(w, h)
+    w.send_packet(WORK_EXCEPTION, h, b"bad\tthing \\ \"q\"")
+    w.echo_roundtrip()
+    durable(c)
+    before = failed_rows(a)
+    s = killed_and_restarted(server_factory, s, arg, "--retry=F:1:0:0")
+    a, w = s.connect(), s.connect()
+    w.send_packet(CAN_DO, b"F")
+    w.send_packet(CAN_DO, b"sync")
+    w.send_packet(GRAB_JOB)
+    body = w.expect(JOB_ASSIGN)  # only the sync jobs run: the dead-letter job does not
+    assert body.split(b"\0")[1] == b"sync"
+    w.send_packet(WORK_COMPLETE, body.split(b"\0")[0], b"")
+    no_job(w)
+    after = failed_rows(a)
+    assert after == before and after[0][3] == b"2"
+    assert after[0][6] == b"bad\\x09thing \\x5c \"q\""
+    assert lines(a, "show jobs") == [h + b"\t0\t0\t1\tfailed"]
+    assert a.admin(b"retry job " + h + b"\n") == b"OK\r\n"
+    grab(w, h)
+    w.send_packet(WORK_COMPLETE, h, b"")
+    w.echo_roundtrip()
+    c = s.connect()
+    durable(c)
+    s = killed_and_restarted(server_factory, s, arg, "--retry=F:1:0:0")
+    a, w = s.connect(), s.connect()
+    w.send_packet(CAN_DO, b"F")
+    assert failed_rows(a) == []
+    no_job(w)  # completed once: never run again
