@@ -288,6 +288,16 @@ def killed_and_restarted(factory, s, *args):
     return s2
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_arg(request, tmp_path):
+    """spurd's --store option, over each durable backend (postgres skips without Debian's
+    postgresql)."""
+    if request.param == "sqlite":
+        return "--store=sqlite:" + str(tmp_path / "jobs.db")
+    cluster = request.getfixturevalue("pg_cluster")
+    return "--store=postgres:" + cluster.conninfo(cluster.new_database())
+
+
 def durable(c):
     """Returns once everything queued for the store before it is durable: a background submit's
     JOB_CREATED waits for its batch, and batches commit in order."""
@@ -295,8 +305,8 @@ def durable(c):
     c.expect(JOB_CREATED)
 
 
-def test_kill_9_in_a_backoff_keeps_the_retry_and_the_policy(server_factory, tmp_path):
-    arg = "--store=sqlite:" + str(tmp_path / "jobs.db")
+def test_kill_9_in_a_backoff_keeps_the_retry_and_the_policy(server_factory, store_arg):
+    arg = store_arg
     s = server_factory(arg)
     a, c, w = s.connect(), s.connect(), s.connect()
     assert a.admin("retry F 3 3600 7200\n") == b"OK\r\n"  # set at run time: stored
@@ -320,8 +330,8 @@ def test_kill_9_in_a_backoff_keeps_the_retry_and_the_policy(server_factory, tmp_
     assert lines(a, "retry list") == []
 
 
-def test_kill_9_keeps_the_dead_letter_list_and_runs_nothing_twice(server_factory, tmp_path):
-    arg = "--store=sqlite:" + str(tmp_path / "jobs.db")
+def test_kill_9_keeps_the_dead_letter_list_and_runs_nothing_twice(server_factory, store_arg):
+    arg = store_arg
     s = server_factory(arg, "--retry=F:1:0:0")
     a, c, w = s.connect(), s.connect(), s.connect()
     h = submit_bg(c, b"F", b"u1", b"payload")
