@@ -533,6 +533,9 @@ static void build_admin(struct reader *r, struct bytes *out)
         "cancel job %H", "drop function f%d", "create function f%d", "maxqueue f%d %n",
         "maxqueue f%d %n %n %n", "shutdown graceful", "shutdown", "verbose", "getpid",
         " status", "show", "cancel job", "a b c d e f g h", "SHOW  JOBS ",
+        "retry f%d %n %n %n", "retry f%d %n %n", "retry list", "retry job %H",
+        "retry job all f%d", "show failed jobs", "show failed jobs f%d", "purge failed",
+        "purge failed f%d", "retry job", "purge",
     };
     uint8_t t = rd_u8(r);
     uint8_t a = rd_u8(r);

@@ -194,6 +194,15 @@ def connection_seeds():
                b'"payload_b64":""}\nload {"type":"record","kind":1,"key":"k","value_b64":""}\n'
                b'load {"type":"job","id":3,"func":"f1","when":1999999999,"payload_b64":""}\n'
                b'load nonsense\n') + drain(1)
+    s["retry_dead_letter"] = cfg() + raw(0, b"show failed jobs\nretry f0 1 0 0\nretry f1 2 1 3\nretry list\n") + \
+        raw(1, pkt(SUBMIT_JOB_BG, "f0", "u0", "a") + pkt(SUBMIT_JOB_BG, "f1", "u1", "b")) + \
+        raw(2, pkt(CAN_DO, "f0") + pkt(CAN_DO_TIMEOUT, "f1", "1") + pkt(GRAB_JOB) +
+            pkt(WORK_FAIL, H1)) + clock(1) + \
+        raw(2, pkt(GRAB_JOB) + pkt(WORK_EXCEPTION, H1, "boom") + pkt(GRAB_JOB)) + clock(4) + \
+        raw(0, b"show failed jobs\nshow jobs\nretry job all f0\nstats\n") + \
+        raw(2, pkt(GRAB_JOB) + pkt(WORK_FAIL, H1)) + clock(4) + \
+        raw(0, b"retry job H:f:1\nsubmit f0 x\npurge failed f0\npurge failed\nretry f0 0 0\n") + \
+        drain(0) + drain(1) + drain(2)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
     s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "jobx_admin.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto_admin.h"
@@ -165,7 +166,10 @@ static void write_job(struct peer *p, struct admin_listing *l, const struct job 
     } else {
         char h[JOB_HANDLE_BUF];
         peer_write(p, h, job_handle(p->eng, j, h));
-        replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+        if (j->state == JOB_FAILED) /* a 5th column marks jobs beyond Gearman's states */
+            replyf(p, "\t%u\t0\t%u\tfailed\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+        else
+            replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
     }
 }
 
@@ -478,6 +482,8 @@ static void adm_show(struct peer *p, const struct pa_token *t, size_t n)
         start_listing(p, LIST_JOBS_JSON);
     else if (n == 3 && pa_token_is(&t[1], "unique") && pa_token_is(&t[2], "jobs"))
         start_listing(p, LIST_UNIQUE);
+    else if (n >= 3 && pa_token_is(&t[1], "failed") && pa_token_is(&t[2], "jobs"))
+        jobx_admin_show_failed(p, t, n);
     else if (n == 1)
         unknown_command(p, &t[0]);
     else
@@ -546,7 +552,7 @@ static void adm_drop_function(struct peer *p, const struct pa_token *t, size_t n
         reply(p, "ERR function not found\r\n");
         return;
     }
-    if (f->nworkers > 0 || func_total(f) > 0 || f->woken > 0) {
+    if (f->nworkers > 0 || func_total(f) > 0 || f->parked > 0 || f->woken > 0) {
         reply(p, "ERR there are still connected workers or executing clients\r\n");
         return;
     }
@@ -618,15 +624,18 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 /* ------------------------------------------------------------ dispatch */
 
 /* admin_changes reports whether the command tok[0..n) changes the server's state, so that
- * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, stats reset, load, and
- * dump (which reads every payload). The rest (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
+ * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, retry (but retry list),
+ * purge, stats reset, load, and dump (which reads every payload). The rest (and unknown commands)
+ * only read. Keep docs/SECURITY.md's list in step. */
 static int admin_changes(const struct pa_token *tok, size_t n)
 {
     static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue",
-                                            "load", "dump" /* reads every payload */};
+                                            "purge", "load", "dump" /* reads every payload */};
     for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++)
         if (pa_token_is(&tok[0], changing[i]))
             return 1;
+    if (pa_token_is(&tok[0], "retry"))
+        return !(n == 2 && pa_token_is(&tok[1], "list"));
     return n >= 2 && pa_token_is(&tok[0], "stats") && pa_token_is(&tok[1], "reset");
 }
 
@@ -636,7 +645,7 @@ static const char *admin_name(const struct pa_token *c)
     static const char *const known[] = {"workers", "status", "stats", "metrics",
                                         "prioritystatus", "maxqueue", "show", "cancel",
                                         "create", "drop", "shutdown", "version", "verbose",
-                                        "getpid", "dump", "load"};
+                                        "getpid", "dump", "load", "retry", "purge"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (pa_token_is(c, known[i]))
             return known[i];
@@ -698,6 +707,10 @@ void admin_line(struct peer *p, const char *line, size_t len)
         adm_drop_function(p, tok, n);
     else if (pa_token_is(c, "shutdown"))
         adm_shutdown(p, tok, n);
+    else if (pa_token_is(c, "retry"))
+        jobx_admin_retry(p, tok, n);
+    else if (pa_token_is(c, "purge"))
+        jobx_admin_purge(p, tok, n);
     else if (pa_token_is(c, "version"))
         reply(p, "OK " PACKAGE_VERSION "\n");
     else if (pa_token_is(c, "verbose"))

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "jobx.h"
 #include "list.h"
 #include "log.h"
 #include "store.h"
@@ -179,6 +180,8 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
 
     struct job *j = job_find_unique(e, f, uq, uql, pkt->data, pkt->data_len);
     if (j != NULL) {
+        if (j->state == JOB_FAILED) /* a dead-letter job submitted again runs again */
+            jobx_retry_job(e, j);
         func_count(e, f, JOB_EV_COALESCED, k.prio);
         /* coalesced: the new payload, priority and time are ignored, as in gearmand */
         if (!k.background) {
@@ -487,6 +490,11 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     hist_observe(&j->func->run, hist_seconds, engine_now(e) - j->since);
     job_log(e, j, ev == JOB_EV_COMPLETED ? "completed" : ev == JOB_EV_FAILED ? "failed"
                                                                             : "exception");
+    /* a background job with a retry policy runs again later or goes to the dead-letter list */
+    if (ev == JOB_EV_FAILED && jobx_job_failed(e, j, "WORK_FAIL", 9))
+        return;
+    if (ev == JOB_EV_EXCEPTION && jobx_job_failed(e, j, pkt->data, pkt->data_len))
+        return;
     job_free(e, j);
 }
 

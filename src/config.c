@@ -59,6 +59,7 @@ void config_defaults(struct config *c)
     c->max_connections = 100000;
     c->max_function = 512;
     c->max_functions = 1000000;
+    c->max_failed_jobs = 10000;
     c->max_client_id = 127;
     c->idle_timeout = 0;
     c->admin_shutdown = SHUTDOWN_LOCAL;
@@ -93,6 +94,8 @@ enum {
     OPT_MAX_CONN,
     OPT_MAX_FUNCTION,
     OPT_MAX_FUNCTIONS,
+    OPT_MAX_FAILED_JOBS,
+    OPT_RETRY,
     OPT_MAX_CLIENT_ID,
     OPT_IDLE_TIMEOUT,
     OPT_GRAB_WAIT,
@@ -177,6 +180,8 @@ static const struct option long_opts[] = {
     {"max-connections", required_argument, NULL, OPT_MAX_CONN},
     {"max-function-name", required_argument, NULL, OPT_MAX_FUNCTION},
     {"max-functions", required_argument, NULL, OPT_MAX_FUNCTIONS},
+    {"max-failed-jobs", required_argument, NULL, OPT_MAX_FAILED_JOBS},
+    {"retry", required_argument, NULL, OPT_RETRY},
     {"max-client-id", required_argument, NULL, OPT_MAX_CLIENT_ID},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"grab-wait", required_argument, NULL, OPT_GRAB_WAIT},
@@ -343,6 +348,12 @@ void config_usage(FILE *out)
         "      --max-function-name=N  longest function name (default 512)\n"
         "      --max-functions=N      functions known at once; more are refused (default 1000000)\n"
         "      --max-client-id=N      SET_CLIENT_ID is cut to N bytes (default 127)\n"
+        "      --max-failed-jobs=N    jobs kept in the dead-letter list; the oldest are dropped\n"
+        "                             past it (default 10000)\n"
+        "      --retry=FUNC:COUNT:BACKOFF:MAX  retry policy of FUNC: a background job that fails\n"
+        "                             runs again up to COUNT times, after min(MAX, BACKOFF *\n"
+        "                             2^(n-1)) seconds with jitter, then goes to the dead-letter\n"
+        "                             list (repeatable; the admin 'retry' changes them)\n"
         "      --idle-timeout=S       close a connection that leaves a packet unfinished for S\n"
         "                             seconds (default 0: never)\n"
         "      --grab-wait=MS         a GRAB that finds no job waits up to MS milliseconds for\n"
@@ -424,6 +435,57 @@ static int parse_seconds(const char *s, double *out)
     if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 1e9)
         return -1;
     *out = v;
+    return 0;
+}
+
+int config_parse_retry_numbers(const char *count, const char *backoff, const char *max,
+                               uint32_t *n, double *b, double *m)
+{
+    long v;
+    if (parse_long(count, 0, 1000, &v) != 0 || parse_seconds(backoff, b) != 0 ||
+        parse_seconds(max, m) != 0 || *b > 2592000.0 || *m > 2592000.0 || *b > *m)
+        return -1;
+    *n = (uint32_t)v;
+    return 0;
+}
+
+/* parse_retry parses FUNC:COUNT:BACKOFF:MAX (the last three colons split it, so FUNC may hold
+ * colons) into r, COUNT at least 1. Returns 0 or -1. */
+static int parse_retry(const char *s, struct config_retry *r)
+{
+    const char *c[3];
+    const char *end = s + strlen(s);
+    for (int i = 2; i >= 0; i--) {
+        const char *p = end;
+        while (p > s && p[-1] != ':')
+            p--;
+        if (p == s)
+            return -1;
+        c[i] = p - 1;
+        end = p - 1;
+    }
+    size_t fl = (size_t)(c[0] - s);
+    if (fl == 0 || fl > 512)
+        return -1;
+    char nums[3][64];
+    for (int i = 0; i < 3; i++) {
+        const char *from = c[i] + 1, *to = i < 2 ? c[i + 1] : s + strlen(s);
+        if ((size_t)(to - from) >= sizeof nums[i])
+            return -1;
+        memcpy(nums[i], from, (size_t)(to - from));
+        nums[i][to - from] = '\0';
+    }
+    uint32_t n;
+    double b, m;
+    if (config_parse_retry_numbers(nums[0], nums[1], nums[2], &n, &b, &m) != 0 || n == 0)
+        return -1;
+    for (size_t i = 0; i < fl; i++)
+        if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+            return -1;
+    char *f = strndup(s, fl);
+    if (f == NULL)
+        return -1;
+    *r = (struct config_retry){f, n, b, m};
     return 0;
 }
 
@@ -762,6 +824,21 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             if (parse_size(optarg, 1, 100000000, &sz) != 0)
                 return errf(err, errlen, "invalid --max-functions '%s'", optarg);
             c->max_functions = (size_t)sz;
+            break;
+        case OPT_MAX_FAILED_JOBS:
+            if (parse_size(optarg, 0, 100000000, &sz) != 0)
+                return errf(err, errlen, "invalid --max-failed-jobs '%s'", optarg);
+            c->max_failed_jobs = (size_t)sz;
+            break;
+        case OPT_RETRY:
+            if (c->nretry == CONFIG_MAX_RETRY)
+                return errf(err, errlen, "too many --retry policies (at most %d)",
+                            CONFIG_MAX_RETRY);
+            if (parse_retry(optarg, &c->retry[c->nretry]) != 0)
+                return errf(err, errlen,
+                            "invalid --retry '%s' (FUNC:COUNT:BACKOFF:MAX, COUNT 1..1000, "
+                            "0 <= BACKOFF <= MAX <= 2592000 seconds)", optarg);
+            c->nretry++;
             break;
         case OPT_MAX_CLIENT_ID:
             if (parse_size(optarg, 1, 65535, &sz) != 0)
@@ -1134,6 +1211,9 @@ void config_free(struct config *c)
     for (int i = 0; i < c->nadmin_allow; i++)
         free(c->admin_allow[i]);
     c->nadmin_allow = 0;
+    for (int i = 0; i < c->nretry; i++)
+        free(c->retry[i].func);
+    c->nretry = 0;
     free(c->policy);
     free(c->check_policy);
     c->policy = c->check_policy = NULL;

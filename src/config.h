@@ -15,6 +15,15 @@ extern "C" {
 #define CONFIG_MAX_ADMIN_ALLOW 32 /* --admin-allow may be given this many times (ACL_MAX_ADMIN) */
 #define CONFIG_MAX_TAKEOVER 16 /* --takeover may be given this many times */
 #define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
+#define CONFIG_MAX_RETRY 256 /* --retry may be given this many times */
+
+/* struct config_retry is one --retry=FUNC:COUNT:BACKOFF:MAX (a retry policy, jobx.h). */
+struct config_retry {
+    char *func;     /* the function name (owned) */
+    uint32_t count; /* retries after the first failure, 1..1000 */
+    double backoff; /* seconds before the first retry */
+    double max;     /* the most seconds between two runs */
+};
 
 /* enum admin_shutdown_policy says who may run the admin shutdown command. */
 enum admin_shutdown_policy {
@@ -105,6 +114,9 @@ struct config {
     size_t max_connections;          /* --max-connections: accepted connections at once */
     size_t max_function;             /* --max-function-name: longest function name */
     size_t max_functions;            /* --max-functions: functions known at once */
+    size_t max_failed_jobs;          /* --max-failed-jobs: the dead-letter list's bound */
+    struct config_retry retry[CONFIG_MAX_RETRY]; /* --retry policies, in order */
+    int nretry;                      /* entries in retry */
     size_t max_client_id;            /* --max-client-id: longest SET_CLIENT_ID kept */
     double idle_timeout;             /* --idle-timeout seconds for a half-received packet, 0 off */
 
@@ -209,6 +221,11 @@ static inline size_t config_http_max_body(const struct config *c)
 
 /* config_usage writes the --help text to out. */
 void config_usage(FILE *out);
+
+/* config_parse_retry_numbers parses a retry policy's COUNT (0..1000), BACKOFF and MAX (seconds,
+ * 0 <= BACKOFF <= MAX <= 2592000) for --retry and the admin 'retry'. Returns 0 or -1. */
+int config_parse_retry_numbers(const char *count, const char *backoff, const char *max,
+                               uint32_t *n, double *b, double *m);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 
 #include "func.h"
 #include "job.h"
+#include "jobx.h"
 #include "worker.h"
 
 /* the sink until engine_set_sink: tells nobody anything */
@@ -92,6 +93,7 @@ void engine_destroy(struct engine *e)
         j->flags &= (uint8_t)~JOB_STORED; /* shutting down is not completion */
         job_free(e, j);
     }
+    jobx_destroy(e);
     hmap_free(&e->jobs_by_id);
     hmap_free(&e->jobs_by_unique);
     heap_free(&e->timers);
@@ -305,5 +307,5 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     if (!list_empty(&e->ready))
         return engine_check_fail(err, errlen,
                                  "wake-ups left undone after the handler (engine_drain_ready)");
-    return 0;
+    return jobx_check(e, err, errlen);
 }

@@ -26,6 +26,7 @@ struct engine;
 struct engine_snapshot;
 struct func;
 struct job;
+struct jobx;
 struct store;
 
 /* struct engine_ops is what the engine asks of the shell that owns the sockets. */
@@ -168,6 +169,8 @@ struct engine_stats {
     struct hist store_commit_seconds; /* from hand-off to the committer to its answer */
     uint64_t store_replayed; /* jobs restored from the store at start-up */
     uint64_t permission_denied[DENIED_KINDS]; /* refusals by acl.c, by DENIED_* */
+    uint64_t retries;       /* failed background jobs deferred to a retry (jobx.h) */
+    uint64_t failed_dropped; /* dead-letter jobs dropped past --max-failed-jobs (jobx.h) */
 };
 
 /* struct engine is the whole pure server state. */
@@ -219,6 +222,8 @@ struct engine {
     size_t job_bytes;             /* bytes allocated for live jobs (struct, unique, reducer,
                                      payload), a gauge */
     double started;               /* engine_now at engine_init: the start, for uptime */
+    struct jobx *jobx;            /* retry policies and dead-letter list (jobx.h), NULL until
+                                     first used */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */

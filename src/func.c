@@ -82,7 +82,7 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
 
 void func_drop(struct engine *e, struct func *f)
 {
-    assert(list_empty(&f->workers) && func_total(f) == 0 && f->woken == 0);
+    assert(list_empty(&f->workers) && func_total(f) == 0 && f->parked == 0 && f->woken == 0);
     list_del(&f->wake);
     func_list_remove(e, f);
     hmap_remove(&e->funcs, f, func_hash(e, f));
@@ -91,7 +91,8 @@ void func_drop(struct engine *e, struct func *f)
 
 int func_unused(const struct func *f)
 {
-    return f->nworkers == 0 && func_total(f) == 0 && f->woken == 0 && f->max_queue[0] == 0 &&
+    return f->nworkers == 0 && func_total(f) == 0 && f->parked == 0 && f->woken == 0 &&
+           f->max_queue[0] == 0 &&
            f->max_queue[1] == 0 && f->max_queue[2] == 0;
 }
 

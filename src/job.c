@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "func.h"
+#include "jobx.h"
 #include "list.h"
 #include "worker.h"
 
@@ -251,6 +252,9 @@ void job_detach(struct engine *e, struct job *j)
         heap_remove(&e->timers, &j->timer);
         break;
     }
+    case JOB_FAILED:
+        jobx_unpark(e, j);
+        break;
     case JOB_LIMBO:
         break;
     }

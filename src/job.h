@@ -34,6 +34,7 @@ enum job_state {
     JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
     JOB_PENDING,   /* background job waiting for its store batch to be durable */
     JOB_MARKER,    /* not a job: a 'show jobs' listing's place in engine->jobs */
+    JOB_FAILED,    /* in the dead-letter list (jobx.h): retries used up, in no queue */
 };
 
 /* Job flags. */

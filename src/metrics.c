@@ -14,6 +14,7 @@
 #include "func.h"
 #include "hist.h"
 #include "job.h"
+#include "jobx.h"
 #include "peer.h"
 #include "worker.h"
 
@@ -252,6 +253,9 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     stat_u(&o, "store_batch_operations", (uint64_t)st->store_batch_ops.sum);
     stat_f(&o, "store_commit_seconds", st->store_commit_seconds.sum);
     stat_u(&o, "store_replayed", st->store_replayed);
+    stat_u(&o, "retries_total", st->retries);
+    stat_u(&o, "failed_jobs", jobx_nfailed(e));
+    stat_u(&o, "failed_dropped_total", st->failed_dropped);
     puts_(&o, "END\r\n");
     return o.err;
 }
@@ -420,6 +424,11 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
     }
     json_object_set_new(denied, "total", json_integer((json_int_t)ndenied));
     json_object_set_new(doc, "permission_denied", denied);
+    json_object_set_new(doc, "retry", json_pack("{sIsIsI}", "retries_total",
+                                                (json_int_t)st->retries, "failed_jobs",
+                                                (json_int_t)jobx_nfailed(e),
+                                                "failed_dropped_total",
+                                                (json_int_t)st->failed_dropped));
     struct out o = out_init(b, max);
     dump(&o, doc);
     if (o.err)
@@ -511,6 +520,7 @@ static const char *state_name(const struct job *j)
     case JOB_FUTURE: return "scheduled";
     case JOB_RUNNING: return "running";
     case JOB_PENDING: return "storing";
+    case JOB_FAILED: return "failed";
     default: return "other";
     }
 }
@@ -722,6 +732,12 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     prom_hist(&o, "spur_store_commit_seconds", NULL, &st->store_commit_seconds, hist_seconds);
     counter(&o, "spur_store_replayed_jobs_total", "Jobs restored from the store at start-up.",
             st->store_replayed);
+    counter(&o, "spur_retries_total", "Failed background jobs deferred to a retry (--retry).",
+            st->retries);
+    gauge(&o, "spur_failed_jobs", "Jobs in the dead-letter list (show failed jobs).",
+          (double)jobx_nfailed(e));
+    counter(&o, "spur_failed_dropped_total",
+            "Dead-letter jobs dropped as the oldest past --max-failed-jobs.", st->failed_dropped);
     help(&o, "spur_permission_denied_total", "counter",
          "Requests refused by --admin-allow, --admin-read or --policy, by what was refused.");
     for (int k = 0; k < DENIED_KINDS; k++)

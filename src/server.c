@@ -20,6 +20,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "file.h"
+#include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
 #include "store.h"
@@ -632,6 +633,10 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
     engine_set_sink(&s->eng, &cmd_sink);
+    if (jobx_store_attach(&s->eng) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)
         return -1;
     if (conn_ctx_init(&s->conns, s->loop, &s->eng, cfg, &s->spin) != 0) {

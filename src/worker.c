@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "jobx.h"
 #include "list.h"
 #include "log.h"
 
@@ -324,6 +325,12 @@ void worker_requeue(struct engine *e, struct job *j)
 void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
+    /* a background job with a retry policy runs again later or goes to the dead-letter list */
+    if (jobx_job_failed(e, j, "CAN_DO_TIMEOUT", 14)) {
+        log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT (retry policy)",
+                 (unsigned long long)j->id);
+        return;
+    }
     if (e->cfg->can_do_timeout_requeue) {
         log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
                  (unsigned long long)j->id);

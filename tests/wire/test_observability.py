@@ -141,6 +141,7 @@ STATS_SCHEMA = obj({
     "functions": COUNT, "workers": COUNT, "abilities": COUNT, "held_grabs": COUNT,
     "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
     "permission_denied": obj({k: COUNT for k in ["submit", "can_do", "admin", "total"]}),
+    "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
@@ -152,7 +153,7 @@ WORKERS_SCHEMA = obj({"workers": {"type": "array", "items": obj({
 JOBS_SCHEMA = obj({"jobs": {"type": "array", "items": obj({
     "handle": {"type": "string"}, "function": {"type": "string"}, "unique": {"type": "string"},
     "priority": {"enum": ["high", "normal", "low"]},
-    "state": {"enum": ["queued", "scheduled", "running", "storing"]}, "retries": COUNT,
+    "state": {"enum": ["queued", "scheduled", "running", "storing", "failed"]}, "retries": COUNT,
     "background": {"type": "boolean"}, "clients": COUNT, "payload_bytes": COUNT,
     "memory_bytes": COUNT})}})
 

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* jobx: job extensions beyond Gearman, kept beside the jobs rather than in struct job: retry
+ * policies per function (a background job that fails is run again later, with exponential
+ * backoff and jitter) and the dead-letter list of the jobs that used their retries up.
+ * Pure, no I/O: the engine calls in where a job fails, is freed or is checked; the admin
+ * commands are in jobx_admin.c. A job with side state here carries JOB_EXT. */
+#ifndef SPUR_JOBX_H
+#define SPUR_JOBX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hmap.h"
+#include "list.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct engine;
+struct func;
+struct job;
+
+#define JOBX_MAX_POLICIES 10000      /* retry policies at once (functions named) */
+#define JOBX_MAX_COUNT 1000          /* retries one policy may allow */
+#define JOBX_MAX_SECONDS 2592000.0   /* the largest BACKOFF or MAX: 30 days */
+#define JOBX_DEFAULT_MAX 3600.0      /* MAX when `retry FUNC COUNT BACKOFF` gives none */
+#define JOBX_ERROR_MAX 1024          /* bytes of a failure's text kept (the rest is cut) */
+
+/* struct jobx_policy is the retry policy of one function (by name: the function need not exist). */
+struct jobx_policy {
+    uint32_t count;    /* retries after the first failure (> 0) */
+    double backoff;    /* seconds before the first retry */
+    double max;        /* the most seconds between two runs */
+    uint32_t name_len; /* bytes in name */
+    char name[];       /* the function name, NUL-terminated */
+};
+
+/* struct jobx_rec is the side state of one job (JOB_EXT), indexed by handle number. */
+struct jobx_rec {
+    struct job *job;         /* the job */
+    uint32_t attempts;       /* runs that failed */
+    double first_failed;     /* engine_now at the first failure */
+    double last_failed;      /* engine_now at the last failure */
+    struct list_node fnode;  /* jobx.failed while the job is JOB_FAILED, oldest first */
+    uint16_t error_len;      /* bytes in error */
+    char error[JOBX_ERROR_MAX]; /* the last failure's text: WORK_EXCEPTION data, "WORK_FAIL",
+                                   "CAN_DO_TIMEOUT" */
+};
+
+/* struct jobx is the extension state of one engine (engine.jobx), created on first use. */
+struct jobx {
+    struct hmap policies;    /* struct jobx_policy by name */
+    struct hmap recs;        /* struct jobx_rec by job handle number */
+    struct list_node failed; /* the dead-letter list (jobx_rec.fnode), oldest first */
+    size_t nfailed;          /* jobs in it (a gauge) */
+    uint64_t rng;            /* xorshift state for the jitter */
+    /* persist: j's side state changed (a failure deferred it to due, or dead-lettered it with
+     * due 0, or a retry reset it): jobx_store rewrites its stored row. NULL without it. */
+    void (*persist)(struct engine *e, struct job *j, double due);
+    /* (the counters are engine_stats.retries and .failed_dropped, reset by 'stats reset') */
+};
+
+/* jobx_get returns e's extension state, creating it (and the policies of --retry) on first
+ * use; NULL when out of memory. */
+struct jobx *jobx_get(struct engine *e);
+
+/* jobx_attach sets up e's extension state with the policies of --retry (server start, after
+ * engine_init). Returns 0, or -1 out of memory. */
+int jobx_attach(struct engine *e);
+
+/* jobx_destroy frees e's extension state (engine_destroy, after the jobs are freed). */
+void jobx_destroy(struct engine *e);
+
+/* jobx_policy_find returns the policy of the function named name[0..len), or NULL. */
+const struct jobx_policy *jobx_policy_find(const struct engine *e, const char *name, size_t len);
+
+/* jobx_policy_set sets (count > 0) or removes (count 0) the policy of function name[0..len).
+ * Returns 0, -1 out of memory, -2 when JOBX_MAX_POLICIES exist already. The caller checks the
+ * bounds of the numbers. */
+int jobx_policy_set(struct engine *e, const char *name, size_t len, uint32_t count,
+                    double backoff, double max);
+
+/* jobx_delay is the wait before run attempt+1 after `attempt` failures (attempt >= 1):
+ * d = min(max, backoff * 2^(attempt-1)), then "equal jitter": d/2 + a uniform draw in
+ * [0, d/2] (u01 in [0,1]). */
+double jobx_delay(const struct jobx_policy *p, uint32_t attempt, double u01);
+
+/* jobx_job_failed is called when running job j failed (WORK_FAIL, WORK_EXCEPTION with its
+ * text, a CAN_DO_TIMEOUT) before it is freed. When j is a background job no client waits on and
+ * its function has a retry policy, jobx takes it: it is deferred to its next run (JOB_FUTURE),
+ * or, its retries used up, moved to the dead-letter list (JOB_FAILED); returns 1. Otherwise
+ * returns 0 and the caller frees j as Gearman does. */
+int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len);
+
+/* jobx_rec_get returns j's record, creating it (flagging j JOB_EXT); NULL out of memory. */
+struct jobx_rec *jobx_rec_get(struct engine *e, struct job *j);
+
+/* jobx_park puts j (in limbo, with a record) in the dead-letter list (a restored job). */
+void jobx_park(struct engine *e, struct job *j);
+
+/* jobx_unpark takes dead-letter job j off the list, into JOB_LIMBO (job_detach). */
+void jobx_unpark(struct engine *e, struct job *j);
+
+/* jobx_job_freed forgets j's side state (job_free, for jobs with JOB_EXT). */
+void jobx_job_freed(struct engine *e, struct job *j);
+
+/* jobx_rec_of returns j's side state, or NULL. */
+struct jobx_rec *jobx_rec_of(const struct engine *e, const struct job *j);
+
+/* jobx_retry_job puts dead-letter job j back in its queue with its attempts reset. */
+void jobx_retry_job(struct engine *e, struct job *j);
+
+/* jobx_retry_all retries every dead-letter job of function f; returns how many. */
+size_t jobx_retry_all(struct engine *e, const struct func *f);
+
+/* jobx_purge frees every dead-letter job (of f, or all when f is NULL); returns how many. */
+size_t jobx_purge(struct engine *e, const struct func *f);
+
+/* jobx_nfailed (a gauge) / jobx_retries / jobx_dropped (engine_stats counters): for stats and
+ * metrics. */
+size_t jobx_nfailed(const struct engine *e);
+uint64_t jobx_retries(const struct engine *e);
+uint64_t jobx_dropped(const struct engine *e);
+
+/* jobx_check verifies the side state against the jobs: every JOB_EXT job has a record and every
+ * record a live JOB_EXT job, every JOB_FAILED job is on the dead-letter list and only those,
+ * nfailed and each function's parked count agree. Returns 0 or -1 with err. O(jobs). */
+int jobx_check(const struct engine *e, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

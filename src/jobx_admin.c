@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* jobx_admin: the admin commands of retry policies and the dead-letter list (jobx_admin.h). */
+#include "jobx_admin.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "jobx.h"
+#include "jobx_store.h"
+
+static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
+
+static void replyf(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void replyf(struct peer *p, const char *fmt, ...)
+{
+    char b[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof b - 1)
+        n = (int)sizeof b - 1;
+    peer_write(p, b, (size_t)n);
+}
+
+#define BAD_NAME "ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
+
+static void usage(struct peer *p)
+{
+    reply(p, "ERR INVALID_ARGUMENTS Usage:+retry+FUNC+COUNT+BACKOFF+[MAX]|list|job+HANDLE|"
+             "job+all+FUNC\r\n");
+}
+
+/* token_str copies t into out (cap bytes, NUL-terminated); returns 0, or -1 if too long. */
+static int token_str(const struct pa_token *t, char *out, size_t cap)
+{
+    if (t->len >= cap)
+        return -1;
+    memcpy(out, t->ptr, t->len);
+    out[t->len] = '\0';
+    return 0;
+}
+
+/* is_number reports whether t starts like a number (a digit or a dot): COUNT, not "job"/"list". */
+static int is_number(const struct pa_token *t)
+{
+    return t->len > 0 && ((t->ptr[0] >= '0' && t->ptr[0] <= '9') || t->ptr[0] == '.');
+}
+
+static void retry_list(struct peer *p)
+{
+    const struct jobx *x = p->eng->jobx;
+    if (x != NULL) {
+        struct hmap_iter it;
+        hmap_iter_init(&it, &x->policies);
+        for (const struct jobx_policy *pol; (pol = hmap_iter_next(&it)) != NULL;) {
+            peer_write(p, pol->name, pol->name_len);
+            replyf(p, "\t%u\t%g\t%g\n", pol->count, pol->backoff, pol->max);
+        }
+    }
+    reply(p, ".\n");
+}
+
+static void retry_job(struct peer *p, const struct pa_token *t, size_t n)
+{
+    struct engine *e = p->eng;
+    if (n == 3) {
+        struct job *j = job_find_handle(e, t[2].ptr, t[2].len);
+        if (j == NULL || j->state != JOB_FAILED) {
+            reply(p, "ERR UNKNOWN_JOB\r\n");
+            return;
+        }
+        jobx_retry_job(e, j);
+        engine_drain_ready(e);
+        reply(p, "OK\r\n");
+        return;
+    }
+    if (n == 4 && pa_token_is(&t[2], "all")) {
+        struct func *f = func_get(e, t[3].ptr, t[3].len, 0);
+        size_t k = f != NULL ? jobx_retry_all(e, f) : 0;
+        engine_drain_ready(e);
+        replyf(p, "OK %zu\r\n", k);
+        return;
+    }
+    usage(p);
+}
+
+void jobx_admin_retry(struct peer *p, const struct pa_token *t, size_t n)
+{
+    if (n == 2 && pa_token_is(&t[1], "list")) {
+        retry_list(p);
+        return;
+    }
+    if (n >= 3 && pa_token_is(&t[1], "job") && !is_number(&t[2])) {
+        retry_job(p, t, n);
+        return;
+    }
+    if (n != 4 && n != 5) {
+        usage(p);
+        return;
+    }
+    if (!func_name_ok(t[1].ptr, t[1].len) || t[1].len > p->eng->cfg->max_function) {
+        reply(p, BAD_NAME);
+        return;
+    }
+    char cs[32], bs[32], ms[32];
+    uint32_t count;
+    double backoff, max;
+    snprintf(ms, sizeof ms, "%g", JOBX_DEFAULT_MAX);
+    if (token_str(&t[2], cs, sizeof cs) != 0 || token_str(&t[3], bs, sizeof bs) != 0 ||
+        (n == 5 && token_str(&t[4], ms, sizeof ms) != 0) ||
+        config_parse_retry_numbers(cs, bs, ms, &count, &backoff, &max) != 0) {
+        reply(p, "ERR INVALID_ARGUMENTS COUNT+0..1000,+0+<=+BACKOFF+<=+MAX+<=+2592000+seconds\r\n");
+        return;
+    }
+    int rc = jobx_policy_set(p->eng, t[1].ptr, t[1].len, count, backoff, max);
+    if (rc == -2)
+        reply(p, "ERR TOO_MANY_POLICIES At+most+10000+retry+policies\r\n");
+    else if (rc != 0 || jobx_store_policy(p->eng, t[1].ptr, t[1].len) != 0)
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+    else
+        reply(p, "OK\r\n");
+}
+
+/* put_escaped appends s[0..len) to b with backslash, tab, newline and other control bytes
+ * written as \xHH, so a row stays one line of tab-separated fields. */
+static int put_escaped(struct buf *b, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f || c == '\\') {
+            char hx[5];
+            snprintf(hx, sizeof hx, "\\x%02x", c);
+            if (buf_append(b, hx, 4) != 0)
+                return -1;
+        } else if (buf_append(b, &s[i], 1) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n)
+{
+    struct engine *e = p->eng;
+    const struct jobx *x = e->jobx;
+    const struct func *f = NULL;
+    if (n > 4) {
+        reply(p, "ERR UNKNOWN_SHOW_ARGUMENTS\r\n");
+        return;
+    }
+    if (n == 4 && (f = func_get(e, t[3].ptr, t[3].len, 0)) == NULL) {
+        reply(p, ".\n");
+        return;
+    }
+    struct buf b = {0};
+    int rc = 0;
+    if (x != NULL)
+        list_for_each(it, &x->failed) {
+            const struct jobx_rec *r = container_of(it, struct jobx_rec, fnode);
+            const struct job *j = r->job;
+            if (f != NULL && j->func != f)
+                continue;
+            char h[JOB_HANDLE_BUF], line[160];
+            size_t hl = job_handle(e, j, h);
+            int ll = snprintf(line, sizeof line, "\t%u\t%.3f\t%.3f\t", r->attempts,
+                              r->first_failed, r->last_failed);
+            rc = buf_append(&b, h, hl) || buf_append(&b, "\t", 1) ||
+                 buf_append(&b, j->func->name, j->func->name_len) || buf_append(&b, "\t", 1) ||
+                 put_escaped(&b, job_unique(j), j->unique_len) ||
+                 buf_append(&b, line, (size_t)ll) || put_escaped(&b, r->error, r->error_len) ||
+                 buf_append(&b, "\n", 1);
+            if (rc != 0 || buf_len(&b) > e->cfg->max_output)
+                break;
+        }
+    if (rc == 0 && buf_len(&b) > e->cfg->max_output)
+        reply(p, "ERR REPLY_TOO_LARGE The+reply+would+pass+max-output-buffer\r\n");
+    else if (rc != 0)
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+    else {
+        if (buf_len(&b) > 0) /* (an empty buf has no data pointer) */
+            peer_write(p, buf_head(&b), buf_len(&b));
+        reply(p, ".\n");
+    }
+    buf_free(&b);
+}
+
+void jobx_admin_purge(struct peer *p, const struct pa_token *t, size_t n)
+{
+    struct engine *e = p->eng;
+    if ((n != 2 && n != 3) || !pa_token_is(&t[1], "failed")) {
+        reply(p, "ERR INVALID_ARGUMENTS Usage:+purge+failed+[FUNC]\r\n");
+        return;
+    }
+    size_t k = 0;
+    if (n == 2) {
+        k = jobx_purge(e, NULL);
+    } else {
+        struct func *f = func_get(e, t[2].ptr, t[2].len, 0);
+        if (f != NULL)
+            k = jobx_purge(e, f);
+    }
+    replyf(p, "OK %zu\r\n", k);
+}

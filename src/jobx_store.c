@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* jobx_store: jobx's state in the durable store (jobx_store.h). */
+#include "jobx_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "func.h"
+#include "job.h"
+#include "jobx.h"
+#include "log.h"
+#include "store.h"
+#include "store_batch.h"
+
+/* ------------------------------------------------------------ meta */
+
+size_t jobx_meta_write(const struct engine *e, const struct job *j, char *out, size_t cap)
+{
+    const struct jobx_rec *r = jobx_rec_of(e, j);
+    if (r == NULL || (r->attempts == 0 && j->state != JOB_FAILED))
+        return 0;
+    int n = snprintf(out, cap,
+                     "{\"state\":\"%s\",\"attempts\":%u,\"first_at\":%.3f,\"last_at\":%.3f,"
+                     "\"error\":\"",
+                     j->state == JOB_FAILED ? "failed" : "retrying", r->attempts, r->first_failed,
+                     r->last_failed);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    size_t k = (size_t)n;
+    for (size_t i = 0; i < r->error_len; i++) {
+        unsigned char c = (unsigned char)r->error[i];
+        /* every byte that is not printable ASCII, and the quote and backslash, as \u00XX: the
+         * text stays one valid JSON (and UTF-8) string whatever the worker sent */
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            if (k + 6 >= cap)
+                return 0;
+            snprintf(out + k, cap - k, "\\u%04x", c);
+            k += 6;
+        } else {
+            if (k + 1 >= cap)
+                return 0;
+            out[k++] = (char)c;
+        }
+    }
+    if (k + 2 >= cap)
+        return 0;
+    out[k++] = '"';
+    out[k++] = '}';
+    return k;
+}
+
+/* find returns the position just after `"key"` and the colon (spaces allowed) in m, or NULL. */
+static const char *find(const char *m, size_t len, const char *key)
+{
+    size_t kl = strlen(key);
+    const char *end = m + len;
+    for (const char *p = m; p + kl + 2 <= end; p++) {
+        if (*p != '"' || memcmp(p + 1, key, kl) != 0 || p[kl + 1] != '"')
+            continue;
+        const char *q = p + kl + 2;
+        while (q < end && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q < end && *q == ':') {
+            q++;
+            while (q < end && (*q == ' ' || *q == '\t'))
+                q++;
+            return q;
+        }
+    }
+    return NULL;
+}
+
+static double number(const char *p, const char *end)
+{
+    char b[40];
+    size_t n = 0;
+    while (p < end && n < sizeof b - 1 && strchr("0123456789.eE+-", *p) != NULL)
+        b[n++] = *p++;
+    b[n] = '\0';
+    return n ? strtod(b, NULL) : 0;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* string decodes the JSON string at p (its opening quote) into out (cap bytes); returns its
+ * length. \u escapes below 0x100 give that byte, others '?'. */
+static size_t string(const char *p, const char *end, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (p >= end || *p != '"')
+        return 0;
+    for (p++; p < end && *p != '"' && n < cap; p++) {
+        char c = *p;
+        if (c == '\\' && p + 1 < end) {
+            c = *++p;
+            if (c == 'n') c = '\n';
+            else if (c == 't') c = '\t';
+            else if (c == 'r') c = '\r';
+            else if (c == 'b') c = '\b';
+            else if (c == 'f') c = '\f';
+            else if (c == 'u' && p + 4 < end) {
+                int v = 0;
+                for (int i = 1; i <= 4; i++) {
+                    int h = hexval(p[i]);
+                    v = h < 0 ? 0x10000 : v * 16 + h;
+                }
+                c = v < 0x100 ? (char)v : '?';
+                p += 4;
+            }
+        }
+        out[n++] = c;
+    }
+    return n;
+}
+
+int jobx_meta_read(const char *meta, size_t len, int *failed, uint32_t *attempts,
+                   double *first_at, double *last_at, char *err, size_t cap, size_t *errlen)
+{
+    const char *end = meta + len, *p;
+    char st[16];
+    if ((p = find(meta, len, "state")) == NULL)
+        return -1;
+    size_t sl = string(p, end, st, sizeof st);
+    if (sl == 6 && memcmp(st, "failed", 6) == 0)
+        *failed = 1;
+    else if (sl == 8 && memcmp(st, "retrying", 8) == 0)
+        *failed = 0;
+    else
+        return -1;
+    double a = (p = find(meta, len, "attempts")) != NULL ? number(p, end) : 0;
+    *attempts = a > 0 && a < 4e9 ? (uint32_t)a : 0;
+    *first_at = (p = find(meta, len, "first_at")) != NULL ? number(p, end) : 0;
+    *last_at = (p = find(meta, len, "last_at")) != NULL ? number(p, end) : 0;
+    *errlen = (p = find(meta, len, "error")) != NULL ? string(p, end, err, cap) : 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ hooks */
+
+static void persist(struct engine *e, struct job *j, double due)
+{
+    char meta[JOBX_ERROR_MAX * 6 + 256];
+    size_t n = jobx_meta_write(e, j, meta, sizeof meta);
+    if (store_update(e, j, due, n ? meta : NULL, n) != 0)
+        log_error("store: out of memory recording the retry state of job %llu",
+                  (unsigned long long)j->id);
+}
+
+static int job_restored(struct engine *e, struct job *j, const char *meta, size_t len,
+                        double when)
+{
+    (void)when;
+    int failed;
+    uint32_t attempts;
+    double first, last;
+    char err[JOBX_ERROR_MAX];
+    size_t el;
+    if (jobx_meta_read(meta, len, &failed, &attempts, &first, &last, err, sizeof err, &el) != 0)
+        return 0; /* not jobx's meta: runnable as usual */
+    struct jobx_rec *r = jobx_rec_get(e, j);
+    if (r == NULL) {
+        log_error("store: out of memory restoring the retry state of job %llu",
+                  (unsigned long long)j->id);
+        return 0;
+    }
+    r->attempts = attempts;
+    r->first_failed = first;
+    r->last_failed = last;
+    memcpy(r->error, err, el);
+    r->error_len = (uint16_t)el;
+    if (!failed)
+        return 0; /* a retry: runnable at its stored due time */
+    jobx_park(e, j);
+    return 1;
+}
+
+/* policy_value writes "COUNT BACKOFF MAX" into out; returns its length. */
+static size_t policy_value(const struct jobx_policy *p, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%u %.17g %.17g", p->count, p->backoff, p->max);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+static int record_restored(struct engine *e, const struct store_record *r, char *err,
+                           size_t errlen)
+{
+    char v[128], cs[32], bs[48], ms[48];
+    uint32_t count;
+    double backoff, max;
+    if (r->value == NULL || r->value_len >= sizeof v || r->key_len == 0 ||
+        !func_name_ok(r->key, r->key_len)) {
+        snprintf(err, errlen, "not a retry policy");
+        return -1;
+    }
+    memcpy(v, r->value, r->value_len);
+    v[r->value_len] = '\0';
+    if (sscanf(v, "%31s %47s %47s", cs, bs, ms) != 3 ||
+        config_parse_retry_numbers(cs, bs, ms, &count, &backoff, &max) != 0) {
+        snprintf(err, errlen, "bad retry policy '%s'", v);
+        return -1;
+    }
+    if (jobx_policy_set(e, r->key, r->key_len, count, backoff, max) != 0) {
+        snprintf(err, errlen, "out of memory or too many policies");
+        return -1;
+    }
+    return 0;
+}
+
+static void record_each(const struct engine *e,
+                        void (*cb)(void *ctx, const struct store_record *r), void *ctx)
+{
+    const struct jobx *x = e->jobx;
+    if (x == NULL)
+        return;
+    struct hmap_iter it;
+    hmap_iter_init(&it, &x->policies);
+    for (const struct jobx_policy *p; (p = hmap_iter_next(&it)) != NULL;) {
+        char v[128];
+        size_t n = policy_value(p, v, sizeof v);
+        struct store_record r = {STORE_REC_RETRY, p->name, p->name_len, v, n};
+        cb(ctx, &r);
+    }
+}
+
+int jobx_store_policy(struct engine *e, const char *name, size_t len)
+{
+    const struct jobx_policy *p = jobx_policy_find(e, name, len);
+    if (p == NULL)
+        return store_record_del(e, STORE_REC_RETRY, name, len);
+    char v[128];
+    size_t n = policy_value(p, v, sizeof v);
+    return store_record_put(e, STORE_REC_RETRY, name, len, v, n);
+}
+
+int jobx_store_attach(struct engine *e)
+{
+    if (jobx_attach(e) != 0)
+        return -1;
+    e->jobx->persist = persist;
+    e->ext.job_restored = job_restored;
+    e->ext.job_meta = jobx_meta_write;
+    e->ext.record_restored[STORE_REC_RETRY] = record_restored;
+    e->ext.record_each[STORE_REC_RETRY] = record_each;
+    return 0;
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Unit tests for jobx (retry policies, the dead-letter list), driven through peers with the fake
+// shell and its clock (no sockets); engine_check runs after every packet and admin line.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fake_shell.h"
+
+extern "C" {
+#include "func.h"
+#include "job.h"
+#include "jobx.h"
+#include "jobx_store.h"
+}
+
+using std::string;
+
+namespace {
+
+string join(std::initializer_list<string> parts)
+{
+    string s;
+    bool first = true;
+    for (auto &p : parts) {
+        if (!first)
+            s += '\0';
+        s += p;
+        first = false;
+    }
+    return s;
+}
+
+// body_of returns the body of the one packet in s.
+string body_of(const string &s, uint32_t *cmd)
+{
+    if (s.size() < 12)
+        return "<none>";
+    *cmd = proto_get32(s.data() + 4);
+    return s.substr(12);
+}
+
+} // namespace
+
+class JobxTest : public ::testing::Test {
+  protected:
+    FakeShell f;
+    peer *c = nullptr, *w = nullptr, *a = nullptr;
+    void SetUp() override
+    {
+        f.cfg.job_handle_prefix = strdup("H:t");
+        f.cfg.grab_wait = 0;
+    }
+    void start()
+    {
+        f.start();
+        ASSERT_EQ(jobx_attach(&f.eng), 0);
+        c = f.connect();
+        w = f.connect();
+        a = f.connect();
+    }
+    void TearDown() override { check(); }
+    void check()
+    {
+        char err[256];
+        ASSERT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+    }
+    void send(peer *p, uint32_t cmd, const string &body)
+    {
+        ASSERT_EQ(FakeShell::feed(p, FakeShell::req(cmd, body)), 0);
+        check();
+    }
+    string admin(const string &line)
+    {
+        EXPECT_EQ(FakeShell::feed(a, line + "\n"), 0);
+        check();
+        return FakeShell::take(a);
+    }
+    string submit_bg(const string &fn, const string &uq)
+    {
+        send(c, CMD_SUBMIT_JOB_BG, join({fn, uq, "data"}));
+        uint32_t cmd = 0;
+        string h = body_of(FakeShell::take(c), &cmd);
+        EXPECT_EQ(cmd, (uint32_t)CMD_JOB_CREATED);
+        return h;
+    }
+    // grab returns the handle of the job w is given, "" on NO_JOB.
+    string grab()
+    {
+        send(w, CMD_GRAB_JOB, "");
+        uint32_t cmd = 0;
+        string b = body_of(FakeShell::take(w), &cmd);
+        if (cmd != CMD_JOB_ASSIGN)
+            return "";
+        return b.substr(0, b.find('\0'));
+    }
+    void tick(double s)
+    {
+        f.clock += s;
+        engine_run_timers(&f.eng, f.clock);
+        check();
+    }
+};
+
+TEST(JobxDelay, ExponentialCappedWithEqualJitter)
+{
+    jobx_policy p = {};
+    p.count = 10;
+    p.backoff = 2;
+    p.max = 20;
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, 1, 0.0), 1.0);  // d = 2: half fixed
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, 1, 1.0), 2.0);  // ... half random
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, 3, 0.0), 4.0);  // d = 2 * 2^2 = 8
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, 4, 0.5), 12.0); // d = min(20, 16)
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, 9, 1.0), 20.0); // capped at MAX
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, UINT32_MAX, 0.0), 10.0); // no overflow, no long loop
+    p.backoff = 0;
+    EXPECT_DOUBLE_EQ(jobx_delay(&p, 5, 1.0), 0.0);
+}
+
+TEST(JobxConfig, RetryOptionParsesFromTheRight)
+{
+    config cfg;
+    config_defaults(&cfg);
+    char err[256];
+    const char *argv[] = {"spurd", "--retry=a:b:3:1.5:60", "--retry=F:1:0:0",
+                          "--max-failed-jobs=7"};
+    ASSERT_EQ(config_parse(&cfg, 4, (char **)argv, err, sizeof err, nullptr), 0) << err;
+    ASSERT_EQ(cfg.nretry, 2);
+    EXPECT_STREQ(cfg.retry[0].func, "a:b");
+    EXPECT_EQ(cfg.retry[0].count, 3u);
+    EXPECT_DOUBLE_EQ(cfg.retry[0].backoff, 1.5);
+    EXPECT_DOUBLE_EQ(cfg.retry[0].max, 60);
+    EXPECT_EQ(cfg.max_failed_jobs, 7u);
+    config_free(&cfg);
+    for (const char *bad : {"--retry=F:0:0:0", "--retry=F:1:2:1", "--retry=:1:0:0",
+                            "--retry=F:1:0", "--retry=F:1001:0:0", "--retry=F:1:0:2592001",
+                            "--retry=F G:1:0:0"}) {
+        config_defaults(&cfg);
+        const char *av[] = {"spurd", bad};
+        EXPECT_EQ(config_parse(&cfg, 2, (char **)av, err, sizeof err, nullptr), -1) << bad;
+        config_free(&cfg);
+    }
+}
+
+TEST_F(JobxTest, RetriesWithBackoffThenDeadLetters)
+{
+    f.cfg.retry[0] = {strdup("F"), 2, 10, 15};
+    f.cfg.nretry = 1;
+    start();
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    EXPECT_EQ(grab(), "");   // deferred: at least 5 s (half of 10)
+    tick(4.9);
+    EXPECT_EQ(grab(), "");
+    tick(5.2);               // at most 10 s
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_EXCEPTION, join({h, "oops"}));
+    tick(7.4);               // d = min(15, 20) = 15: at least 7.5 s
+    EXPECT_EQ(grab(), "");
+    tick(7.7);
+    EXPECT_EQ(grab(), h);
+    EXPECT_EQ(jobx_retries(&f.eng), 2u);
+    send(w, CMD_WORK_FAIL, h);
+    EXPECT_EQ(jobx_nfailed(&f.eng), 1u);
+    tick(100);
+    EXPECT_EQ(grab(), "");
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    EXPECT_EQ(j->state, JOB_FAILED);
+    jobx_rec *r = jobx_rec_of(&f.eng, j);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->attempts, 3u);
+    EXPECT_EQ(string(r->error, r->error_len), "WORK_FAIL");
+    EXPECT_EQ(j->func->parked, 1u);
+    EXPECT_EQ(func_total(j->func), 0u);
+    // the function is kept by its dead-letter job: drop is refused, cancel frees it
+    EXPECT_EQ(admin("drop function F").substr(0, 3), "ERR");
+    send(w, CMD_CANT_DO, "F");
+    EXPECT_EQ(admin("cancel job " + h), "OK\r\n");
+    EXPECT_EQ(jobx_nfailed(&f.eng), 0u);
+    EXPECT_EQ(f.eng.njobs, 0u);
+    EXPECT_EQ(func_get(&f.eng, "F", 1, 0), nullptr);
+}
+
+TEST_F(JobxTest, LastErrorIsTheExceptionTextCut)
+{
+    start();
+    EXPECT_EQ(admin("retry F 1 0 0"), "OK\r\n");
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    tick(0);
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_EXCEPTION, join({h, string(5000, 'e')}));
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    jobx_rec *r = jobx_rec_of(&f.eng, j);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->error_len, JOBX_ERROR_MAX);
+    EXPECT_EQ(admin("purge failed F"), "OK 1\r\n");
+    EXPECT_EQ(f.eng.njobs, 0u);
+}
+
+TEST_F(JobxTest, CapZeroDropsAtOnceAndCounts)
+{
+    f.cfg.max_failed_jobs = 0;
+    start();
+    EXPECT_EQ(admin("retry F 1 0 0"), "OK\r\n");
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    tick(0);
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    EXPECT_EQ(jobx_nfailed(&f.eng), 0u);
+    EXPECT_EQ(jobx_dropped(&f.eng), 1u);
+    EXPECT_EQ(f.eng.njobs, 0u);
+}
+
+TEST_F(JobxTest, TimeoutIsAFailureAndCompletionForgetsTheRecord)
+{
+    start();
+    EXPECT_EQ(admin("retry F 3 1 1"), "OK\r\n");
+    send(w, CMD_CAN_DO_TIMEOUT, join({"F", "2"}));
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    tick(2.1); // past CAN_DO_TIMEOUT: deferred 0.5..1 s
+    EXPECT_EQ(grab(), "");
+    tick(1.0);
+    EXPECT_EQ(grab(), h);
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    jobx_rec *r = jobx_rec_of(&f.eng, j);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(string(r->error, r->error_len), "CAN_DO_TIMEOUT");
+    send(w, CMD_WORK_COMPLETE, join({h, "ok"}));
+    EXPECT_EQ(f.eng.njobs, 0u);
+    EXPECT_EQ(f.eng.jobx->recs.count, 0u);
+}
+
+TEST_F(JobxTest, CheckCatchesABrokenSideState)
+{
+    start();
+    EXPECT_EQ(admin("retry F 1 0 0"), "OK\r\n");
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    char err[256];
+    j->flags &= (uint8_t)~JOB_EXT; // the record is no longer found
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    j->flags |= JOB_EXT;
+    j->func->parked++;
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    j->func->parked--;
+    f.eng.jobx->nfailed++;
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    f.eng.jobx->nfailed--;
+    EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
+}
+
+TEST_F(JobxTest, MetaRoundTripsAndReadsReformattedJson)
+{
+    start();
+    EXPECT_EQ(admin("retry F 1 0 0"), "OK\r\n");
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    tick(0);
+    EXPECT_EQ(grab(), h);
+    string text("a\"b\\c\n\x01\xff", 9);
+    send(w, CMD_WORK_EXCEPTION, join({h, text}));
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    char meta[8192];
+    size_t n = jobx_meta_write(&f.eng, j, meta, sizeof meta);
+    ASSERT_GT(n, 0u);
+    string m(meta, n);
+    EXPECT_EQ(m.find('\n'), string::npos);
+    EXPECT_EQ(m.rfind("{\"state\":\"failed\",\"attempts\":2,", 0), 0u) << m;
+    int failed = 0;
+    uint32_t attempts = 0;
+    double first = 0, last = 0;
+    char err[JOBX_ERROR_MAX];
+    size_t el = 0;
+    ASSERT_EQ(jobx_meta_read(meta, n, &failed, &attempts, &first, &last, err, sizeof err, &el), 0);
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(attempts, 2u);
+    EXPECT_DOUBLE_EQ(first, 1000.0);
+    EXPECT_EQ(string(err, el), text);
+    EXPECT_EQ(jobx_meta_write(&f.eng, j, meta, 40), 0u); // too small: none rather than cut
+    // as a JSON library may write it back (a dump and load): spaces, other order, \" escapes
+    string other = "{ \"error\" : \"x\\\"y\\u0001\", \"attempts\" : 7, \"state\" : \"retrying\","
+                   " \"after\": [1, 2] }";
+    ASSERT_EQ(jobx_meta_read(other.data(), other.size(), &failed, &attempts, &first, &last, err,
+                             sizeof err, &el), 0);
+    EXPECT_EQ(failed, 0);
+    EXPECT_EQ(attempts, 7u);
+    EXPECT_EQ(first, 0.0);
+    EXPECT_EQ(string(err, el), string("x\"y\x01", 4));
+    string foreign = "{\"after\":[1]}";
+    EXPECT_EQ(jobx_meta_read(foreign.data(), foreign.size(), &failed, &attempts, &first, &last,
+                             err, sizeof err, &el), -1);
+}
