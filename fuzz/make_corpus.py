@@ -185,6 +185,12 @@ def connection_seeds():
         raw(2, b"status\nworkers\nprioritystatus\nshow jobs\nshow unique jobs\nversion\n"
                b"maxqueue f0 1\ncreate function f3\ndrop function f3\ndrop function f0\n"
                b"cancel job H:f:2\ngetpid\nverbose\nbogus\n\n") + drain(2)
+    s["schedules"] = cfg() + \
+        raw(0, b"schedule add s1 @every 2s f0 --nohaste p\nschedule add s2 */5 * * * * f1 "
+               b"--unique u --priority low x y\nschedule list\nschedule add s1 99 * * * * f p\n") + \
+        drain(0) + raw(1, pkt(CAN_DO, "f0") + pkt(PRE_SLEEP)) + clock(6) + clock(6) + drain(1) + \
+        raw(1, pkt(GRAB_JOB)) + drain(1) + raw(0, b"schedule remove s2\nschedule list\n") + \
+        drain(0)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
     s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +

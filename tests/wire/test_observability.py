@@ -141,6 +141,7 @@ STATS_SCHEMA = obj({
     "functions": COUNT, "workers": COUNT, "abilities": COUNT, "held_grabs": COUNT,
     "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
     "permission_denied": obj({k: COUNT for k in ["submit", "can_do", "admin", "total"]}),
+    "schedules": obj({k: COUNT for k in ["count", "fired", "coalesced", "refused"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
