@@ -29,9 +29,6 @@ enum recur_add_result {
     RECUR_NO_MEMORY,    /* out of memory */
 };
 
-/* RECUR_RECORD_MAX is the longest stored value of a schedule (its text and state). */
-#define RECUR_RECORD_MAX 65536
-
 /* recur_attach creates e's schedules (e->recur) and installs their engine_ext hooks (the store
  * record kind STORE_REC_SCHEDULE) and the engine_check hook. Call once after engine_init.
  * Returns 0 or -1 (no memory). */
