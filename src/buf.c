@@ -2,6 +2,7 @@
 /* buf: a growable byte buffer with a read position. */
 #include "buf.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,4 +80,24 @@ void buf_shrink(struct buf *b)
 {
     if (b->start == b->end)
         buf_free(b);
+}
+
+int array_grow(void **arr, size_t *cap, size_t need, size_t size, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            return -1;
+        n *= 2;
+    }
+    if (n > SIZE_MAX / size)
+        return -1;
+    void *p = realloc(*arr, n * size);
+    if (p == NULL)
+        return -1;
+    *arr = p;
+    *cap = n;
+    return 0;
 }

@@ -49,6 +49,11 @@ void buf_free(struct buf *b);
 /* buf_shrink frees the allocation when the buffer is empty, so an idle owner holds no memory. */
 void buf_shrink(struct buf *b);
 
+/* array_grow makes the array *arr (elements of size bytes, *cap allocated) hold at least need
+ * elements: the capacity doubles from first. Returns 0, or -1 when out of memory or on overflow
+ * (the array is unchanged). */
+int array_grow(void **arr, size_t *cap, size_t need, size_t size, size_t first);
+
 #ifdef __cplusplus
 }
 #endif

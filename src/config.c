@@ -134,6 +134,7 @@ enum {
     OPT_HTTP_MAX_HEADER,
     OPT_HTTP_MAX_BODY,
     OPT_HTTP_IDLE_TIMEOUT,
+    OPT_HTTP_ADMIN,
     OPT_LISTEN_RETRY,
     OPT_TCP_USER_TIMEOUT,
     OPT_SCHEDULE_TZ,
@@ -218,6 +219,7 @@ static const struct option long_opts[] = {
     {"http-max-header-size", required_argument, NULL, OPT_HTTP_MAX_HEADER},
     {"http-max-body", required_argument, NULL, OPT_HTTP_MAX_BODY},
     {"http-idle-timeout", required_argument, NULL, OPT_HTTP_IDLE_TIMEOUT},
+    {"http-admin", no_argument, NULL, OPT_HTTP_ADMIN},
     {"listen-retry", required_argument, NULL, OPT_LISTEN_RETRY},
     {"tcp-user-timeout", required_argument, NULL, OPT_TCP_USER_TIMEOUT},
     {"schedule-tz", required_argument, NULL, OPT_SCHEDULE_TZ},
@@ -307,7 +309,9 @@ void config_usage(FILE *out)
         "      --http-max-body=N      largest HTTP request body (default: --max-packet-size;\n"
         "                             more is answered 413)\n"
         "      --http-idle-timeout=S  close an HTTP connection idle for S seconds, unless it\n"
-        "                             waits on its job (default 60; 0 = never)\n",
+        "                             waits on its job (default 60; 0 = never)\n"
+        "      --http-admin           answer POST /admin: the body is one admin command, the\n"
+        "                             answer its reply (--admin-allow applies; default off)\n",
         out);
     fputs(
         "      --store=sqlite:PATH    keep background jobs in a durable SQLite store\n"
@@ -1041,6 +1045,7 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --http-max-body '%s' (1..4294967295)", optarg);
             c->http_max_body = (size_t)sz;
             break;
+        case OPT_HTTP_ADMIN: c->http_admin = 1; break;
         case OPT_HTTP_IDLE_TIMEOUT:
             if (parse_long(optarg, 0, 86400, &v) != 0)
                 return errf(err, errlen, "invalid --http-idle-timeout '%s' (seconds, 0..86400)",

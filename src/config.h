@@ -62,6 +62,7 @@ struct config {
     size_t http_max_body;            /* --http-max-body: request body; 0 = --max-packet-size */
     unsigned http_idle_timeout;      /* --http-idle-timeout seconds of an idle HTTP connection
                                         (not one waiting on its job), 0 = never */
+    int http_admin;                  /* --http-admin: POST /admin runs one admin command */
 
     /* process */
     int daemon;                      /* -d */

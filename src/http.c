@@ -69,6 +69,7 @@ struct req {
     unsigned watched : 1;      /* fd is in h->gone_fd */
     unsigned background : 1;   /* X-Gearman-Background: true */
     unsigned too_large : 1;    /* the body passed the limit: dropped, answered 413 */
+    unsigned admin : 1;        /* POST /admin: the body is an admin line, the answer its reply */
     int fd;                    /* the socket, for the disconnect watch */
     size_t body;               /* body bytes received (into peer.in, behind the packet header,
                                   function and unique: the SUBMIT packet being built there counts
@@ -366,29 +367,78 @@ static void reply(struct req *r, const struct pb_packet *pkt)
     }
 }
 
-/* drain takes what the engine queued for r (binary reply packets) and turns it into r's
- * answer, as far as it goes. */
+/* admin_status is the HTTP status of an admin reply: 403 for a refusal by --admin-allow, 400
+ * for any other ERR line, else 200. */
+static unsigned admin_status(const struct buf *out)
+{
+    static const char denied[] = "ERR PERMISSION_DENIED";
+    size_t n = buf_len(out);
+    const char *t = buf_head(out);
+    if (n >= sizeof denied - 1 && memcmp(t, denied, sizeof denied - 1) == 0)
+        return MHD_HTTP_FORBIDDEN;
+    if (n >= 4 && memcmp(t, "ERR ", 4) == 0)
+        return MHD_HTTP_BAD_REQUEST;
+    return MHD_HTTP_OK;
+}
+
+/* take_output moves what r's output queue can give in one go (up to 64 segments) into b.
+ * Returns 0, or -1 after answering 503 when out of memory. */
+static int take_output(struct req *r, struct buf *b)
+{
+    struct peer *p = &r->peer;
+    struct iovec iov[64];
+    int k = outq_iov(&p->out, iov, 64);
+    size_t got = 0;
+    for (int i = 0; i < k; i++) {
+        if (buf_append(b, iov[i].iov_base, iov[i].iov_len) != 0) {
+            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+            return -1;
+        }
+        got += iov[i].iov_len;
+    }
+    outq_consume(&p->out, got);
+    peer_account(p);
+    return 0;
+}
+
+/* drain_admin moves the admin reply text the engine queued for r into its answer; the answer is
+ * complete once the line is consumed and no listing is still being written for it. */
+static void drain_admin(struct req *r)
+{
+    struct peer *p = &r->peer;
+    while (outq_pending(&p->out) > 0) {
+        if (take_output(r, &r->out) != 0)
+            return;
+        if (buf_len(&r->out) > r->h->cfg->max_output) {
+            finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
+                        "the reply is larger than --max-output-buffer", NULL, 0);
+            return;
+        }
+    }
+    if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p))
+        finish(r, admin_status(&r->out), NULL);
+}
+
+/* drain takes what the engine queued for r (binary reply packets, or an admin reply) and turns
+ * it into r's answer, as far as it goes. */
 static void drain(struct req *r)
 {
     dirty_del(r);
     struct peer *p = &r->peer;
     if (!r->attached)
         return;
+    if (r->admin) {
+        drain_admin(r);
+        if (r->state != REQ_DONE && (p->flags & PEER_CLOSING))
+            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server dropped the request",
+                        NULL, 0);
+        return;
+    }
     size_t n = outq_pending(&p->out);
     if (n > 0) {
-        struct iovec iov[64];
         while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
-            int k = outq_iov(&p->out, iov, 64);
-            size_t got = 0;
-            for (int i = 0; i < k; i++) {
-                if (buf_append(&r->rx, iov[i].iov_base, iov[i].iov_len) != 0) {
-                    finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-                    return;
-                }
-                got += iov[i].iov_len;
-            }
-            outq_consume(&p->out, got);
-            peer_account(p);
+            if (take_output(r, &r->rx) != 0)
+                return;
             /* parse the whole packets received so far */
             while (r->state != REQ_DONE && buf_len(&r->rx) > 0) {
                 struct pb_packet pkt;
@@ -419,6 +469,61 @@ static void drain(struct req *r)
 static const char *header_value(struct MHD_Connection *mc, const char *name)
 {
     return MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name);
+}
+
+/* new_req sets up a request on mc whose body may have max_body bytes: its internal client is
+ * attached to the engine (flagged PEER_HTTP, listener "http"). NULL when out of memory. */
+static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max_body)
+{
+    struct req *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    r->h = h;
+    r->mc = mc;
+    r->max_body = max_body;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    r->fd = ci != NULL ? ci->connect_fd : -1;
+    char ip[48] = "-";
+    ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci != NULL && ci->client_addr != NULL) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
+    }
+    peer_init(&r->peer, h->eng, r->fd, ip, 0);
+    r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
+    r->peer.listener = "http";
+    list_node_init(&r->dnode);
+    list_push_back(&h->all, &r->anode);
+    h->nreqs++;
+    /* the client is attached from now on, so the body it sends counts in the buffer budget
+     * (and sheds it, worst first, like a connection sending a large packet) */
+    peer_attach(&r->peer);
+    r->attached = 1;
+    return r;
+}
+
+/* start_admin sets up a POST /admin request: its body is one admin command line. NULL after
+ * queueing an answer (*rc) when --http-admin is off. */
+static struct req *start_admin(struct http *h, struct MHD_Connection *mc, enum MHD_Result *rc)
+{
+    if (!h->cfg->http_admin) {
+        *rc = answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
+                          "admin commands over HTTP are off (spurd --http-admin)\n");
+        return NULL;
+    }
+    /* the line and its CR LF within --max-line-length, as on the admin port */
+    size_t max = h->cfg->max_line > 2 ? h->cfg->max_line - 2 : 1;
+    struct req *r = new_req(h, mc, max);
+    if (r == NULL) {
+        *rc = MHD_NO;
+        return NULL;
+    }
+    r->admin = 1;
+    return r;
 }
 
 /* start_submit checks a POST/PUT /FUNC request's headers and sets up its request. Returns the
@@ -477,37 +582,12 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
                                                      : "X-Gearman-Unique too long");
         return NULL;
     }
-    struct req *r = calloc(1, sizeof *r);
+    struct req *r = new_req(h, mc, max_body);
     if (r == NULL) {
         *rc = MHD_NO;
         return NULL;
     }
-    r->h = h;
-    r->mc = mc;
-    r->max_body = max_body;
     r->background = (unsigned)bg;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-    r->fd = ci != NULL ? ci->connect_fd : -1;
-    char ip[48] = "-";
-    ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci != NULL && ci->client_addr != NULL) {
-        const struct sockaddr *sa = ci->client_addr;
-        if (sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
-        else if (sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
-    }
-    peer_init(&r->peer, h->eng, r->fd, ip, 0);
-    r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
-    r->peer.listener = "http";
-    list_node_init(&r->dnode);
-    list_push_back(&h->all, &r->anode);
-    h->nreqs++;
-    /* the client is attached from now on, so the body it sends counts in the buffer budget
-     * (and sheds it, worst first, like a connection sending a large packet) */
-    peer_attach(&r->peer);
-    r->attached = 1;
     /* the packet: header (size patched at submit), function, NUL, unique, NUL, then the body */
     struct peer *p = &r->peer;
     unsigned char hdr[PROTO_HEADER_SIZE];
@@ -543,10 +623,40 @@ static void take_body(struct req *r, const char *data, size_t n)
     peer_account(p); /* may shed r (or others) when all buffers passed the budget */
 }
 
+/* submit_admin hands r's admin line to the engine: one line, without NUL, CR or LF inside (a
+ * final line ending is allowed). */
+static void submit_admin(struct req *r)
+{
+    struct peer *p = &r->peer;
+    size_t n = buf_len(&p->in);
+    char *t = buf_head(&p->in);
+    while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r'))
+        n--;
+    if (n == 0 || memchr(t, '\0', n) != NULL || memchr(t, '\n', n) != NULL ||
+        memchr(t, '\r', n) != NULL) {
+        finish_text(r, MHD_HTTP_BAD_REQUEST, NULL,
+                    "the body must be one admin command line (no NUL, CR or LF inside)", NULL, 0);
+        return;
+    }
+    p->in.end = p->in.start + n;
+    if (buf_append(&p->in, "\r\n", 2) != 0) {
+        finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+        return;
+    }
+    peer_account(p);
+    r->state = REQ_WAIT;
+    session_process(p);
+    drain(r);
+}
+
 /* submit hands r's packet, now whole in its input buffer, to the engine. */
 static void submit(struct req *r)
 {
     struct peer *p = &r->peer;
+    if (r->admin) {
+        submit_admin(r);
+        return;
+    }
     size_t n = buf_len(&p->in);
     proto_put32(buf_head(&p->in) + 8, (uint32_t)(n - PROTO_HEADER_SIZE));
     r->state = REQ_WAIT;
@@ -564,7 +674,8 @@ static enum MHD_Result answer_req(struct req *r)
     else
         buf_free(&r->out);
     /* a job's result is bytes; anything else is a message */
-    const char *type = r->status == MHD_HTTP_OK ? "application/octet-stream" : TEXT_PLAIN;
+    const char *type = r->status == MHD_HTTP_OK && !r->admin ? "application/octet-stream"
+                                                              : TEXT_PLAIN;
     return queue_answer(r->mc, r->status, body, len, type, r->handle, r->command, NULL);
 }
 
@@ -616,6 +727,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         const struct http_route *rt = find_route(url);
         if (rt != NULL)
             return answer_page(h, mc, rt);
+        if (strcmp(url, "/admin") == 0)
+            return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST",
+                               "an admin command is sent with POST /admin\n");
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
                            "unknown path: submit a job with POST /FUNCTION\n");
     }
@@ -638,7 +752,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST, PUT",
                                "a job is submitted with POST or PUT\n");
         enum MHD_Result rc = MHD_YES;
-        r = start_submit(h, mc, url[0] == '/' ? url + 1 : url, &rc);
+        if (strcmp(url, "/admin") == 0)
+            r = start_admin(h, mc, &rc);
+        else
+            r = start_submit(h, mc, url[0] == '/' ? url + 1 : url, &rc);
         if (r == NULL)
             return rc;
         *con_cls = r;

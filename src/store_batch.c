@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "hmap.h"
 
 /* struct batch_add is one queued add: the job's fields copied into one allocation. */
@@ -140,14 +141,8 @@ static int queue_add(struct store_queue *q, const struct store_rec *r, int updat
         fill(old, r, mem, meta_len, update || old->update);
         return 0;
     }
-    if (b->nadds == b->cap_adds) {
-        size_t ncap = b->cap_adds ? b->cap_adds * 2 : 64;
-        struct batch_add *na = realloc(b->adds, ncap * sizeof *na);
-        if (na == NULL)
-            return -1;
-        b->adds = na;
-        b->cap_adds = ncap;
-    }
+    if (array_grow((void **)&b->adds, &b->cap_adds, b->nadds + 1, sizeof *b->adds, 64) != 0)
+        return -1;
     if ((b->nadds + 1) * 2 > b->nslots) { /* keep the index at most half full */
         size_t nslots = b->nslots ? b->nslots * 2 : 128;
         uint32_t *ns = calloc(nslots, sizeof *ns);
@@ -184,14 +179,8 @@ int store_queue_record(struct store_queue *q, const struct store_record *r)
     struct store_batch *b = current(q);
     if (b == NULL)
         return -1;
-    if (b->nrecs == b->cap_recs) {
-        size_t ncap = b->cap_recs ? b->cap_recs * 2 : 8;
-        struct batch_record *nr = realloc(b->recs, ncap * sizeof *nr);
-        if (nr == NULL)
-            return -1;
-        b->recs = nr;
-        b->cap_recs = ncap;
-    }
+    if (array_grow((void **)&b->recs, &b->cap_recs, b->nrecs + 1, sizeof *b->recs, 8) != 0)
+        return -1;
     char *mem = malloc(r->key_len + vlen);
     if (mem == NULL)
         return -1;
@@ -214,14 +203,8 @@ void store_batch_record_at(const struct store_batch *b, size_t i, struct store_r
 /* push_done appends id to b's dones. Returns 0 or -1 when out of memory. */
 static int push_done(struct store_batch *b, uint64_t id)
 {
-    if (b->ndones == b->cap_dones) {
-        size_t ncap = b->cap_dones ? b->cap_dones * 2 : 64;
-        uint64_t *nd = realloc(b->dones, ncap * sizeof *nd);
-        if (nd == NULL)
-            return -1;
-        b->dones = nd;
-        b->cap_dones = ncap;
-    }
+    if (array_grow((void **)&b->dones, &b->cap_dones, b->ndones + 1, sizeof *b->dones, 64) != 0)
+        return -1;
     b->dones[b->ndones++] = id;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "store_backend.h"
 
 /* struct mjob is one stored job: its fields copied into one allocation. */
@@ -117,33 +118,13 @@ static void insert(struct mstore *m, const struct mjob *j)
 /* reserve makes room for more jobs. Returns 0 or -1. */
 static int reserve(struct mstore *m, size_t more)
 {
-    if (m->n + more <= m->cap)
-        return 0;
-    size_t cap = m->cap ? m->cap : 16;
-    while (cap < m->n + more)
-        cap *= 2;
-    struct mjob *nj = realloc(m->jobs, cap * sizeof *nj);
-    if (nj == NULL)
-        return -1;
-    m->jobs = nj;
-    m->cap = cap;
-    return 0;
+    return array_grow((void **)&m->jobs, &m->cap, m->n + more, sizeof *m->jobs, 16);
 }
 
 /* rec_reserve makes room for more records. Returns 0 or -1. */
 static int rec_reserve(struct mstore *m, size_t more)
 {
-    if (m->nrecs + more <= m->cap_recs)
-        return 0;
-    size_t cap = m->cap_recs ? m->cap_recs : 8;
-    while (cap < m->nrecs + more)
-        cap *= 2;
-    struct mrec *nr = realloc(m->recs, cap * sizeof *nr);
-    if (nr == NULL)
-        return -1;
-    m->recs = nr;
-    m->cap_recs = cap;
-    return 0;
+    return array_grow((void **)&m->recs, &m->cap_recs, m->nrecs + more, sizeof *m->recs, 8);
 }
 
 static void erase(struct mstore *m, uint64_t id)

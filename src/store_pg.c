@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "store_backend.h"
 #include "store_pg_text.h"
 #include "store_row.h"
@@ -987,6 +988,58 @@ static int quarantine(struct pgstore *s, const struct bad_row *bad, size_t n)
     return exec(s, "COMMIT", "quarantine");
 }
 
+/* read_rows reads the results of the single-row query just sent, calling row(s, res, ctx) for
+ * each row until it returns non-zero (then the rest is read away), and sets s->err ("what: ...")
+ * on an error of the query or of the session. Returns 0, row's non-zero value, or -1. */
+static int read_rows(struct pgstore *s, const char *what,
+                     int (*row)(struct pgstore *s, PGresult *res, void *ctx), void *ctx)
+{
+    char m[400];
+    int ret = 0;
+    PGresult *res;
+    while ((res = PQgetResult(s->conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_SINGLE_TUPLE) {
+            if (ret == 0)
+                ret = row(s, res, ctx);
+        } else if (st != PGRES_TUPLES_OK && ret == 0) {
+            set_err(s, "%s: %s", what, pq_msg(PQresultErrorMessage(res), m, sizeof m));
+            ret = -1;
+        }
+        PQclear(res);
+    }
+    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
+        set_err(s, "%s: %s", what, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        ret = -1;
+    }
+    return ret;
+}
+
+/* struct replay_ctx is what pg_replay's rows go to: the callback, and the rows that are not jobs. */
+struct replay_ctx {
+    int (*cb)(void *ctx, const struct store_rec *r);
+    void *ctx;
+    struct bad_row *bad;
+    size_t nbad, capbad;
+};
+
+/* replay_one hands one replayed row to the callback, or keeps it aside when it is not a job. */
+static int replay_one(struct pgstore *s, PGresult *res, void *arg)
+{
+    struct replay_ctx *rc = arg;
+    struct store_rec r;
+    int64_t id;
+    const char *why = decode_row(s, res, &r, &id);
+    if (why == NULL)
+        return rc->cb(rc->ctx, &r);
+    if (array_grow((void **)&rc->bad, &rc->capbad, rc->nbad + 1, sizeof *rc->bad, 16) != 0) {
+        set_err(s, "replay: out of memory");
+        return -1;
+    }
+    rc->bad[rc->nbad++] = (struct bad_row){id, why};
+    return 0;
+}
+
 static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), void *ctx)
 {
     struct pgstore *s = db;
@@ -1001,52 +1054,16 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
         set_err(s, "replay: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
         return -1;
     }
-    struct bad_row *bad = NULL;
-    size_t nbad = 0, capbad = 0;
-    int ret = 0, stop = 0;
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) {
-        ExecStatusType st = PQresultStatus(res);
-        if (st == PGRES_SINGLE_TUPLE && !stop) {
-            struct store_rec r;
-            int64_t id;
-            const char *why = decode_row(s, res, &r, &id);
-            if (why != NULL) {
-                if (nbad == capbad) {
-                    size_t ncap = capbad ? capbad * 2 : 16;
-                    struct bad_row *nb = realloc(bad, ncap * sizeof *nb);
-                    if (nb == NULL) {
-                        set_err(s, "replay: out of memory");
-                        ret = -1;
-                        stop = 1;
-                    } else {
-                        bad = nb;
-                        capbad = ncap;
-                    }
-                }
-                if (!stop)
-                    bad[nbad++] = (struct bad_row){id, why};
-            } else if ((ret = cb(ctx, &r)) != 0) {
-                stop = 1; /* read the rest of the results away */
-            }
-        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && ret == 0) {
-            set_err(s, "replay: %s", pq_msg(PQresultErrorMessage(res), m, sizeof m));
-            ret = -1;
-        }
-        PQclear(res);
-    }
-    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
-        set_err(s, "replay: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
-        ret = -1;
-    }
-    if (nbad > 0 && ret == 0) {
-        s->quarantined = nbad;
-        int moved = quarantine(s, bad, nbad) == 0;
+    struct replay_ctx rc = {cb, ctx, NULL, 0, 0};
+    int ret = read_rows(s, "replay", replay_one, &rc);
+    if (rc.nbad > 0 && ret == 0) {
+        s->quarantined = rc.nbad;
+        int moved = quarantine(s, rc.bad, rc.nbad) == 0;
         snprintf(s->qnote, sizeof s->qnote, "%zu invalid stored rows %s (the first: id %lld, %s)",
-                 nbad, moved ? "moved to table spur_quarantine" : "skipped (could not be moved aside)",
-                 (long long)bad[0].id, bad[0].reason);
+                 rc.nbad, moved ? "moved to table spur_quarantine" : "skipped (could not be moved aside)",
+                 (long long)rc.bad[0].id, rc.bad[0].reason);
     }
-    free(bad);
+    free(rc.bad);
     return ret;
 }
 
@@ -1092,6 +1109,23 @@ static void pg_maintain(void *db)
     PQclear(r); /* a failure shows in the next ensure */
 }
 
+/* take_one hands one row taken over to the callback; a row that is not a job stays stored. */
+static int take_one(struct pgstore *s, PGresult *res, void *arg)
+{
+    struct replay_ctx *rc = arg;
+    struct store_rec r;
+    int64_t id;
+    if (decode_row(s, res, &r, &id) == NULL) {
+        if (rc->cb(rc->ctx, &r) != 0) {
+            set_err(s, "reading the jobs taken over: out of memory");
+            return -1;
+        }
+        s->claim_n++;
+    }
+    s->claim_last = (uint64_t)id;
+    return 0;
+}
+
 /* hand_over streams the rows claimed with marker s->claim above s->claim_last to cb, as replay
  * does. Returns 0 when all are handed over, else -1 (s->err set; the next call goes on). */
 static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_rec *r), void *ctx)
@@ -1107,35 +1141,8 @@ static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_
         set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
         return -1;
     }
-    int ret = 0, stop = 0;
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) {
-        ExecStatusType st = PQresultStatus(res);
-        if (st == PGRES_SINGLE_TUPLE && !stop) {
-            struct store_rec r;
-            int64_t id;
-            if (decode_row(s, res, &r, &id) == NULL) {
-                if (cb(ctx, &r) != 0) {
-                    set_err(s, "reading the jobs taken over: out of memory");
-                    ret = -1;
-                    stop = 1;
-                } else {
-                    s->claim_n++;
-                }
-            }
-            if (!stop)
-                s->claim_last = (uint64_t)id; /* a bad row stays stored */
-        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && ret == 0) {
-            set_err(s, "reading the jobs taken over: %s", pq_msg(PQresultErrorMessage(res), m, sizeof m));
-            ret = -1;
-        }
-        PQclear(res);
-    }
-    if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
-        set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
-        ret = -1;
-    }
-    return ret;
+    struct replay_ctx rc = {cb, ctx, NULL, 0, 0};
+    return read_rows(s, "reading the jobs taken over", take_one, &rc);
 }
 
 /* adopt_one looks for one server whose lease has not been renewed for takeover_after seconds and

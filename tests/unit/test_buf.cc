@@ -134,3 +134,22 @@ TEST(Outq, ManySegmentsGrowTheRingAndPartialConsume)
     blob_unref(b);
     outq_clear(&q);
 }
+
+TEST(ArrayGrow, DoublesFromFirstAndRefusesOverflow)
+{
+    int *a = nullptr;
+    size_t cap = 0;
+    ASSERT_EQ(array_grow((void **)&a, &cap, 1, sizeof *a, 8), 0);
+    EXPECT_EQ(cap, 8u);
+    a[7] = 7;
+    ASSERT_EQ(array_grow((void **)&a, &cap, 8, sizeof *a, 8), 0);
+    EXPECT_EQ(cap, 8u) << "room enough: unchanged";
+    ASSERT_EQ(array_grow((void **)&a, &cap, 20, sizeof *a, 8), 0);
+    EXPECT_EQ(cap, 32u);
+    EXPECT_EQ(a[7], 7) << "kept across the move";
+    int *before = a;
+    EXPECT_EQ(array_grow((void **)&a, &cap, SIZE_MAX / 2, sizeof *a, 8), -1);
+    EXPECT_EQ(a, before);
+    EXPECT_EQ(cap, 32u) << "unchanged after a refusal";
+    free(a);
+}

@@ -21,7 +21,8 @@ import pytest
 from conftest import EXTERNAL
 from gearman_wire import (CAN_DO, GET_STATUS_UNIQUE, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN,
                           JOB_ASSIGN_UNIQ, NOOP, PRE_SLEEP, STATUS_RES_UNIQUE, WORK_COMPLETE,
-                          WORK_DATA, WORK_EXCEPTION, WORK_FAIL, admin_status)
+                          WORK_DATA, WORK_EXCEPTION, WORK_FAIL, SUBMIT_JOB_BG, JOB_CREATED,
+                          admin_status)
 
 pytestmark = [pytest.mark.spur_only,
               pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd")]
@@ -666,3 +667,59 @@ def test_http_is_served_while_the_gearman_port_is_at_max_connections(http_factor
     assert h.curl("/healthz")[0] == 200
     a.close()
     b.close()
+
+
+# ------------------------------------------------------------------ admin commands (--http-admin)
+
+
+def test_admin_over_http_is_off_unless_asked(http):
+    status, _, body = http.curl("/admin", data=b"status")
+    assert status == 404 and b"--http-admin" in body
+    c = http.server.connect()
+    assert c.admin("create function nothere\n") == b"OK\r\n"  # the admin port is unaffected
+    c.close()
+
+
+def test_admin_over_http_answers_lines_and_whole_listings(http_factory_real):
+    h = http_factory_real("--http-admin")
+    status, headers, body = h.curl("/admin", data=b"create function hf\n")
+    assert (status, body) == (200, b"OK\r\n")
+    assert headers["content-type"].startswith("text/plain")
+    # a listing written in slices over several loop turns is answered whole
+    c = h.server.connect()
+    n = 3000
+    for i in range(n):
+        c.send_packet(SUBMIT_JOB_BG, b"hf", b"u%d" % i, b"p")
+    for i in range(n):
+        c.expect(JOB_CREATED)
+    assert admin_status(c)[b"hf"][0] == n
+    status, _, body = h.curl("/admin", data=b"show jobs")
+    lines = body.split(b"\n")
+    assert status == 200 and body.endswith(b".\n")
+    assert len([ln for ln in lines if ln.startswith(b"H:")]) == n
+    status, _, body = h.curl("/admin", data=b"stats")
+    assert status == 200 and body.startswith(b"STAT ") and body.endswith(b"END\r\n")
+    # errors: an ERR reply is 400, a second line, NUL or an empty body are refused unsent
+    assert h.curl("/admin", data=b"no such command")[0] == 400
+    for bad in (b"status\r\nshutdown", b"status\nshutdown", b"sta\0tus", b"", b"\r\n"):
+        status, _, body = h.curl("/admin", data=bad)
+        assert status == 400 and b"one admin command line" in body, (bad, status, body)
+    assert h.curl("/admin", method="GET")[0] == 405
+    long_line = b"x" * 70000
+    assert h.curl("/admin", data=long_line)[0] == 413
+    assert h.curl("/healthz")[0] == 200, "the server keeps serving"
+    c.close()
+
+
+def test_admin_over_http_obeys_admin_allow(http_factory_real):
+    """HTTP requests come from the listener "http": --admin-allow rules govern them as any
+    connection's; a refusal is 403 and nothing changes."""
+    h = http_factory_real("--http-admin", "--admin-allow=unix")
+    status, _, body = h.curl("/admin", data=b"shutdown")
+    assert status == 403 and body.startswith(b"ERR PERMISSION_DENIED")
+    assert h.curl("/admin", data=b"status")[0] == 200, "reads stay allowed"
+    h2 = http_factory_real("--http-admin", "--admin-allow=listener:http")
+    assert h2.curl("/admin", data=b"create function viahttp")[0] == 200
+    c = h2.server.connect()
+    assert b"viahttp" in admin_status(c)
+    c.close()
