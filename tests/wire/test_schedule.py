@@ -415,3 +415,28 @@ def test_admin_allow_governs_schedule_add_and_remove_not_list(server_factory):
     assert c.admin("schedule add a @every 1h f p\r\n") == deny
     assert c.admin("schedule remove a\r\n") == deny
     assert listing(c) == {}
+
+
+def test_schedule_commands_over_http_admin(server_factory, tmp_path):
+    import http.client
+    pf = str(tmp_path / "http-port")
+    s = server_factory("--http-port=0", "--http-listen=127.0.0.1", "--http-port-file=" + pf,
+                       "--http-admin")
+    port = int(open(pf).read())
+
+    def post(body):
+        h = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        try:
+            h.request("POST", "/admin", body=body)
+            r = h.getresponse()
+            return r.status, r.read()
+        finally:
+            h.close()
+
+    assert post(b"schedule add web @every 1h wfn --nohaste a b") == (200, b"OK\r\n")
+    status, body = post(b"schedule list")
+    assert status == 200 and body.endswith(b"\r\n.\r\n")
+    assert LINE.match(body.split(b"\r\n")[0] + b"\r\n").group(1) == b"web"
+    assert post(b"schedule remove nope") == (400, b"ERR NOT_FOUND no+such+schedule\r\n")
+    assert post(b"schedule remove web") == (200, b"OK\r\n")
+    assert listing(s.connect()) == {}
