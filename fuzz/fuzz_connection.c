@@ -39,6 +39,7 @@
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
+#include "recur.h"
 #include "session.h"
 #include "worker.h"
 
@@ -536,6 +537,11 @@ static void build_admin(struct reader *r, struct bytes *out)
         "retry f%d %n %n %n", "retry f%d %n %n", "retry list", "retry job %H",
         "retry job all f%d", "show failed jobs", "show failed jobs f%d", "purge failed",
         "purge failed f%d", "retry job", "purge",
+        /* recurring schedules (recur.h) */
+        "schedule add s%d @every %ns f%d --nohaste p", "schedule add s%d */%n * * * * f%d x y",
+        "schedule add s%d @every 1s f%d --unique u%d --priority high", "schedule list",
+        "schedule remove s%d", "schedule add bad 99 * * * * f p", "schedule", "schedule add",
+        "SCHEDULE LIST extra",
     };
     uint8_t t = rd_u8(r);
     uint8_t a = rd_u8(r);
@@ -607,6 +613,7 @@ static void setup(struct reader *r)
     int rc = engine_init(&S.eng, &S.cfg, &ops, &S);
     FUZZ_CHECK(rc == 0, "engine_init");
     engine_set_sink(&S.eng, &cmd_sink);
+    FUZZ_CHECK(recur_attach(&S.eng) == 0, "recur_attach");
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;
@@ -639,6 +646,7 @@ static void teardown(void)
     FUZZ_CHECK(S.eng.npeers == 0 && list_empty(&S.eng.peers), "peers left after detaching all");
     FUZZ_CHECK(list_empty(&S.eng.listings), "a listing outlived its peer");
     check_all();
+    recur_detach(&S.eng);
     engine_destroy(&S.eng);
     acl_free(S.eng.acl);
     config_free(&S.cfg);
@@ -726,9 +734,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             S.clock += (double)d * d / 16.0 + (d & 1 ? 0.25 : 0);
             alloc_armed = 1;
             engine_run_timers(&S.eng, S.clock);
+            recur_run(&S.eng, S.clock);
             alloc_armed = 0;
             double next = engine_next_timer(&S.eng);
             FUZZ_CHECK(next < 0 || next > S.clock, "a timer due at %.3f left at %.3f", next,
+                       S.clock);
+            next = recur_next_due(&S.eng);
+            FUZZ_CHECK(next < 0 || next > S.clock, "a schedule due at %.3f left at %.3f", next,
                        S.clock);
             break;
         }

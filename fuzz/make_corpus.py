@@ -203,6 +203,12 @@ def connection_seeds():
         raw(2, pkt(GRAB_JOB) + pkt(WORK_FAIL, H1)) + clock(4) + \
         raw(0, b"retry job H:f:1\nsubmit f0 x\npurge failed f0\npurge failed\nretry f0 0 0\n") + \
         drain(0) + drain(1) + drain(2)
+    s["schedules"] = cfg() + \
+        raw(0, b"schedule add s1 @every 2s f0 --nohaste p\nschedule add s2 */5 * * * * f1 "
+               b"--unique u --priority low x y\nschedule list\nschedule add s1 99 * * * * f p\n") + \
+        drain(0) + raw(1, pkt(CAN_DO, "f0") + pkt(PRE_SLEEP)) + clock(6) + clock(6) + drain(1) + \
+        raw(1, pkt(GRAB_JOB)) + drain(1) + raw(0, b"schedule remove s2\nschedule list\n") + \
+        drain(0)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
     s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +

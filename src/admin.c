@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto_admin.h"
+#include "recur.h"
 #include "worker.h"
 
 /* the reply to a name that `status` or `workers` could not list faithfully */
@@ -625,8 +626,8 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 
 /* admin_changes reports whether the command tok[0..n) changes the server's state, so that
  * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, retry (but retry list),
- * purge, stats reset, load, and dump (which reads every payload). The rest (and unknown commands)
- * only read. Keep docs/SECURITY.md's list in step. */
+ * purge, schedule add and remove, stats reset, load, and dump (which reads every payload). The
+ * rest (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
 static int admin_changes(const struct pa_token *tok, size_t n)
 {
     static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue",
@@ -636,6 +637,8 @@ static int admin_changes(const struct pa_token *tok, size_t n)
             return 1;
     if (pa_token_is(&tok[0], "retry"))
         return !(n == 2 && pa_token_is(&tok[1], "list"));
+    if (n >= 2 && pa_token_is(&tok[0], "schedule") && !pa_token_is(&tok[1], "list"))
+        return 1; /* schedule add, schedule remove */
     return n >= 2 && pa_token_is(&tok[0], "stats") && pa_token_is(&tok[1], "reset");
 }
 
@@ -645,7 +648,7 @@ static const char *admin_name(const struct pa_token *c)
     static const char *const known[] = {"workers", "status", "stats", "metrics",
                                         "prioritystatus", "maxqueue", "show", "cancel",
                                         "create", "drop", "shutdown", "version", "verbose",
-                                        "getpid", "dump", "load", "retry", "purge"};
+                                        "getpid", "dump", "load", "retry", "purge", "schedule"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (pa_token_is(c, known[i]))
             return known[i];
@@ -675,7 +678,8 @@ void admin_line(struct peer *p, const char *line, size_t len)
         unknown_command(p, NULL);
         return;
     }
-    if (n > ADMIN_MAX_TOKENS - 1) {
+    int raw = pa_token_is(&tok[0], "schedule"); /* takes the raw line: a payload has spaces */
+    if (n > ADMIN_MAX_TOKENS - 1 && !raw) {
         reply(p, "ERR TOO_MANY_ARGS Too+many+arguments\r\n");
         return;
     }
@@ -683,7 +687,9 @@ void admin_line(struct peer *p, const char *line, size_t len)
     if (p->eng->acl != NULL && acl_admin_check(p->eng->acl, p, admin_changes(tok, n),
                                                admin_name(c)) != 0)
         return;
-    if (pa_token_is(c, "workers"))
+    if (raw)
+        recur_admin(p, line, len);
+    else if (pa_token_is(c, "workers"))
         adm_workers(p, tok, n);
     else if (pa_token_is(c, "status"))
         adm_status(p, tok, n);

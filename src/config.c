@@ -14,6 +14,7 @@
 
 #include "file.h"
 #include "log.h"
+#include "schedule.h"
 #include "store_pg_text.h"
 
 size_t config_default_buffer_memory(void)
@@ -70,6 +71,7 @@ void config_defaults(struct config *c)
     c->http_max_header = 16u << 10;
     c->http_max_body = 0;
     c->http_idle_timeout = 60;
+    c->max_schedules = 10000;
 }
 
 enum {
@@ -140,6 +142,9 @@ enum {
     OPT_HTTP_ADMIN,
     OPT_LISTEN_RETRY,
     OPT_TCP_USER_TIMEOUT,
+    OPT_SCHEDULE_TZ,
+    OPT_SCHEDULE_CATCHUP,
+    OPT_MAX_SCHEDULES,
 };
 
 static const struct option long_opts[] = {
@@ -226,6 +231,9 @@ static const struct option long_opts[] = {
     {"http-admin", no_argument, NULL, OPT_HTTP_ADMIN},
     {"listen-retry", required_argument, NULL, OPT_LISTEN_RETRY},
     {"tcp-user-timeout", required_argument, NULL, OPT_TCP_USER_TIMEOUT},
+    {"schedule-tz", required_argument, NULL, OPT_SCHEDULE_TZ},
+    {"schedule-catchup", required_argument, NULL, OPT_SCHEDULE_CATCHUP},
+    {"max-schedules", required_argument, NULL, OPT_MAX_SCHEDULES},
     {NULL, 0, NULL, 0},
 };
 
@@ -378,6 +386,14 @@ void config_usage(FILE *out)
         "                             functions (re-read on SIGHUP; see SECURITY.md)\n"
         "      --check-policy=FILE    check a policy file, print the result, exit (0 or 1)\n"
         "      --shutdown-timeout=S   longest wait of 'shutdown graceful' (default 30)\n",
+        out);
+    fputs(
+        "Recurring schedules ('schedule add', the config file's [schedule] section):\n"
+        "      --schedule-tz=ZONE     time zone of cron schedules, e.g. Europe/Berlin (TZ is set\n"
+        "                             to it at start; default: the process's TZ)\n"
+        "      --schedule-catchup=P   firings missed while the server was down: skip (default)\n"
+        "                             or once (one firing at start for all that were missed)\n"
+        "      --max-schedules=N      schedules at once (default 10000)\n",
         out);
 }
 
@@ -595,6 +611,78 @@ static void free_words(char **words, int n)
     free(words);
 }
 
+/* The sections of a config file: options (from the start, or after "[options]"), and after
+ * "[schedule]" one schedule per line (the text of an admin `schedule add`). */
+enum { SECTION_OPTIONS = 0, SECTION_SCHEDULE };
+
+/* trim returns line[0..*len) without surrounding blanks and its line ending. */
+static const char *trim(const char *line, size_t *len)
+{
+    size_t n = *len;
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+                     line[n - 1] == '\t'))
+        n--;
+    while (n > 0 && (*line == ' ' || *line == '\t')) {
+        line++;
+        n--;
+    }
+    *len = n;
+    return line;
+}
+
+/* section_line reports whether line is a section header: 1 (and *section set) if it is, 0 if
+ * not, -1 for an unknown section. */
+static int section_line(const char *line, size_t len, int *section)
+{
+    const char *t = trim(line, &len);
+    if (len < 2 || t[0] != '[' || t[len - 1] != ']')
+        return 0;
+    if (len == 9 && memcmp(t, "[options]", 9) == 0)
+        *section = SECTION_OPTIONS;
+    else if (len == 10 && memcmp(t, "[schedule]", 10) == 0)
+        *section = SECTION_SCHEDULE;
+    else
+        return -1;
+    return 1;
+}
+
+/* add_schedule_line appends one [schedule] line to c->schedules after checking it (blank lines
+ * and '#' comments are skipped). Returns 0, or -1 with a message in err. */
+static int add_schedule_line(struct config *c, const char *line, size_t len, char *err,
+                             size_t errlen)
+{
+    const char *t = trim(line, &len);
+    if (len == 0 || t[0] == '#')
+        return 0;
+    struct schedule s;
+    if (schedule_parse(t, len, &s, err, errlen) != 0)
+        return -1;
+    schedule_free(&s);
+    char **ns = realloc(c->schedules, sizeof *ns * ((size_t)c->nschedules + 1));
+    if (ns == NULL)
+        return errf(err, errlen, "out of memory");
+    c->schedules = ns;
+    ns[c->nschedules] = malloc(len + 1);
+    if (ns[c->nschedules] == NULL)
+        return errf(err, errlen, "out of memory");
+    memcpy(ns[c->nschedules], t, len);
+    ns[c->nschedules++][len] = '\0';
+    return 0;
+}
+
+/* tz_known reports whether zone names a time zone: "UTC", or a file of the zoneinfo database
+ * (an absolute path, or a name relative to /usr/share/zoneinfo without ".."). */
+static int tz_known(const char *zone)
+{
+    if (strcmp(zone, "UTC") == 0)
+        return 1;
+    if (zone[0] == '\0' || strstr(zone, "..") != NULL || strlen(zone) > 200)
+        return 0;
+    char path[256];
+    snprintf(path, sizeof path, "%s%s", zone[0] == '/' ? "" : "/usr/share/zoneinfo/", zone);
+    return access(path, R_OK) == 0;
+}
+
 /* apply_file reads the config file at path line by line and applies each line's options to c.
  * Errors are "PATH:LINE: message", or "cannot read config file PATH: reason". Returns 0 or -1. */
 static int apply_file(struct config *c, const char *path, char *err, size_t errlen, FILE *out)
@@ -607,6 +695,7 @@ static int apply_file(struct config *c, const char *path, char *err, size_t errl
     ssize_t n;
     int lineno = 0;
     int rc = 0;
+    int section = SECTION_OPTIONS;
     char why[400];
     errno = 0;
     while ((n = getline(&line, &cap, f)) != -1) {
@@ -619,6 +708,21 @@ static int apply_file(struct config *c, const char *path, char *err, size_t errl
         if (memchr(line, '\0', (size_t)n) != NULL) {
             rc = errf(err, errlen, "%s:%d: NUL byte in the line", path, lineno);
             break;
+        }
+        int sec = section_line(line, (size_t)n, &section);
+        if (sec < 0) {
+            rc = errf(err, errlen, "%s:%d: unknown section (known: [options], [schedule])", path,
+                      lineno);
+            break;
+        }
+        if (sec > 0)
+            continue;
+        if (section == SECTION_SCHEDULE) {
+            if (add_schedule_line(c, line, (size_t)n, why, sizeof why) != 0) {
+                rc = errf(err, errlen, "%s:%d: %s", path, lineno, why);
+                break;
+            }
+            continue;
         }
         char **words = NULL;
         int nwords = 0;
@@ -1041,6 +1145,25 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                             optarg);
             c->http_idle_timeout = (unsigned)v;
             break;
+        case OPT_SCHEDULE_TZ:
+            if (!tz_known(optarg))
+                return errf(err, errlen, "unknown --schedule-tz '%s' (a zone of "
+                            "/usr/share/zoneinfo such as Europe/Berlin, or UTC)", optarg);
+            set_str(&c->schedule_tz, optarg);
+            break;
+        case OPT_SCHEDULE_CATCHUP:
+            if (strcmp(optarg, "skip") == 0)
+                c->schedule_catchup = 0;
+            else if (strcmp(optarg, "once") == 0)
+                c->schedule_catchup = 1;
+            else
+                return errf(err, errlen, "invalid --schedule-catchup '%s' (skip or once)", optarg);
+            break;
+        case OPT_MAX_SCHEDULES:
+            if (parse_size(optarg, 1, 1000000, &sz) != 0)
+                return errf(err, errlen, "invalid --max-schedules '%s' (1..1000000)", optarg);
+            c->max_schedules = (size_t)sz;
+            break;
         case ':':
             return errf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -1219,6 +1342,13 @@ void config_free(struct config *c)
     c->policy = c->check_policy = NULL;
     free(c->server_id);
     c->server_id = NULL;
+    for (int i = 0; i < c->nschedules; i++)
+        free(c->schedules[i]);
+    free(c->schedules);
+    c->schedules = NULL;
+    c->nschedules = 0;
+    free(c->schedule_tz);
+    c->schedule_tz = NULL;
     for (int i = 0; i < c->ntakeover; i++)
         free(c->takeover[i]);
     c->ntakeover = 0;

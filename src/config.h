@@ -149,6 +149,15 @@ struct config {
     char *takeover[CONFIG_MAX_TAKEOVER]; /* --takeover=ID: dead servers whose jobs to claim at start */
     int ntakeover;                   /* how many */
     double takeover_after;           /* --takeover-after: claim a server's jobs after S s without lease */
+
+    /* recurring schedules (sched.h) */
+    char **schedules;                /* the config files' [schedule] lines, each the text of a
+                                        `schedule add` (checked by schedule_parse) */
+    int nschedules;                  /* entries in schedules */
+    char *schedule_tz;               /* --schedule-tz: the time zone of cron schedules (TZ is set
+                                        to it at start), NULL for the process's TZ */
+    int schedule_catchup;            /* --schedule-catchup: 0 skip (default), 1 once */
+    size_t max_schedules;            /* --max-schedules: schedules at once (default 10000) */
 };
 
 /* config_defaults fills c with the defaults (no allocation). */

@@ -23,6 +23,7 @@ struct acl;
 struct admin_listing;
 struct peer;
 struct engine;
+struct recur;
 struct engine_snapshot;
 struct func;
 struct job;
@@ -171,6 +172,9 @@ struct engine_stats {
     uint64_t permission_denied[DENIED_KINDS]; /* refusals by acl.c, by DENIED_* */
     uint64_t retries;       /* failed background jobs deferred to a retry (jobx.h) */
     uint64_t failed_dropped; /* dead-letter jobs dropped past --max-failed-jobs (jobx.h) */
+    uint64_t schedule_fired;     /* schedule firings that submitted or joined a job (recur.h) */
+    uint64_t schedule_coalesced; /* ... of those, joined a live job with their unique */
+    uint64_t schedule_refused;   /* schedule firings refused (maxqueue, memory, store) */
 };
 
 /* struct engine is the whole pure server state. */
@@ -179,6 +183,10 @@ struct engine {
     struct engine_ops ops;        /* the shell's callbacks */
     struct engine_sink sink;      /* what to tell clients and workers (engine_set_sink) */
     struct engine_ext ext;        /* the features beyond Gearman (all NULL when none attached) */
+    struct recur *recur;          /* recurring schedules (recur.h), NULL when not attached */
+    size_t schedules;             /* schedules defined, a gauge (kept by sched.c) */
+    int (*recur_check)(const struct engine *e, char *err, size_t errlen); /* recur_check when
+                                     attached: engine_check calls it */
     struct list_node ready;       /* functions with a wake-up to do (func->wake), in order */
     void *shell;                  /* the shell's own pointer, for its callbacks */
     struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */

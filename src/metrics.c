@@ -256,6 +256,10 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     stat_u(&o, "retries_total", st->retries);
     stat_u(&o, "failed_jobs", jobx_nfailed(e));
     stat_u(&o, "failed_dropped_total", st->failed_dropped);
+    stat_u(&o, "schedules", e->schedules);
+    stat_u(&o, "schedule_fired", st->schedule_fired);
+    stat_u(&o, "schedule_coalesced", st->schedule_coalesced);
+    stat_u(&o, "schedule_refused", st->schedule_refused);
     puts_(&o, "END\r\n");
     return o.err;
 }
@@ -429,6 +433,11 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
                                                 (json_int_t)jobx_nfailed(e),
                                                 "failed_dropped_total",
                                                 (json_int_t)st->failed_dropped));
+    json_object_set_new(doc, "schedules",
+                        json_pack("{sIsIsIsI}", "count", (json_int_t)e->schedules, "fired",
+                                  (json_int_t)st->schedule_fired, "coalesced",
+                                  (json_int_t)st->schedule_coalesced, "refused",
+                                  (json_int_t)st->schedule_refused));
     struct out o = out_init(b, max);
     dump(&o, doc);
     if (o.err)
@@ -743,5 +752,15 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     for (int k = 0; k < DENIED_KINDS; k++)
         putf(&o, "spur_permission_denied_total{what=\"%s\"} %llu\n", denied_names[k],
              (unsigned long long)st->permission_denied[k]);
+    gauge(&o, "spur_schedules", "Recurring schedules defined.", (double)e->schedules);
+    counter(&o, "spur_schedule_fired_total",
+            "Schedule firings that submitted a job or joined a live one with their unique.",
+            st->schedule_fired);
+    counter(&o, "spur_schedule_coalesced_total",
+            "Schedule firings that joined a live job with their unique (no new job).",
+            st->schedule_coalesced);
+    counter(&o, "spur_schedule_refused_total",
+            "Schedule firings refused (maxqueue, functions, memory, store).",
+            st->schedule_refused);
     return o.err;
 }

@@ -23,6 +23,7 @@
 #include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
+#include "recur.h"
 #include "store.h"
 #include "transport.h"
 #include "transport_tls.h"
@@ -294,10 +295,14 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
     (void)revents;
 }
 
-/* arm_job_timer points the job timer at the engine's earliest deadline. */
+/* arm_job_timer points the job timer at the earliest of the engine's deadlines and the next
+ * schedule's due time. */
 static void arm_job_timer(struct server *s)
 {
     double at = engine_next_timer(&s->eng);
+    double sat = recur_next_due(&s->eng);
+    if (sat >= 0 && (at < 0 || sat < at))
+        at = sat;
     if (at == s->job_timer_at)
         return;
     ev_timer_stop(s->loop, &s->job_timer);
@@ -315,6 +320,7 @@ static void job_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct server *s = w->data;
     s->job_timer_at = -1;
     engine_run_timers(&s->eng, ev_now(loop));
+    recur_run(&s->eng, ev_now(loop));
 }
 
 /* flush_lazy writes the output of every conn on the lazy list. */
@@ -637,6 +643,14 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (cfg->schedule_tz != NULL) { /* cron schedules (and SUBMIT_JOB_SCHED) are read in this zone */
+        setenv("TZ", cfg->schedule_tz, 1);
+        tzset();
+    }
+    if (recur_attach(&s->eng) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)
         return -1;
     if (conn_ctx_init(&s->conns, s->loop, &s->eng, cfg, &s->spin) != 0) {
@@ -725,6 +739,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
 int server_start(struct server *s, char *err, size_t errlen)
 {
     if (store_open(&s->eng, &cmd_store_sink, store_notify, s, err, errlen) != 0)
+        return -1;
+    if (recur_apply_config(&s->eng, err, errlen) != 0) /* after the store: they are stored */
         return -1;
     log_notice("spurd listening on port %d", s->port);
     if (s->http != NULL)
@@ -816,6 +832,7 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_hup);
     ev_signal_stop(s->loop, &s->sig_usr1);
     ev_async_stop(s->loop, &s->store_async);
+    recur_detach(&s->eng);
     engine_destroy(&s->eng);
     acl_free(s->eng.acl);
     s->eng.acl = NULL;

@@ -142,6 +142,7 @@ STATS_SCHEMA = obj({
     "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
     "permission_denied": obj({k: COUNT for k in ["submit", "can_do", "admin", "total"]}),
     "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total"]}),
+    "schedules": obj({k: COUNT for k in ["count", "fired", "coalesced", "refused"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
