@@ -354,10 +354,10 @@ def test_live_load_of_meta_jobs_and_records(server_factory, tmp_path):
     store = str(tmp_path / "t.db")
     dst = server_factory("--store=sqlite:" + store)
     r = admin_tool(dst, "--load", path)
-    # no feature of this build reads records of kind 1: that record fails, the jobs load
+    # the record of kind 1 (a schedule) holds no schedule: its feature refuses it, the jobs load
     assert r.returncode == 1
     assert r.stdout == b"loaded 2 jobs, skipped 0 (unique already there), failed 1, 0 records\n"
-    assert b"ERR UNKNOWN_KIND" in r.stderr
+    assert b"ERR BAD_RECORD" in r.stderr
     c = dst.connect()
     c.echo_roundtrip()
     # the meta job is durable with the next batch: a batch after it proves it is written
