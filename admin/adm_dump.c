@@ -181,31 +181,6 @@ int adm_dump_run(int fd, const char *host, int timeout_ms, const char *path)
 
 /* ------------------------------------------------------------ load */
 
-struct idmap {
-	uint64_t *olds, *news;
-	size_t n, cap;
-};
-
-static int idmap_add(struct idmap *m, uint64_t o, uint64_t nw)
-{
-	if (m->n > 0 && o <= m->olds[m->n - 1])
-		return 0; /* not ascending: not renumbered */
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		uint64_t *a = realloc(m->olds, nc * sizeof *a);
-		if (a == NULL)
-			return -1;
-		m->olds = a;
-		uint64_t *b = realloc(m->news, nc * sizeof *b);
-		if (b == NULL)
-			return -1;
-		m->news = b;
-		m->cap = nc;
-	}
-	m->olds[m->n] = o;
-	m->news[m->n++] = nw;
-	return 0;
-}
 
 struct load {
 	struct conn c;
@@ -215,7 +190,7 @@ struct load {
 	uint64_t inflight_ids[LOAD_WINDOW]; /* old ids of the submits in flight, oldest first */
 	size_t inflight_bytes[LOAD_WINDOW];
 	size_t head, count, bytes;
-	struct idmap map;
+	struct dump_idmap map;
 };
 
 /* handle_number returns the number after the last ':' of a handle, or 0. */
@@ -241,7 +216,7 @@ static int created(struct load *L, uint64_t old, uint64_t id)
 	} else {
 		L->skipped++; /* its unique joined a job that was there */
 	}
-	return idmap_add(&L->map, old, id);
+	return dump_idmap_add(&L->map, old, id);
 }
 
 /* read_reply reads the reply to the oldest submit in flight. Returns 0 or -1 (connection lost). */
@@ -417,7 +392,7 @@ static int admin_load(struct load *L, const struct dump_line *d)
 			L->records++;
 		} else if (sscanf(l, "OK EXISTS %llu", &id) == 1) {
 			L->skipped++;
-			if (idmap_add(&L->map, d->job.id, id) != 0)
+			if (dump_idmap_add(&L->map, d->job.id, id) != 0)
 				return -1;
 		} else if (sscanf(l, "OK H %llu", &id) == 1) {
 			if (created(L, d->job.id, id) != 0)
@@ -512,8 +487,7 @@ int adm_load_run(int fd, const char *host, int timeout_ms, const char *path)
 		fprintf(stderr, "spuradmin: the load stopped early: jobs after those counted were not "
 				"loaded\n");
 	int status = rc == 0 && L->failed == 0 ? 0 : 1;
-	free(L->map.olds);
-	free(L->map.news);
+	dump_idmap_free(&L->map);
 	free(L->c.in);
 	free(L);
 	return status;

@@ -361,32 +361,6 @@ static long read_line(FILE *f, char **line, size_t *cap)
     return n < 0 ? -1 : (long)n;
 }
 
-/* struct idmap maps a dump's handle numbers to the new ones (olds ascending as the dump lists). */
-struct idmap {
-    uint64_t *olds, *news;
-    size_t n, cap;
-};
-
-static int idmap_add(struct idmap *m, uint64_t o, uint64_t nw)
-{
-    if (m->n > 0 && o <= m->olds[m->n - 1])
-        return 0; /* out of order: not renumbered (a dump lists ids ascending) */
-    if (m->n == m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 256;
-        uint64_t *a = realloc(m->olds, nc * sizeof *a);
-        if (a == NULL)
-            return -1;
-        m->olds = a;
-        uint64_t *b = realloc(m->news, nc * sizeof *b);
-        if (b == NULL)
-            return -1;
-        m->news = b;
-        m->cap = nc;
-    }
-    m->olds[m->n] = o;
-    m->news[m->n++] = nw;
-    return 0;
-}
 
 #define LOAD_BATCH_BYTES (64u << 20) /* a load writes a transaction per this many bytes */
 
@@ -429,7 +403,7 @@ int load_offline(const struct config *c, const char *path)
         fprintf(stderr, "spurd: reading the store failed: %s\n", b->error(db));
         rc = -1;
     }
-    struct idmap map = {0};
+    struct dump_idmap map = {0};
     struct store_queue q = {0};
     uint64_t loaded = 0, skipped = 0, failed = 0, records = 0;
     size_t pending = 0, cap = 0;
@@ -480,7 +454,7 @@ int load_offline(const struct config *c, const char *path)
                     fprintf(stderr, "spurd: job %llu not loaded: %s\n", (unsigned long long)d->id,
                             bad);
                     failed++;
-                } else if (idmap_add(&map, d->id, r.id) != 0 || store_queue_add(&q, &r) != 0) {
+                } else if (dump_idmap_add(&map, d->id, r.id) != 0 || store_queue_add(&q, &r) != 0) {
                     rc = -1;
                 } else {
                     loaded++;
@@ -510,8 +484,7 @@ int load_offline(const struct config *c, const char *path)
     }
     store_queue_clear(&q);
     free(line);
-    free(map.olds);
-    free(map.news);
+    dump_idmap_free(&map);
     struct hmap_iter it;
     hmap_iter_init(&it, &x.keys);
     for (void *k; (k = hmap_iter_next(&it)) != NULL;)

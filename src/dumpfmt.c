@@ -600,3 +600,26 @@ int dump_meta_renumber(const char *meta, size_t len, const uint64_t *olds, const
     *outlen = strlen(s);
     return 0;
 }
+
+int dump_idmap_add(struct dump_idmap *m, uint64_t old, uint64_t nw)
+{
+    if (m->n > 0 && old <= m->olds[m->n - 1])
+        return 0; /* out of order: not renumbered */
+    size_t cap = m->cap;
+    if (array_grow((void **)&m->olds, &cap, m->n + 1, sizeof *m->olds, 256) != 0)
+        return -1;
+    size_t cap2 = m->cap;
+    if (array_grow((void **)&m->news, &cap2, m->n + 1, sizeof *m->news, 256) != 0)
+        return -1;
+    m->cap = cap < cap2 ? cap : cap2;
+    m->olds[m->n] = old;
+    m->news[m->n++] = nw;
+    return 0;
+}
+
+void dump_idmap_free(struct dump_idmap *m)
+{
+    free(m->olds);
+    free(m->news);
+    *m = (struct dump_idmap){0};
+}

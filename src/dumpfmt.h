@@ -83,6 +83,18 @@ void dump_line_free(struct dump_line *l);
  * Returns 0, or -1 with the line number and reason in err (a cut file: "cut short"). */
 int dump_verify_file(FILE *f, char *err, size_t errlen);
 
+/* struct dump_idmap maps a dump's handle numbers to the ones a load gave (olds ascending, as a
+ * dump lists them). Zero-initialise; dump_idmap_free releases it. */
+struct dump_idmap {
+    uint64_t *olds, *news; /* n pairs old -> new */
+    size_t n, cap;
+};
+
+/* dump_idmap_add records old -> nw. An old id not above the last one is ignored (a dump lists
+ * ids ascending: an out-of-order one is not renumbered). Returns 0, or -1 when out of memory. */
+int dump_idmap_add(struct dump_idmap *m, uint64_t old, uint64_t nw);
+void dump_idmap_free(struct dump_idmap *m);
+
 /* dump_meta_renumber rewrites meta's "after" array of handle numbers through map (old ids
  * olds[i] -> news[i], olds ascending, n pairs): an id not in map is dropped (the job it waited
  * for was gone when the dump was taken). Writes the compact result into *out (malloc'd, caller

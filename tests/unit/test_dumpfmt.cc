@@ -187,3 +187,20 @@ TEST(DumpFmt, MetaAfterRenumbered)
 }
 
 } // namespace
+
+TEST(DumpFmt, IdMapKeepsAscendingPairsForRenumbering)
+{
+    struct dump_idmap m = {};
+    for (uint64_t i = 1; i <= 300; i++) // past the first allocation
+        ASSERT_EQ(dump_idmap_add(&m, i * 10, i + 1000), 0);
+    ASSERT_EQ(dump_idmap_add(&m, 15, 1), 0); // out of order: ignored
+    EXPECT_EQ(m.n, 300u);
+    char *out = nullptr;
+    size_t len = 0;
+    const char meta[] = "{\"after\":[3000,20,15]}";
+    ASSERT_EQ(dump_meta_renumber(meta, sizeof meta - 1, m.olds, m.news, m.n, &out, &len), 0);
+    EXPECT_EQ(std::string(out, len), "{\"after\":[1300,1002]}");
+    free(out);
+    dump_idmap_free(&m);
+    EXPECT_EQ(m.olds, nullptr);
+}
