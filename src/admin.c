@@ -30,30 +30,17 @@
 /* reply queues a C string. */
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
-/* replyf formats one line (at most 1 KiB) and queues it. */
-static void replyf(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void replyf(struct peer *p, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof buf - 1)
-        n = (int)sizeof buf - 1;
-    peer_write(p, buf, (size_t)n);
-}
 
 /* unknown_command sends gearmand's reply, with the token glued to "command". */
 static void unknown_command(struct peer *p, const struct pa_token *tok)
 {
     int tl = tok ? (int)(tok->len < 200 ? tok->len : 200) : 0;
-    replyf(p, "ERR UNKNOWN_COMMAND Unknown+server+command%.*s\r\n", tl, tok ? tok->ptr : "");
+    peer_printf(p, "ERR UNKNOWN_COMMAND Unknown+server+command%.*s\r\n", tl, tok ? tok->ptr : "");
 }
 
 static void invalid_arguments(struct peer *p, const char *cmd)
 {
-    replyf(p, "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+%s\r\n",
+    peer_printf(p, "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+%s\r\n",
            cmd);
 }
 
@@ -135,9 +122,9 @@ static void write_func(struct peer *p, enum listing_kind kind, const struct func
 {
     peer_write(p, f->name, f->name_len);
     if (kind == LIST_STATUS)
-        replyf(p, "\t%u\t%u\t%u\n", func_total(f), f->running, f->nworkers);
+        peer_printf(p, "\t%u\t%u\t%u\n", func_total(f), f->running, f->nworkers);
     else
-        replyf(p, "\t%u\t%u\t%u\t%u\n", f->queued[PRIO_HIGH], f->queued[PRIO_NORMAL],
+        peer_printf(p, "\t%u\t%u\t%u\t%u\n", f->queued[PRIO_HIGH], f->queued[PRIO_NORMAL],
                f->queued[PRIO_LOW], f->nworkers);
 }
 
@@ -168,16 +155,16 @@ static void write_job(struct peer *p, struct admin_listing *l, const struct job 
         char h[JOB_HANDLE_BUF];
         peer_write(p, h, job_handle(p->eng, j, h));
         if (j->state == JOB_FAILED) /* a 5th column marks jobs beyond Gearman's states */
-            replyf(p, "\t%u\t0\t%u\tfailed\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+            peer_printf(p, "\t%u\t0\t%u\tfailed\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
         else
-            replyf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+            peer_printf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
     }
 }
 
 /* write_worker writes q's row of a workers listing: all its functions on one line. */
 static void write_worker(struct peer *p, const struct peer *q)
 {
-    replyf(p, "%d %s %s :", q->fd, q->ip, q->client_id ? q->client_id : "-");
+    peer_printf(p, "%d %s %s :", q->fd, q->ip, q->client_id ? q->client_id : "-");
     if (q->worker != NULL)
         list_for_each(n, &q->worker->abilities) {
             const struct ability *a = ability_of_wnode(n);
@@ -410,7 +397,7 @@ static void adm_dump(struct peer *p, const struct pa_token *t, size_t n)
     if (n == 1)
         start_listing(p, LIST_DUMP);
     else if (n == 2 && pa_token_is(&t[1], "next-id"))
-        replyf(p, "OK %llu\n", (unsigned long long)p->eng->next_id);
+        peer_printf(p, "OK %llu\n", (unsigned long long)p->eng->next_id);
     else
         reply(p, "ERR UNKNOWN_ARGS Usage:+dump+[next-id]\r\n");
 }
@@ -532,7 +519,7 @@ static void adm_create_function(struct peer *p, const struct pa_token *t, size_t
             reply(p, "ERR TOO_MANY_FUNCTIONS Function+limit+reached+(--max-functions)\r\n");
             return;
         }
-        replyf(p, "ERR CREATE_FUNCTION %.*s\r\n", (int)t[2].len, t[2].ptr);
+        peer_printf(p, "ERR CREATE_FUNCTION %.*s\r\n", (int)t[2].len, t[2].ptr);
         return;
     }
     reply(p, "OK\r\n");
@@ -720,9 +707,9 @@ void admin_line(struct peer *p, const char *line, size_t len)
     else if (pa_token_is(c, "version"))
         reply(p, "OK " PACKAGE_VERSION "\n");
     else if (pa_token_is(c, "verbose"))
-        replyf(p, "OK %s\n", log_level_name(log_get_level()));
+        peer_printf(p, "OK %s\n", log_level_name(log_get_level()));
     else if (pa_token_is(c, "getpid"))
-        replyf(p, "OK %ld\n", (long)getpid());
+        peer_printf(p, "OK %ld\n", (long)getpid());
     else
         unknown_command(p, c);
 }

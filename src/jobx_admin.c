@@ -15,18 +15,6 @@
 
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
-static void replyf(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void replyf(struct peer *p, const char *fmt, ...)
-{
-    char b[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof b - 1)
-        n = (int)sizeof b - 1;
-    peer_write(p, b, (size_t)n);
-}
 
 #define BAD_NAME "ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
 
@@ -60,7 +48,7 @@ static void retry_list(struct peer *p)
         hmap_iter_init(&it, &x->policies);
         for (const struct jobx_policy *pol; (pol = hmap_iter_next(&it)) != NULL;) {
             peer_write(p, pol->name, pol->name_len);
-            replyf(p, "\t%u\t%g\t%g\n", pol->count, pol->backoff, pol->max);
+            peer_printf(p, "\t%u\t%g\t%g\n", pol->count, pol->backoff, pol->max);
         }
     }
     reply(p, ".\n");
@@ -84,7 +72,7 @@ static void retry_job(struct peer *p, const struct pa_token *t, size_t n)
         struct func *f = func_get(e, t[3].ptr, t[3].len, 0);
         size_t k = f != NULL ? jobx_retry_all(e, f) : 0;
         engine_drain_ready(e);
-        replyf(p, "OK %zu\r\n", k);
+        peer_printf(p, "OK %zu\r\n", k);
         return;
     }
     usage(p);
@@ -205,5 +193,5 @@ void jobx_admin_purge(struct peer *p, const struct pa_token *t, size_t n)
         if (f != NULL)
             k = jobx_purge(e, f);
     }
-    replyf(p, "OK %zu\r\n", k);
+    peer_printf(p, "OK %zu\r\n", k);
 }

@@ -3,6 +3,7 @@
  * budget). The input side is session.c. */
 #include "peer.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,4 +302,18 @@ int peer_send_error(struct peer *p, const char *code, const char *text)
 {
     struct proto_arg a[2] = {{code, strlen(code)}, {text, strlen(text)}};
     return peer_send(p, CMD_ERROR, a, 2);
+}
+
+void peer_printf(struct peer *p, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    peer_write(p, buf, (size_t)n);
 }

@@ -156,6 +156,9 @@ int peer_send_error(struct peer *p, const char *code, const char *text);
 /* peer_write queues raw bytes (admin text replies). Returns 0 or -1. */
 int peer_write(struct peer *p, const void *data, size_t n);
 
+/* peer_printf formats one admin reply line (at most 1 KiB: longer is cut) and queues it. */
+void peer_printf(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* peer_send_status queues a WORK_STATUS packet (args as forwarded) for one waiter. While p does
  * not read (PEER_BLOCKED), it is queued as a slot, and *slot names the waiter's previous one
  * (outq_put_slot ticket): while that is still wholly unsent it is replaced, so a client that
