@@ -271,25 +271,11 @@ void jobx_retry_job(struct engine *e, struct job *j)
     func_push(e, j, 0);
 }
 
-size_t jobx_retry_all(struct engine *e, const struct func *f)
-{
-    struct jobx *x = e->jobx;
-    size_t n = 0;
-    if (x == NULL)
-        return 0;
-    struct list_node *it = x->failed.next, *next;
-    for (; it != &x->failed; it = next) {
-        next = it->next;
-        struct jobx_rec *r = container_of(it, struct jobx_rec, fnode);
-        if (r->job->func == f) {
-            jobx_retry_job(e, r->job);
-            n++;
-        }
-    }
-    return n;
-}
-
-size_t jobx_purge(struct engine *e, const struct func *f)
+/* each_failed calls fn on every dead-letter job of f (of every function when f is NULL), oldest
+ * first, and returns how many. fn may free the job, and with it f: f is only compared, never
+ * read, after the first call. */
+static size_t each_failed(struct engine *e, const struct func *f,
+                          void (*fn)(struct engine *e, struct job *j))
 {
     struct jobx *x = e->jobx;
     size_t n = 0;
@@ -300,13 +286,28 @@ size_t jobx_purge(struct engine *e, const struct func *f)
         next = it->next;
         struct jobx_rec *r = container_of(it, struct jobx_rec, fnode);
         if (f == NULL || r->job->func == f) {
-            job_log(e, r->job, "purged from the dead-letter list");
-            /* job_free may free the function with its last job: test f before, never after */
-            job_free(e, r->job);
+            fn(e, r->job);
             n++;
         }
     }
     return n;
+}
+
+size_t jobx_retry_all(struct engine *e, const struct func *f)
+{
+    return f != NULL ? each_failed(e, f, jobx_retry_job) : 0;
+}
+
+/* purge_one frees one dead-letter job. */
+static void purge_one(struct engine *e, struct job *j)
+{
+    job_log(e, j, "purged from the dead-letter list");
+    job_free(e, j);
+}
+
+size_t jobx_purge(struct engine *e, const struct func *f)
+{
+    return each_failed(e, f, purge_one);
 }
 
 size_t jobx_nfailed(const struct engine *e) { return e->jobx != NULL ? e->jobx->nfailed : 0; }
