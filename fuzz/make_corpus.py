@@ -203,6 +203,12 @@ def connection_seeds():
         raw(2, pkt(GRAB_JOB) + pkt(WORK_FAIL, H1)) + clock(4) + \
         raw(0, b"retry job H:f:1\nsubmit f0 x\npurge failed f0\npurge failed\nretry f0 0 0\n") + \
         drain(0) + drain(1) + drain(2)
+    s["dependencies"] = cfg() + \
+        raw(0, b"submit f0 a\nsubmit f1 --after H:f:1 b\nsubmit f2 --after H:f:1,H:f:2 c\n"
+               b"submit f3 --after H:f:9 d\nshow jobs\nstats\n") + drain(0) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(CAN_DO, "f1") + pkt(CAN_DO, "f2") + pkt(GRAB_JOB) +
+            pkt(WORK_COMPLETE, H1, "") + pkt(GRAB_JOB) + pkt(WORK_FAIL, "H:f:2")) + drain(1) + \
+        raw(0, b"show failed jobs\npurge failed\nshow jobs\n") + drain(0)
     s["schedules"] = cfg() + \
         raw(0, b"schedule add s1 @every 2s f0 --nohaste p\nschedule add s2 */5 * * * * f1 "
                b"--unique u --priority low x y\nschedule list\nschedule add s1 99 * * * * f p\n") + \

@@ -154,8 +154,10 @@ static void write_job(struct peer *p, struct admin_listing *l, const struct job 
     } else {
         char h[JOB_HANDLE_BUF];
         peer_write(p, h, job_handle(p->eng, j, h));
-        if (j->state == JOB_FAILED) /* a 5th column marks jobs beyond Gearman's states */
-            peer_printf(p, "\t%u\t0\t%u\tfailed\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
+        if (j->state == JOB_FAILED || j->state == JOB_WAITING) /* a 5th column marks jobs
+                                                                  beyond Gearman's states */
+            peer_printf(p, "\t%u\t0\t%u\t%s\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u,
+                        j->state == JOB_FAILED ? "failed" : "waiting");
         else
             peer_printf(p, "\t%u\t0\t%u\n", j->retries, (j->flags & JOB_BACKGROUND) ? 1u : 0u);
     }
@@ -618,7 +620,8 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
 static int admin_changes(const struct pa_token *tok, size_t n)
 {
     static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue",
-                                            "purge", "load", "dump" /* reads every payload */};
+                                            "purge", "load", "submit",
+                                            "dump" /* reads every payload */};
     for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++)
         if (pa_token_is(&tok[0], changing[i]))
             return 1;
@@ -635,7 +638,8 @@ static const char *admin_name(const struct pa_token *c)
     static const char *const known[] = {"workers", "status", "stats", "metrics",
                                         "prioritystatus", "maxqueue", "show", "cancel",
                                         "create", "drop", "shutdown", "version", "verbose",
-                                        "getpid", "dump", "load", "retry", "purge", "schedule"};
+                                        "getpid", "dump", "load", "retry", "purge", "schedule",
+                                        "submit"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (pa_token_is(c, known[i]))
             return known[i];
@@ -665,7 +669,8 @@ void admin_line(struct peer *p, const char *line, size_t len)
         unknown_command(p, NULL);
         return;
     }
-    int raw = pa_token_is(&tok[0], "schedule"); /* takes the raw line: a payload has spaces */
+    /* these take the raw line: a payload has spaces */
+    int raw = pa_token_is(&tok[0], "schedule") || pa_token_is(&tok[0], "submit");
     if (n > ADMIN_MAX_TOKENS - 1 && !raw) {
         reply(p, "ERR TOO_MANY_ARGS Too+many+arguments\r\n");
         return;
@@ -674,7 +679,9 @@ void admin_line(struct peer *p, const char *line, size_t len)
     if (p->eng->acl != NULL && acl_admin_check(p->eng->acl, p, admin_changes(tok, n),
                                                admin_name(c)) != 0)
         return;
-    if (raw)
+    if (raw && pa_token_is(c, "submit"))
+        jobx_admin_submit(p, line, len);
+    else if (raw)
         recur_admin(p, line, len);
     else if (pa_token_is(c, "workers"))
         adm_workers(p, tok, n);

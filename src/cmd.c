@@ -490,6 +490,8 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     hist_observe(&j->func->run, hist_seconds, engine_now(e) - j->since);
     job_log(e, j, ev == JOB_EV_COMPLETED ? "completed" : ev == JOB_EV_FAILED ? "failed"
                                                                             : "exception");
+    if (ev == JOB_EV_COMPLETED)
+        jobx_job_done(e, j); /* the jobs that waited for it alone are queued */
     /* a background job with a retry policy runs again later or goes to the dead-letter list */
     if (ev == JOB_EV_FAILED && jobx_job_failed(e, j, "WORK_FAIL", 9))
         return;

@@ -168,6 +168,7 @@ static void load_job(struct engine *e, const struct dump_job *d, char *out, size
         if (when <= engine_now(e) || job_defer(e, j, when) != 0)
             func_push(e, j, 0);
     }
+    engine_drain_ready(e); /* a sleeping worker of its function hears of it now */
     snprintf(out, cap, "OK H %llu\r\n", (unsigned long long)id);
 }
 

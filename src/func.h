@@ -27,7 +27,8 @@ struct func {
     uint32_t ready[PRIO_COUNT];      /* jobs in each ready queue */
     uint32_t queued[PRIO_COUNT];     /* jobs not running (ready + future) per priority */
     uint32_t running;                /* jobs assigned to workers */
-    uint32_t parked;                 /* jobs held by jobx.h (dead-letter list): neither queued
+    uint32_t parked;                 /* jobs held by jobx.h (dead-letter list, waiting for
+                                        their dependencies): neither queued
                                         nor running, but they keep the function */
     uint32_t max_queue[PRIO_COUNT];  /* maxqueue limits, 0 = unlimited */
     uint32_t nworkers;               /* workers that registered the function */

@@ -20,7 +20,10 @@
 #include "buf.h"
 #include "config.h"
 #include "engine.h"
+#include "acl.h"
 #include "job.h"
+#include "jobx.h"
+#include "jobx_admin.h"
 #include "list.h"
 #include "log.h"
 #include "metrics.h"
@@ -70,6 +73,7 @@ struct req {
     unsigned background : 1;   /* X-Gearman-Background: true */
     unsigned too_large : 1;    /* the body passed the limit: dropped, answered 413 */
     unsigned admin : 1;        /* POST /admin: the body is an admin line, the answer its reply */
+    char *after;               /* X-Spur-After: the handles the job waits for, or NULL */
     int fd;                    /* the socket, for the disconnect watch */
     size_t body;               /* body bytes received (into peer.in, behind the packet header,
                                   function and unique: the SUBMIT packet being built there counts
@@ -282,6 +286,7 @@ static void req_free(struct req *r)
     r->h->nreqs--;
     buf_free(&r->rx);
     buf_free(&r->out);
+    free(r->after);
     free(r);
 }
 
@@ -557,6 +562,12 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
                           "X-Gearman-Priority must be high, normal or low\n");
         return NULL;
     }
+    const char *after = header_value(mc, "X-Spur-After");
+    if (after != NULL && !bg) {
+        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+                          "X-Spur-After needs X-Gearman-Background: true\n");
+        return NULL;
+    }
     const char *uq = header_value(mc, "X-Gearman-Unique");
     size_t uql = uq != NULL ? strlen(uq) : 0;
     /* the whole packet must fit --max-packet-size */
@@ -588,6 +599,11 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
         return NULL;
     }
     r->background = (unsigned)bg;
+    if (after != NULL && (r->after = strdup(after)) == NULL) {
+        req_free(r);
+        *rc = MHD_NO;
+        return NULL;
+    }
     /* the packet: header (size patched at submit), function, NUL, unique, NUL, then the body */
     struct peer *p = &r->peer;
     unsigned char hdr[PROTO_HEADER_SIZE];
@@ -649,12 +665,55 @@ static void submit_admin(struct req *r)
     drain(r);
 }
 
+/* submit_after creates r's job waiting for the jobs of X-Spur-After (jobx), from the packet
+ * built in its input buffer: header, function, NUL, unique, NUL, body. */
+static void submit_after(struct req *r)
+{
+    struct peer *p = &r->peer;
+    struct engine *e = p->eng;
+    const char *pk = buf_head(&p->in), *end = pk + buf_len(&p->in);
+    const char *fn = pk + PROTO_HEADER_SIZE, *uq = fn + strlen(fn) + 1;
+    const char *body = uq + strlen(uq) + 1;
+    uint32_t cmd = proto_get32(pk + 4);
+    enum job_prio prio = cmd == CMD_SUBMIT_JOB_HIGH_BG  ? PRIO_HIGH
+                         : cmd == CMD_SUBMIT_JOB_LOW_BG ? PRIO_LOW
+                                                        : PRIO_NORMAL;
+    r->state = REQ_WAIT;
+    if (e->acl != NULL && acl_func_check(e->acl, p, ACL_SUBMIT, fn, strlen(fn)) != 0) {
+        drain(r); /* the refusal, as an ERROR packet: 403 */
+        return;
+    }
+    uint64_t ids[JOBX_MAX_AFTER];
+    const char *why = NULL;
+    struct job *j = NULL;
+    int n = jobx_parse_after(e, r->after, strlen(r->after), ids, &why);
+    if (e->replaying)
+        why = "BUSY The+stored+jobs+are+being+loaded";
+    if (why == NULL && n >= 0 &&
+        jobx_submit(e, fn, strlen(fn), uq, strlen(uq), prio, body, (size_t)(end - body), ids,
+                    (size_t)n, &j, &why) == 0) {
+        job_handle(e, j, r->handle);
+        finish(r, MHD_HTTP_OK, "JOB_CREATED");
+        engine_drain_ready(e);
+        return;
+    }
+    int client = why != NULL && (strncmp(why, "UNKNOWN_JOB", 11) == 0 ||
+                                 strncmp(why, "DEPENDENCY_FAILED", 17) == 0 ||
+                                 strncmp(why, "TOO_MANY", 8) == 0);
+    finish_text(r, client ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_SERVICE_UNAVAILABLE, "ERROR", "ERROR ",
+                why, strlen(why));
+}
+
 /* submit hands r's packet, now whole in its input buffer, to the engine. */
 static void submit(struct req *r)
 {
     struct peer *p = &r->peer;
     if (r->admin) {
         submit_admin(r);
+        return;
+    }
+    if (r->after != NULL) {
+        submit_after(r);
         return;
     }
     size_t n = buf_len(&p->in);

@@ -255,6 +255,9 @@ void job_detach(struct engine *e, struct job *j)
     case JOB_FAILED:
         jobx_unpark(e, j);
         break;
+    case JOB_WAITING:
+        jobx_unwait(e, j);
+        break;
     case JOB_LIMBO:
         break;
     }
@@ -336,6 +339,8 @@ void job_free(struct engine *e, struct job *j)
 {
     struct func *f = j->func;
     job_detach(e, j);
+    if (e->jobx != NULL && e->jobx->deps.count > 0)
+        jobx_job_gone(e, j); /* it never completes: the jobs that wait for it fail */
     job_list_remove(e, j);
     hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
     if (has_unique_entry(j))

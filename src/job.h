@@ -35,6 +35,7 @@ enum job_state {
     JOB_PENDING,   /* background job waiting for its store batch to be durable */
     JOB_MARKER,    /* not a job: a 'show jobs' listing's place in engine->jobs */
     JOB_FAILED,    /* in the dead-letter list (jobx.h): retries used up, in no queue */
+    JOB_WAITING,   /* waiting for the jobs it depends on (jobx.h), in no queue */
 };
 
 /* Job flags. */

@@ -3,9 +3,11 @@
 #include "jobx.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "engine.h"
 #include "func.h"
 #include "job.h"
@@ -25,6 +27,7 @@ struct jobx *jobx_get(struct engine *e)
         return NULL;
     hmap_init(&x->policies);
     hmap_init(&x->recs);
+    hmap_init(&x->deps);
     list_node_init(&x->failed);
     x->rng = hmap_mix64(e->seed ^ 0x6a6f6278ull) | 1;
     e->jobx = x;
@@ -50,10 +53,16 @@ void jobx_destroy(struct engine *e)
     for (void *p; (p = hmap_iter_next(&it)) != NULL;)
         free(p);
     hmap_iter_init(&it, &x->recs);
-    for (void *r; (r = hmap_iter_next(&it)) != NULL;)
+    for (struct jobx_rec *r; (r = hmap_iter_next(&it)) != NULL;) {
+        free(r->after);
         free(r);
+    }
+    hmap_iter_init(&it, &x->deps);
+    for (void *d; (d = hmap_iter_next(&it)) != NULL;)
+        free(d);
     hmap_free(&x->policies);
     hmap_free(&x->recs);
+    hmap_free(&x->deps);
     free(x);
     e->jobx = NULL;
 }
@@ -156,6 +165,18 @@ static struct jobx_rec *rec_get(struct engine *e, struct jobx *x, struct job *j)
     return r;
 }
 
+/* trim drops the oldest dead-letter jobs past --max-failed-jobs. */
+static void trim(struct engine *e, struct jobx *x)
+{
+    size_t cap = e->cfg->max_failed_jobs;
+    while (x->nfailed > cap) {
+        struct jobx_rec *old = container_of(list_first(&x->failed), struct jobx_rec, fnode);
+        e->stats.failed_dropped++;
+        job_log(e, old->job, "dropped from the dead-letter list (--max-failed-jobs)");
+        job_free(e, old->job); /* may be the job just failed when the cap is 0 */
+    }
+}
+
 /* unpark takes dead-letter job j (record r) off the list, into limbo. */
 static void unpark(struct jobx *x, struct job *j, struct jobx_rec *r)
 {
@@ -225,13 +246,9 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
     job_log(e, j, "failed for good: dead-letter list");
     if (x->persist != NULL)
         x->persist(e, j, 0);
-    size_t cap = e->cfg->max_failed_jobs;
-    while (x->nfailed > cap) {
-        struct jobx_rec *old = container_of(list_first(&x->failed), struct jobx_rec, fnode);
-        e->stats.failed_dropped++;
-        job_log(e, old->job, "dropped from the dead-letter list (--max-failed-jobs)");
-        job_free(e, old->job); /* may be j itself when the cap is 0 */
-    }
+    if (x->deps.count > 0)
+        jobx_job_gone(e, j); /* what waits for it fails too */
+    trim(e, x);
     return 1;
 }
 
@@ -253,9 +270,184 @@ void jobx_job_freed(struct engine *e, struct job *j)
     if (j->state == JOB_FAILED)
         unpark(x, j, r);
     hmap_remove(&x->recs, r, hmap_mix64(j->id));
+    free(r->after);
     free(r);
     j->flags &= (uint8_t)~JOB_EXT;
 }
+
+/* ------------------------------------------------------------ dependencies */
+
+/* drop_edges removes every edge of waiting record r from the index and forgets its list. */
+static void drop_edges(struct jobx *x, struct jobx_rec *r)
+{
+    for (uint16_t i = 0; i < r->nafter; i++) {
+        struct hmap_probe pr;
+        for (struct jobx_dep *d = hmap_first(&x->deps, hmap_mix64(r->after[i]), &pr); d != NULL;
+             d = hmap_next(&pr))
+            if (d->pre == r->after[i] && d->r == r) {
+                hmap_remove(&x->deps, d, hmap_mix64(d->pre));
+                free(d);
+                break;
+            }
+    }
+    free(r->after);
+    r->after = NULL;
+    r->nafter = 0;
+}
+
+int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n)
+{
+    struct jobx *x = jobx_get(e);
+    if (x == NULL || n == 0 || n > JOBX_MAX_AFTER)
+        return -1;
+    struct jobx_rec *r = rec_get(e, x, j);
+    if (r == NULL)
+        return -1;
+    r->after = malloc(n * sizeof *r->after);
+    if (r->after == NULL)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        int dup = 0;
+        for (uint16_t k = 0; k < r->nafter; k++)
+            dup |= r->after[k] == after[i];
+        if (dup)
+            continue;
+        struct jobx_dep *d = malloc(sizeof *d);
+        if (d == NULL)
+            goto fail;
+        *d = (struct jobx_dep){after[i], r};
+        if (hmap_insert(&x->deps, d, hmap_mix64(after[i])) != 0) {
+            free(d);
+            goto fail;
+        }
+        r->after[r->nafter++] = after[i];
+    }
+    j->state = JOB_WAITING;
+    x->nwaiting++;
+    j->func->parked++;
+    job_log(e, j, "waiting for its dependencies");
+    return 0;
+fail:
+    jobx_job_freed(e, j); /* its edges and record go; j stays in limbo */
+    return -1;
+}
+
+void jobx_unwait(struct engine *e, struct job *j)
+{
+    struct jobx *x = e->jobx;
+    struct jobx_rec *r = jobx_rec_of(e, j);
+    if (r != NULL)
+        drop_edges(x, r);
+    x->nwaiting--;
+    j->func->parked--;
+    j->state = JOB_LIMBO;
+}
+
+/* waiters_of collects the records waiting for job number id into *out (malloc'd; *n of them).
+ * Returns 0, or -1 out of memory. */
+static int waiters_of(struct jobx *x, uint64_t id, struct jobx_rec ***out, size_t *n)
+{
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    struct hmap_probe pr;
+    for (struct jobx_dep *d = hmap_first(&x->deps, hmap_mix64(id), &pr); d != NULL;
+         d = hmap_next(&pr)) {
+        if (d->pre != id)
+            continue;
+        if (array_grow((void **)out, &cap, *n + 1, sizeof **out, 8) != 0)
+            return -1;
+        (*out)[(*n)++] = d->r;
+    }
+    return 0;
+}
+
+void jobx_job_done(struct engine *e, struct job *j)
+{
+    struct jobx *x = e->jobx;
+    if (x == NULL || x->deps.count == 0)
+        return;
+    struct jobx_rec **w;
+    size_t n;
+    if (waiters_of(x, j->id, &w, &n) != 0) {
+        log_error("out of memory releasing the jobs that wait for job %llu",
+                  (unsigned long long)j->id);
+        free(w);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct jobx_rec *r = w[i];
+        struct job *d = r->job;
+        struct hmap_probe pr;
+        for (struct jobx_dep *dep = hmap_first(&x->deps, hmap_mix64(j->id), &pr); dep != NULL;
+             dep = hmap_next(&pr))
+            if (dep->pre == j->id && dep->r == r) {
+                hmap_remove(&x->deps, dep, hmap_mix64(j->id));
+                free(dep);
+                break;
+            }
+        for (uint16_t k = 0; k < r->nafter; k++)
+            if (r->after[k] == j->id) {
+                r->after[k] = r->after[--r->nafter];
+                break;
+            }
+        if (r->nafter > 0) {
+            if (x->persist != NULL)
+                x->persist(e, d, 0); /* one dependency fewer */
+            continue;
+        }
+        jobx_unwait(e, d);
+        job_log(e, d, "its dependencies completed: queued");
+        if (r->attempts == 0)
+            jobx_job_freed(e, d); /* nothing left to keep */
+        if (x->persist != NULL)
+            x->persist(e, d, 0);
+        func_push(e, d, 0);
+    }
+    free(w);
+}
+
+void jobx_job_gone(struct engine *e, struct job *j)
+{
+    struct jobx *x = e->jobx;
+    /* a work list of the jobs that failed, so a long chain takes no stack */
+    uint64_t *work = NULL;
+    size_t nwork = 0, cap = 0;
+    if (array_grow((void **)&work, &cap, 1, sizeof *work, 16) != 0)
+        return;
+    work[nwork++] = j->id;
+    while (nwork > 0 && x->deps.count > 0) {
+        uint64_t id = work[--nwork];
+        struct jobx_rec **w;
+        size_t n;
+        if (waiters_of(x, id, &w, &n) != 0) {
+            free(w);
+            break;
+        }
+        char h[JOB_HANDLE_BUF];
+        size_t hl = job_handle_id(e, id, h);
+        for (size_t i = 0; i < n; i++) {
+            struct jobx_rec *r = w[i];
+            struct job *d = r->job;
+            jobx_unwait(e, d);
+            int len = snprintf(r->error, sizeof r->error, "dependency %.*s failed", (int)hl, h);
+            r->error_len = (uint16_t)(len > 0 ? len : 0);
+            r->first_failed = r->first_failed > 0 ? r->first_failed : engine_now(e);
+            r->last_failed = engine_now(e);
+            jobx_park(e, d);
+            job_log(e, d, "a dependency failed: dead-letter list");
+            if (x->persist != NULL)
+                x->persist(e, d, 0);
+            if (array_grow((void **)&work, &cap, nwork + 1, sizeof *work, 16) == 0)
+                work[nwork++] = d->id;
+        }
+        free(w);
+    }
+    free(work);
+    trim(e, x);
+}
+
+size_t jobx_nwaiting(const struct engine *e) { return e->jobx != NULL ? e->jobx->nwaiting : 0; }
 
 void jobx_retry_job(struct engine *e, struct job *j)
 {
@@ -317,18 +509,19 @@ uint64_t jobx_dropped(const struct engine *e) { return e->stats.failed_dropped; 
 int jobx_check(const struct engine *e, char *err, size_t errlen)
 {
     const struct jobx *x = e->jobx;
-    size_t ext = 0, failed = 0;
+    size_t ext = 0, failed = 0, waiting = 0, edges = 0;
     list_for_each(n, &e->func_list)
         func_of_anode(n)->check[PRIO_COUNT] = 0; /* reused: jobs parked */
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
     for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
-        if (j->state == JOB_FAILED) {
-            failed++;
+        if (j->state == JOB_FAILED || j->state == JOB_WAITING) {
+            failed += j->state == JOB_FAILED;
+            waiting += j->state == JOB_WAITING;
             j->func->check[PRIO_COUNT]++; /* (the running count is checked before this) */
         }
         if (!(j->flags & JOB_EXT)) {
-            if (j->state == JOB_FAILED)
+            if (j->state == JOB_FAILED || j->state == JOB_WAITING)
                 return engine_check_fail(err, errlen, "failed job %llu has no side state",
                                          (unsigned long long)j->id);
             continue;
@@ -341,7 +534,30 @@ int jobx_check(const struct engine *e, char *err, size_t errlen)
         if ((j->state == JOB_FAILED) != list_linked(&r->fnode))
             return engine_check_fail(err, errlen, "job %llu: dead-letter link disagrees with state",
                                      (unsigned long long)j->id);
+        if ((j->state == JOB_WAITING) != (r->nafter > 0))
+            return engine_check_fail(err, errlen, "job %llu: waits for %u jobs in state %d",
+                                     (unsigned long long)j->id, r->nafter, j->state);
+        for (uint16_t i = 0; i < r->nafter; i++) {
+            const struct jobx_dep *d = NULL;
+            struct hmap_probe pr;
+            for (d = hmap_first(&x->deps, hmap_mix64(r->after[i]), &pr); d != NULL;
+                 d = hmap_next(&pr))
+                if (d->pre == r->after[i] && d->r == r)
+                    break;
+            if (d == NULL)
+                return engine_check_fail(err, errlen, "job %llu waits for %llu off the index",
+                                         (unsigned long long)j->id,
+                                         (unsigned long long)r->after[i]);
+            edges++;
+        }
     }
+    size_t nwaiting = x != NULL ? x->nwaiting : 0, ndeps = x != NULL ? x->deps.count : 0;
+    if (nwaiting != waiting)
+        return engine_check_fail(err, errlen, "nwaiting=%zu but %zu waiting jobs", nwaiting,
+                                 waiting);
+    if (ndeps != edges)
+        return engine_check_fail(err, errlen, "%zu dependency edges indexed, %zu listed", ndeps,
+                                 edges);
     size_t nrecs = x != NULL ? x->recs.count : 0, nfailed = x != NULL ? x->nfailed : 0;
     if (nrecs != ext)
         return engine_check_fail(err, errlen, "%zu jobx records but %zu JOB_EXT jobs", nrecs, ext);

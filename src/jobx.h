@@ -26,6 +26,7 @@ struct job;
 #define JOBX_MAX_SECONDS 2592000.0   /* the largest BACKOFF or MAX: 30 days */
 #define JOBX_DEFAULT_MAX 3600.0      /* MAX when `retry FUNC COUNT BACKOFF` gives none */
 #define JOBX_ERROR_MAX 1024          /* bytes of a failure's text kept (the rest is cut) */
+#define JOBX_MAX_AFTER 64            /* jobs one job may wait for (submit --after) */
 
 /* struct jobx_policy is the retry policy of one function (by name: the function need not exist). */
 struct jobx_policy {
@@ -43,9 +44,17 @@ struct jobx_rec {
     double first_failed;     /* engine_now at the first failure */
     double last_failed;      /* engine_now at the last failure */
     struct list_node fnode;  /* jobx.failed while the job is JOB_FAILED, oldest first */
+    uint64_t *after;         /* JOB_WAITING: the handle numbers of the jobs it still waits for */
+    uint16_t nafter;         /* entries in after */
     uint16_t error_len;      /* bytes in error */
     char error[JOBX_ERROR_MAX]; /* the last failure's text: WORK_EXCEPTION data, "WORK_FAIL",
                                    "CAN_DO_TIMEOUT" */
+};
+
+/* struct jobx_dep is one edge of the dependencies: the job of r waits for job number pre. */
+struct jobx_dep {
+    uint64_t pre;            /* the prerequisite's handle number */
+    struct jobx_rec *r;      /* the waiting job's record */
 };
 
 /* struct jobx is the extension state of one engine (engine.jobx), created on first use. */
@@ -54,6 +63,8 @@ struct jobx {
     struct hmap recs;        /* struct jobx_rec by job handle number */
     struct list_node failed; /* the dead-letter list (jobx_rec.fnode), oldest first */
     size_t nfailed;          /* jobs in it (a gauge) */
+    struct hmap deps;        /* struct jobx_dep by the prerequisite's handle number: who waits */
+    size_t nwaiting;         /* JOB_WAITING jobs (a gauge) */
     uint64_t rng;            /* xorshift state for the jitter */
     /* persist: j's side state changed (a failure deferred it to due, or dead-lettered it with
      * due 0, or a retry reset it): jobx_store rewrites its stored row. NULL without it. */
@@ -117,9 +128,29 @@ size_t jobx_retry_all(struct engine *e, const struct func *f);
 /* jobx_purge frees every dead-letter job (of f, or all when f is NULL); returns how many. */
 size_t jobx_purge(struct engine *e, const struct func *f);
 
+/* jobx_wait makes j (in limbo, background, a record's worth of memory aside) wait for the live
+ * jobs numbered after[0..n) (1..JOBX_MAX_AFTER of them, none in the dead-letter list):
+ * JOB_WAITING, held until every one of them completes. Returns 0, or -1 out of memory (j is
+ * left in limbo). */
+int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n);
+
+/* jobx_job_done: j completed (WORK_COMPLETE), before it is freed. The jobs that waited for it
+ * alone become runnable. O(1) when nothing waits on anything. */
+void jobx_job_done(struct engine *e, struct job *j);
+
+/* jobx_job_gone: j leaves without completing (job_free; also a job moved to the dead-letter
+ * list). Every job waiting for it fails into the dead-letter list ("dependency H failed"), and
+ * so on down the chain. Called only while some job waits (jobx.deps not empty). */
+void jobx_job_gone(struct engine *e, struct job *j);
+
+/* jobx_unwait takes waiting job j out of the waiting place into JOB_LIMBO (job_detach),
+ * forgetting what it waited for. */
+void jobx_unwait(struct engine *e, struct job *j);
+
 /* jobx_nfailed (a gauge) / jobx_retries / jobx_dropped (engine_stats counters): for stats and
  * metrics. */
 size_t jobx_nfailed(const struct engine *e);
+size_t jobx_nwaiting(const struct engine *e);
 uint64_t jobx_retries(const struct engine *e);
 uint64_t jobx_dropped(const struct engine *e);
 

@@ -12,6 +12,8 @@
 #include "job.h"
 #include "jobx.h"
 #include "jobx_store.h"
+#include "proto.h"
+#include "store.h"
 
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
@@ -194,4 +196,163 @@ void jobx_admin_purge(struct peer *p, const struct pa_token *t, size_t n)
             k = jobx_purge(e, f);
     }
     peer_printf(p, "OK %zu\r\n", k);
+}
+
+/* ------------------------------------------------------------ submit [--after] */
+
+/* word returns the next space-separated word of s[*i..len) and moves *i past it and one space. */
+static const char *word(const char *s, size_t len, size_t *i, size_t *wl)
+{
+    size_t a = *i;
+    while (*i < len && s[*i] != ' ')
+        (*i)++;
+    *wl = *i - a;
+    if (*i < len)
+        (*i)++;
+    return s + a;
+}
+
+void jobx_admin_submit(struct peer *p, const char *line, size_t len)
+{
+    struct engine *e = p->eng;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    size_t i = 0, fl, wl;
+    word(line, len, &i, &wl); /* "submit" */
+    const char *fn = word(line, len, &i, &fl);
+    const char *after = NULL, *uq = "";
+    size_t al = 0, ul = 0;
+    enum job_prio prio = PRIO_NORMAL;
+    while (i < len) {
+        size_t save = i;
+        const char *w = word(line, len, &i, &wl);
+        if (wl == 2 && memcmp(w, "--", 2) == 0)
+            break;
+        if (wl == 7 && memcmp(w, "--after", 7) == 0 && i < len) {
+            after = word(line, len, &i, &al);
+        } else if (wl == 8 && memcmp(w, "--unique", 8) == 0 && i < len) {
+            uq = word(line, len, &i, &ul);
+        } else if (wl == 10 && memcmp(w, "--priority", 10) == 0 && i < len) {
+            const char *v = word(line, len, &i, &wl);
+            if (wl == 4 && memcmp(v, "high", 4) == 0)
+                prio = PRIO_HIGH;
+            else if (wl == 3 && memcmp(v, "low", 3) == 0)
+                prio = PRIO_LOW;
+            else if (!(wl == 6 && memcmp(v, "normal", 6) == 0)) {
+                reply(p, "ERR INVALID_ARGUMENTS --priority+wants+high,+normal+or+low\r\n");
+                return;
+            }
+        } else {
+            i = save; /* the payload starts here */
+            break;
+        }
+    }
+    const char *data = line + i;
+    size_t dl = len - i;
+    if (fl == 0 || fl > e->cfg->max_function || !func_name_ok(fn, fl)) {
+        reply(p, "ERR INVALID_ARGUMENTS Usage:+submit+FUNC+[--after+H1,H2]+[--unique+U]+"
+                 "[--priority+P]+PAYLOAD\r\n");
+        return;
+    }
+    if (ul > PROTO_UNIQUE_MAX) {
+        reply(p, "ERR INVALID_ARGUMENTS Unique+longer+than+64+bytes\r\n");
+        return;
+    }
+    if (e->replaying) {
+        reply(p, "ERR BUSY The+stored+jobs+are+being+loaded\r\n");
+        return;
+    }
+    uint64_t ids[JOBX_MAX_AFTER];
+    const char *bad = NULL;
+    int n = after != NULL ? jobx_parse_after(e, after, al, ids, &bad) : 0;
+    if (n < 0) {
+        peer_printf(p, "ERR %s\r\n", bad);
+        return;
+    }
+    struct job *j;
+    const char *why = NULL;
+    if (jobx_submit(e, fn, fl, uq, ul, prio, data, dl, ids, (size_t)n, &j, &why) != 0) {
+        peer_printf(p, "ERR %s\r\n", why);
+        return;
+    }
+    char h[JOB_HANDLE_BUF];
+    peer_printf(p, "OK %.*s\r\n", (int)job_handle(e, j, h), h);
+    engine_drain_ready(e); /* a sleeping worker of the function hears of its job */
+}
+
+int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
+                enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
+                struct job **out, const char **why)
+{
+    struct func *f = func_get(e, fn, fl, 1);
+    if (f == NULL) {
+        *why = "MEMORY_ALLOCATION_FAILURE Too+many+functions+or+no+memory";
+        return -1;
+    }
+    struct job *j = job_find_unique(e, f, uq, ul, data, dl);
+    if (j != NULL) { /* coalesced, as a background submit with that unique */
+        func_count(e, f, JOB_EV_COALESCED, prio);
+        *out = j;
+        return 0;
+    }
+    uint32_t max = f->max_queue[prio];
+    if (max > 0 && func_total(f) >= max) {
+        func_release(e, f);
+        *why = "QUEUE_FULL Job+queue+is+full";
+        return -1;
+    }
+    j = job_new(e, f, prio, 1, uq, ul, NULL, 0, data, dl);
+    if (j == NULL || (n > 0 && jobx_wait(e, j, ids, n) != 0)) {
+        if (j != NULL)
+            job_free(e, j);
+        else
+            func_release(e, f);
+        *why = "MEMORY_ALLOCATION_FAILURE Out+of+memory";
+        return -1;
+    }
+    func_count(e, f, JOB_EV_SUBMITTED, prio);
+    if (e->store_mgr != NULL) {
+        char meta[JOBX_MAX_AFTER * 21 + 64];
+        size_t ml = n > 0 ? jobx_meta_write(e, j, meta, sizeof meta) : 0;
+        /* a waiting job is only recorded; a runnable one is queued once durable */
+        if (store_add_meta(e, j, NULL, 0, ml ? meta : NULL, ml) != 0) {
+            job_free(e, j);
+            *why = "QUEUE_ERROR Could+not+store+the+job";
+            return -1;
+        }
+    } else if (n == 0) {
+        func_push(e, j, 0);
+    }
+    *out = j;
+    return 0;
+}
+
+int jobx_parse_after(struct engine *e, const char *list, size_t len, uint64_t *ids,
+                     const char **why)
+{
+    int n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t a = i;
+        while (i < len && list[i] != ',' && list[i] != ' ')
+            i++;
+        size_t hl = i - a;
+        i++;
+        if (hl == 0)
+            continue;
+        struct job *j = job_find_handle(e, list + a, hl);
+        if (j == NULL) {
+            *why = "UNKNOWN_JOB No+such+job+after+--after";
+            return -1;
+        }
+        if (j->state == JOB_FAILED) {
+            *why = "DEPENDENCY_FAILED A+job+after+--after+is+in+the+dead-letter+list";
+            return -1;
+        }
+        if (n == JOBX_MAX_AFTER) {
+            *why = "TOO_MANY_DEPENDENCIES At+most+64+jobs+after+--after";
+            return -1;
+        }
+        ids[n++] = j->id;
+    }
+    return n;
 }

@@ -16,9 +16,28 @@
 
 /* ------------------------------------------------------------ meta */
 
+/* waiting_meta writes the meta of waiting job j (record r): its state and the handle numbers it
+ * still waits for. Returns its length, 0 when cap is too small. */
+static size_t waiting_meta(const struct jobx_rec *r, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "{\"state\":\"waiting\",\"after\":[");
+    size_t k = n > 0 ? (size_t)n : 0;
+    for (uint16_t i = 0; i < r->nafter && k < cap; i++) {
+        n = snprintf(out + k, cap - k, "%s%llu", i ? "," : "", (unsigned long long)r->after[i]);
+        k += n > 0 ? (size_t)n : 0;
+    }
+    if (k + 2 >= cap)
+        return 0;
+    out[k++] = ']';
+    out[k++] = '}';
+    return k;
+}
+
 size_t jobx_meta_write(const struct engine *e, const struct job *j, char *out, size_t cap)
 {
     const struct jobx_rec *r = jobx_rec_of(e, j);
+    if (r != NULL && j->state == JOB_WAITING)
+        return waiting_meta(r, out, cap);
     if (r == NULL || (r->attempts == 0 && j->state != JOB_FAILED))
         return 0;
     int n = snprintf(out, cap,
@@ -152,10 +171,75 @@ static void persist(struct engine *e, struct job *j, double due)
                   (unsigned long long)j->id);
 }
 
+/* read_after reads the "after" array of handle numbers of meta into ids (at most
+ * JOBX_MAX_AFTER); returns how many, -1 when there is none or it is malformed. */
+static int read_after(const char *meta, size_t len, uint64_t *ids)
+{
+    const char *end = meta + len, *p = find(meta, len, "after");
+    if (p == NULL || p >= end || *p != '[')
+        return -1;
+    int n = 0;
+    for (p++; p < end && *p != ']';) {
+        if (*p == ',' || *p == ' ') {
+            p++;
+            continue;
+        }
+        if (*p < '0' || *p > '9' || n == JOBX_MAX_AFTER)
+            return -1;
+        uint64_t v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && v < UINT64_MAX / 10)
+            v = v * 10 + (uint64_t)(*p++ - '0');
+        ids[n++] = v;
+    }
+    return p < end ? n : -1;
+}
+
+/* restore_waiting puts a job stored (or loaded) as waiting back: it waits for those of its
+ * prerequisites still here (one that is gone completed: a failed one stays in the dead-letter
+ * list), fails at once when one of them failed, and runs when none is left. Returns as
+ * job_restored. */
+static int restore_waiting(struct engine *e, struct job *j, const char *meta, size_t len)
+{
+    uint64_t ids[JOBX_MAX_AFTER], keep[JOBX_MAX_AFTER];
+    int n = read_after(meta, len, ids);
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        struct job *pre = job_find_id(e, ids[i]);
+        if (pre == NULL || pre == j)
+            continue;
+        if (pre->state == JOB_FAILED) {
+            struct jobx_rec *r = jobx_rec_get(e, j);
+            if (r == NULL)
+                return 0;
+            char h[JOB_HANDLE_BUF];
+            size_t hl = job_handle_id(e, pre->id, h);
+            int el = snprintf(r->error, sizeof r->error, "dependency %.*s failed", (int)hl, h);
+            r->error_len = (uint16_t)(el > 0 ? el : 0);
+            r->first_failed = r->last_failed = engine_now(e);
+            jobx_park(e, j);
+            if (e->jobx->persist != NULL)
+                e->jobx->persist(e, j, 0);
+            return 1;
+        }
+        keep[k++] = ids[i];
+    }
+    if (k == 0)
+        return 0; /* everything it waited for completed: runnable */
+    if (jobx_wait(e, j, keep, k) != 0) {
+        log_error("store: out of memory restoring the dependencies of job %llu: it runs now",
+                  (unsigned long long)j->id);
+        return 0;
+    }
+    return 1;
+}
+
 static int job_restored(struct engine *e, struct job *j, const char *meta, size_t len,
                         double when)
 {
     (void)when;
+    const char *st = find(meta, len, "state");
+    if (st != NULL && meta + len - st >= 9 && memcmp(st, "\"waiting\"", 9) == 0)
+        return restore_waiting(e, j, meta, len);
     int failed;
     uint32_t attempts;
     double first, last;

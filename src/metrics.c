@@ -260,6 +260,7 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     stat_u(&o, "schedule_fired", st->schedule_fired);
     stat_u(&o, "schedule_coalesced", st->schedule_coalesced);
     stat_u(&o, "schedule_refused", st->schedule_refused);
+    stat_u(&o, "waiting_jobs", jobx_nwaiting(e));
     puts_(&o, "END\r\n");
     return o.err;
 }
@@ -428,11 +429,12 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
     }
     json_object_set_new(denied, "total", json_integer((json_int_t)ndenied));
     json_object_set_new(doc, "permission_denied", denied);
-    json_object_set_new(doc, "retry", json_pack("{sIsIsI}", "retries_total",
+    json_object_set_new(doc, "retry", json_pack("{sIsIsIsI}", "retries_total",
                                                 (json_int_t)st->retries, "failed_jobs",
                                                 (json_int_t)jobx_nfailed(e),
                                                 "failed_dropped_total",
-                                                (json_int_t)st->failed_dropped));
+                                                (json_int_t)st->failed_dropped, "waiting_jobs",
+                                                (json_int_t)jobx_nwaiting(e)));
     json_object_set_new(doc, "schedules",
                         json_pack("{sIsIsIsI}", "count", (json_int_t)e->schedules, "fired",
                                   (json_int_t)st->schedule_fired, "coalesced",
@@ -530,6 +532,7 @@ static const char *state_name(const struct job *j)
     case JOB_RUNNING: return "running";
     case JOB_PENDING: return "storing";
     case JOB_FAILED: return "failed";
+    case JOB_WAITING: return "waiting";
     default: return "other";
     }
 }
@@ -747,6 +750,8 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
           (double)jobx_nfailed(e));
     counter(&o, "spur_failed_dropped_total",
             "Dead-letter jobs dropped as the oldest past --max-failed-jobs.", st->failed_dropped);
+    gauge(&o, "spur_waiting_jobs", "Jobs waiting for the jobs they depend on (submit --after).",
+          (double)jobx_nwaiting(e));
     help(&o, "spur_permission_denied_total", "counter",
          "Requests refused by --admin-allow, --admin-read or --policy, by what was refused.");
     for (int k = 0; k < DENIED_KINDS; k++)

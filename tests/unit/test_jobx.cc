@@ -311,3 +311,57 @@ TEST_F(JobxTest, MetaRoundTripsAndReadsReformattedJson)
     EXPECT_EQ(jobx_meta_read(foreign.data(), foreign.size(), &failed, &attempts, &first, &last,
                              err, sizeof err, &el), -1);
 }
+
+// Dependencies: a chain waits, runs in order as each job completes, and the check holds the
+// waiting place and its index together.
+TEST_F(JobxTest, DependenciesWaitRunInOrderAndCascadeFailures)
+{
+    start();
+    string ra = admin("submit fa one");
+    ASSERT_EQ(ra.substr(0, 7), "OK H:t:");
+    string ha = ra.substr(3, ra.size() - 5);
+    string rb = admin("submit fb --after " + ha + " two");
+    string hb = rb.substr(3, rb.size() - 5);
+    string rc = admin("submit fc --after " + ha + "," + hb + " three");
+    string hc = rc.substr(3, rc.size() - 5);
+    EXPECT_EQ(jobx_nwaiting(&f.eng), 2u);
+    EXPECT_EQ(f.eng.jobx->deps.count, 3u);
+    job *jb = job_find_handle(&f.eng, hb.data(), hb.size());
+    ASSERT_NE(jb, nullptr);
+    EXPECT_EQ(jb->state, JOB_WAITING);
+    // the check sees an edge gone from the index
+    jobx_rec *r = jobx_rec_of(&f.eng, jb);
+    ASSERT_NE(r, nullptr);
+    uint64_t saved = r->after[0];
+    r->after[0] = 12345;
+    char err[256];
+    EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
+    EXPECT_NE(string(err).find("off the index"), string::npos) << err;
+    r->after[0] = saved;
+    check();
+    // a completes: b runs (c still waits for b)
+    send(w, CMD_CAN_DO, "fa");
+    send(w, CMD_CAN_DO, "fb");
+    send(w, CMD_CAN_DO, "fc");
+    FakeShell::take(w);
+    send(w, CMD_GRAB_JOB, "");
+    uint32_t cmd = 0;
+    EXPECT_EQ(body_of(FakeShell::take(w), &cmd), join({ha, "fa", "one"}));
+    send(w, CMD_WORK_COMPLETE, join({ha, ""}));
+    EXPECT_EQ(jb->state, JOB_READY);
+    EXPECT_EQ(jobx_nwaiting(&f.eng), 1u);
+    EXPECT_FALSE(jb->flags & JOB_EXT) << "nothing left to keep for b";
+    FakeShell::take(w);
+    send(w, CMD_GRAB_JOB, "");
+    EXPECT_EQ(body_of(FakeShell::take(w), &cmd), join({hb, "fb", "two"}));
+    // b fails for good (no retry policy): c fails too, into the dead-letter list
+    send(w, CMD_WORK_FAIL, hb);
+    job *jc = job_find_handle(&f.eng, hc.data(), hc.size());
+    ASSERT_NE(jc, nullptr);
+    EXPECT_EQ(jc->state, JOB_FAILED);
+    EXPECT_EQ(jobx_nwaiting(&f.eng), 0u);
+    EXPECT_EQ(f.eng.jobx->deps.count, 0u);
+    jobx_rec *rcr = jobx_rec_of(&f.eng, jc);
+    ASSERT_NE(rcr, nullptr);
+    EXPECT_EQ(string(rcr->error, rcr->error_len), "dependency " + hb + " failed");
+}

@@ -141,7 +141,8 @@ STATS_SCHEMA = obj({
     "functions": COUNT, "workers": COUNT, "abilities": COUNT, "held_grabs": COUNT,
     "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
     "permission_denied": obj({k: COUNT for k in ["submit", "can_do", "admin", "total"]}),
-    "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total"]}),
+    "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total",
+                                     "waiting_jobs"]}),
     "schedules": obj({k: COUNT for k in ["count", "fired", "coalesced", "refused"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({

@@ -205,7 +205,8 @@ def test_max_failed_jobs_drops_the_oldest(server_factory):
                  b"STAT failed_dropped_total 1\r\n"):
         assert line in stats
     doc = json.loads(a.admin("stats json\n"))
-    assert doc["retry"] == {"retries_total": 3, "failed_jobs": 2, "failed_dropped_total": 1}
+    assert doc["retry"] == {"retries_total": 3, "failed_jobs": 2, "failed_dropped_total": 1,
+                            "waiting_jobs": 0}
     metrics = a.admin("metrics\n", b"\n.\n")
     for line in (b"\nspur_retries_total 3\n", b"\nspur_failed_jobs 2\n",
                  b"\nspur_failed_dropped_total 1\n"):
