@@ -135,6 +135,18 @@ def is_gearmand():
     return EXTERNAL is not None
 
 
+def poll(cond, what="condition", timeout=60):
+    """Bounded wait for a server-side effect: polls cond() until it is true and returns its
+    value; the deadline is generous because CI runs beside a CPU hog."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.02)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

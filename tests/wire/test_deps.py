@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import EXTERNAL, KILL_WAIT
+from conftest import EXTERNAL, KILL_WAIT, poll
 from gearman_wire import (CAN_DO, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, WORK_FAIL)
 
@@ -36,13 +36,6 @@ def listing(c, line):
 def states(c):
     """{handle: 'waiting' | 'failed' | 'queued'} from show jobs."""
     return {r[0]: (r[4].decode() if len(r) > 4 else "queued") for r in listing(c, "show jobs")}
-
-
-def poll(cond, what):
-    deadline = time.monotonic() + DEADLINE
-    while not cond():
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
 
 
 class Worker:

@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from conftest import EXTERNAL, start_spurd
-from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, PRE_SLEEP, WORK_COMPLETE)
+from conftest import EXTERNAL, poll, start_spurd
+from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, PRE_SLEEP, WORK_COMPLETE,
+                          admin_status)
 
 pytestmark = pytest.mark.spur_only
 
@@ -49,23 +50,8 @@ def listing(c):
 
 
 def status_total(c, func):
-    c.send(b"status\r\n")
-    for line in c.read_until(b".\n").decode().splitlines():
-        parts = line.split("\t")
-        if parts[0] == func:
-            return int(parts[1]), int(parts[2])
-    return 0, 0
-
-
-def poll(pred, timeout=60, what="condition"):
-    """Bounded wait for pred() to hold (polling; the deadline is generous for a loaded CI)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+    """(total, running) of func in `status`, (0, 0) when it is not listed."""
+    return admin_status(c).get(func.encode(), (0, 0, 0))[:2]
 
 
 def iso(t):

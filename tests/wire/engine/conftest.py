@@ -40,6 +40,7 @@ start_gearmand = _parent.start_gearmand
 free_port = _parent.free_port
 is_gearmand = _parent.is_gearmand
 KILL_WAIT = _parent.KILL_WAIT
+poll = _parent.poll
 
 DIFF = os.environ.get("SPUR_DIFF", "")
 if DIFF not in ("", "gearmand"):
