@@ -71,6 +71,7 @@ void config_defaults(struct config *c)
     c->http_max_header = 16u << 10;
     c->http_max_body = 0;
     c->http_idle_timeout = 60;
+    c->http_request_timeout = 30;
     c->max_schedules = 10000;
 }
 
@@ -140,6 +141,7 @@ enum {
     OPT_HTTP_MAX_BODY,
     OPT_HTTP_IDLE_TIMEOUT,
     OPT_HTTP_ADMIN,
+    OPT_HTTP_REQUEST_TIMEOUT,
     OPT_LISTEN_RETRY,
     OPT_TCP_USER_TIMEOUT,
     OPT_SCHEDULE_TZ,
@@ -229,6 +231,7 @@ static const struct option long_opts[] = {
     {"http-max-body", required_argument, NULL, OPT_HTTP_MAX_BODY},
     {"http-idle-timeout", required_argument, NULL, OPT_HTTP_IDLE_TIMEOUT},
     {"http-admin", no_argument, NULL, OPT_HTTP_ADMIN},
+    {"http-request-timeout", required_argument, NULL, OPT_HTTP_REQUEST_TIMEOUT},
     {"listen-retry", required_argument, NULL, OPT_LISTEN_RETRY},
     {"tcp-user-timeout", required_argument, NULL, OPT_TCP_USER_TIMEOUT},
     {"schedule-tz", required_argument, NULL, OPT_SCHEDULE_TZ},
@@ -319,6 +322,9 @@ void config_usage(FILE *out)
         "                             more is answered 413)\n"
         "      --http-idle-timeout=S  close an HTTP connection idle for S seconds, unless it\n"
         "                             waits on its job (default 60; 0 = never)\n"
+        "      --http-request-timeout=S  close an HTTP connection whose request line, headers\n"
+        "                             and body are not all in S seconds after the request\n"
+        "                             began (default 30; 0 = never)\n"
         "      --http-admin           answer POST /admin: the body is one admin command, the\n"
         "                             answer its reply (--admin-allow applies; default off)\n",
         out);
@@ -1144,6 +1150,12 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
                 return errf(err, errlen, "invalid --http-idle-timeout '%s' (seconds, 0..86400)",
                             optarg);
             c->http_idle_timeout = (unsigned)v;
+            break;
+        case OPT_HTTP_REQUEST_TIMEOUT:
+            if (parse_seconds(optarg, &d) != 0 || d > 86400)
+                return errf(err, errlen, "invalid --http-request-timeout '%s' (seconds, 0..86400)",
+                            optarg);
+            c->http_request_timeout = d;
             break;
         case OPT_SCHEDULE_TZ:
             if (!tz_known(optarg))

@@ -72,6 +72,8 @@ struct config {
     unsigned http_idle_timeout;      /* --http-idle-timeout seconds of an idle HTTP connection
                                         (not one waiting on its job), 0 = never */
     int http_admin;                  /* --http-admin: POST /admin runs one admin command */
+    double http_request_timeout;     /* --http-request-timeout seconds for a request's line,
+                                        headers and body to arrive; 0 = never */
 
     /* process */
     int daemon;                      /* -d */

@@ -159,6 +159,7 @@ struct engine_stats {
     uint64_t tls_handshakes;         /* TLS handshakes completed */
     uint64_t tls_handshake_failures; /* TLS handshakes failed (refused certificate, not TLS...) */
     uint64_t tls_handshake_timeouts; /* TLS connections closed by --ssl-handshake-timeout */
+    uint64_t http_request_timeouts;  /* HTTP connections closed by --http-request-timeout */
     uint64_t packets_out;   /* binary packets queued to peers */
     uint64_t bytes_in;      /* bytes read from connections */
     uint64_t bytes_out;     /* bytes written to connections */

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -52,9 +53,26 @@ struct http {
     size_t max_body;           /* --http-max-body (or --max-packet-size) */
     struct list_node dirty;    /* requests with replies or a close to look at (req.dnode) */
     struct list_node all;      /* every live submission request (req.anode) */
+    struct list_node slow;     /* connections whose request deadline runs (hconn.node), in
+                                  deadline order: one --http-request-timeout for all */
     size_t nreqs;              /* entries in all */
     size_t resumed;            /* requests resumed by the last http_flush */
     int stopping;              /* http_destroy runs: new requests are answered 503 */
+};
+
+/* struct hconn is one HTTP connection's deadline for its current request
+ * (--http-request-timeout): armed when the request begins (the connection is accepted, or the
+ * first byte of a kept-alive connection's next request arrives), disarmed once the request line,
+ * headers and body are all in (it is answered or waits on its job). MHD's socket context. */
+struct hconn {
+    struct list_node node;     /* on h->slow while armed */
+    struct http *h;            /* owner */
+    int fd;                    /* the socket (MHD's: only watched and shut down here) */
+    double deadline;           /* CLOCK_MONOTONIC second by which the request must be in */
+    char ip[48];               /* the client's address, for the log */
+    unsigned armed : 1;        /* node is linked */
+    unsigned watched : 1;      /* fd is in h->gone_fd, for the next request's first byte */
+    unsigned expired : 1;      /* shut down by the deadline: MHD closes it */
 };
 
 /* struct req is one POST/PUT /FUNC request: the internal client the engine sees, and its
@@ -87,6 +105,145 @@ struct req {
 };
 
 static struct log_limit http_limit = {1.0, 0, 0, 0, 0};
+static struct log_limit slow_limit = {1.0, 0, 0, 0, 0}; /* --http-request-timeout closes */
+
+/* ------------------------------------------------------------ request deadlines */
+
+/* HCONN_TAG marks an hconn in h->gone_fd's event data (a req is untagged; both are aligned). */
+#define HCONN_TAG 1u
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* client_ip writes mc's client address into ip ("-" when unknown). */
+static void client_ip(struct MHD_Connection *mc, char *ip, size_t len)
+{
+    snprintf(ip, len, "-");
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci == NULL || ci->client_addr == NULL)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, (socklen_t)len);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, (socklen_t)len);
+}
+
+static struct hconn *hconn_of(struct MHD_Connection *mc)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* hconn_arm starts c's deadline, unless it runs already (or the option is 0). */
+static void hconn_arm(struct hconn *c)
+{
+    double t = c->h->cfg->http_request_timeout;
+    if (c->armed || c->expired || t <= 0)
+        return;
+    c->deadline = mono_now() + t;
+    c->armed = 1;
+    list_push_back(&c->h->slow, &c->node);
+}
+
+static void hconn_disarm(struct hconn *c)
+{
+    if (!c->armed)
+        return;
+    c->armed = 0;
+    list_del(&c->node);
+}
+
+/* hconn_watch waits for the first byte of the kept-alive connection's next request, which
+ * starts its deadline (check_gone). */
+static void hconn_watch(struct hconn *c)
+{
+    if (c->watched || c->expired || c->fd < 0 || c->h->cfg->http_request_timeout <= 0)
+        return;
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = (uint64_t)(uintptr_t)c | HCONN_TAG;
+    if (epoll_ctl(c->h->gone_fd, EPOLL_CTL_ADD, c->fd, &ev) == 0)
+        c->watched = 1;
+    else
+        hconn_arm(c); /* cannot watch: the deadline runs from now */
+}
+
+static void hconn_unwatch(struct hconn *c)
+{
+    if (!c->watched)
+        return;
+    c->watched = 0;
+    epoll_ctl(c->h->gone_fd, EPOLL_CTL_DEL, c->fd, NULL);
+}
+
+/* request_in notes that mc's request is all in (answered, or waiting on its job): its
+ * deadline stops. */
+static void request_in(struct MHD_Connection *mc)
+{
+    struct hconn *c = hconn_of(mc);
+    if (c != NULL)
+        hconn_disarm(c);
+}
+
+/* on_connection is MHD's notice of a connection starting (its deadline runs from the accept)
+ * and closing. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct hconn *c = calloc(1, sizeof *c);
+        if (c == NULL)
+            return; /* no deadline for this one: --http-idle-timeout still applies */
+        c->h = h;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c->fd = ci != NULL ? ci->connect_fd : -1;
+        client_ip(mc, c->ip, sizeof c->ip);
+        hconn_arm(c);
+        *socket_context = c;
+        return;
+    }
+    struct hconn *c = *socket_context;
+    if (c == NULL)
+        return;
+    hconn_disarm(c);
+    hconn_unwatch(c);
+    free(c);
+    *socket_context = NULL;
+}
+
+/* sweep_slow shuts down the connections whose request is not in by its deadline; MHD then
+ * reads the end of the stream and closes them (on_completed, on_connection). */
+static void sweep_slow(struct http *h)
+{
+    if (list_empty(&h->slow))
+        return;
+    double now = mono_now();
+    while (!list_empty(&h->slow)) {
+        struct hconn *c = container_of(list_first(&h->slow), struct hconn, node);
+        if (c->deadline > now)
+            break;
+        hconn_disarm(c);
+        hconn_unwatch(c);
+        c->expired = 1;
+        h->eng->stats.http_request_timeouts++;
+        log_limited(&slow_limit, LOG_WARNING, __FILE__, __LINE__,
+                    "closing HTTP connection fd %d (%s): its request was not in after %gs "
+                    "(--http-request-timeout)",
+                    c->fd, c->ip, h->cfg->http_request_timeout);
+        if (c->fd >= 0)
+            shutdown(c->fd, SHUT_RDWR);
+    }
+}
 
 /* ------------------------------------------------------------ answers */
 
@@ -96,6 +253,7 @@ static enum MHD_Result queue_answer(struct MHD_Connection *mc, unsigned status, 
                                     size_t len, const char *type, const char *handle,
                                     const char *command, const char *allow)
 {
+    request_in(mc);
     struct MHD_Response *rsp;
     if (body != NULL)
         rsp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -140,6 +298,22 @@ static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, c
         memcpy(body, text, (size_t)n);
     }
     return queue_answer(mc, status, body, (size_t)n, NULL, NULL, NULL, allow);
+}
+
+/* refuse_close queues status with text and closes the connection after it: for a request
+ * whose framing or head cannot be trusted, so nothing after it on the connection is read. */
+static enum MHD_Result refuse_close(struct MHD_Connection *mc, unsigned status, const char *text)
+{
+    request_in(mc);
+    struct MHD_Response *rsp = MHD_create_response_from_buffer(strlen(text), (void *)text,
+                                                               MHD_RESPMEM_PERSISTENT);
+    if (rsp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONTENT_TYPE, TEXT_PLAIN);
+    MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result r = MHD_queue_response(mc, status, rsp);
+    MHD_destroy_response(rsp);
+    return r;
 }
 
 /* ------------------------------------------------------------ GET routes */
@@ -489,15 +663,8 @@ static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     r->fd = ci != NULL ? ci->connect_fd : -1;
-    char ip[48] = "-";
-    ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci != NULL && ci->client_addr != NULL) {
-        const struct sockaddr *sa = ci->client_addr;
-        if (sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
-        else if (sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
-    }
+    char ip[48];
+    client_ip(mc, ip, sizeof ip);
     peer_init(&r->peer, h->eng, r->fd, ip, 0);
     r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
     r->peer.listener = "http";
@@ -518,6 +685,20 @@ static struct req *start_admin(struct http *h, struct MHD_Connection *mc, enum M
     if (!h->cfg->http_admin) {
         *rc = answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
                           "admin commands over HTTP are off (spurd --http-admin)\n");
+        return NULL;
+    }
+    /* a web page can make a browser send a cross-site POST (a form: no custom header) to this
+     * route: refuse another site's Origin, and require a header such a form cannot set */
+    const char *origin = header_value(mc, "Origin");
+    if (origin != NULL && !http_same_origin(origin, header_value(mc, MHD_HTTP_HEADER_HOST))) {
+        *rc = answer_text(mc, MHD_HTTP_FORBIDDEN, NULL,
+                          "a cross-site admin request (Origin is not this server) is refused\n");
+        return NULL;
+    }
+    if (header_value(mc, "X-Spur-Admin") == NULL) {
+        *rc = answer_text(mc, MHD_HTTP_FORBIDDEN, NULL,
+                          "an admin command needs the header X-Spur-Admin: 1 "
+                          "(a cross-site form cannot send it)\n");
         return NULL;
     }
     /* the line and its CR LF within --max-line-length, as on the admin port */
@@ -698,6 +879,7 @@ static void submit_after(struct req *r)
         return;
     }
     int client = why != NULL && (strncmp(why, "UNKNOWN_JOB", 11) == 0 ||
+                                 strncmp(why, "INVALID_ARGUMENT", 16) == 0 ||
                                  strncmp(why, "DEPENDENCY_FAILED", 17) == 0 ||
                                  strncmp(why, "TOO_MANY", 8) == 0);
     finish_text(r, client ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_SERVICE_UNAVAILABLE, "ERROR", "ERROR ",
@@ -742,13 +924,14 @@ static enum MHD_Result answer_req(struct req *r)
  * going away meanwhile. */
 static void suspend(struct req *r)
 {
+    request_in(r->mc); /* waiting on its job is not slow sending */
     MHD_suspend_connection(r->mc);
     r->suspended = 1;
     if (r->fd >= 0 && !r->watched) {
         struct epoll_event ev;
         memset(&ev, 0, sizeof ev);
         ev.events = EPOLLRDHUP | EPOLLONESHOT;
-        ev.data.ptr = r;
+        ev.data.u64 = (uint64_t)(uintptr_t)r;
         if (epoll_ctl(r->h->gone_fd, EPOLL_CTL_ADD, r->fd, &ev) == 0)
             r->watched = 1;
     }
@@ -766,6 +949,96 @@ static void resume(struct req *r)
 
 /* get_marker is the request context of a GET or HEAD until it is answered. */
 static char get_marker;
+
+/* nul_marker is the request context (from on_uri) of a request whose path has %00. */
+static char nul_marker;
+
+int http_path_has_nul(const char *uri)
+{
+    for (const char *t = uri; *t != '\0' && *t != '?'; t++)
+        if (t[0] == '%' && t[1] == '0' && t[2] == '0')
+            return 1;
+    return 0;
+}
+
+int http_same_origin(const char *origin, const char *host)
+{
+    if (host == NULL)
+        return 0;
+    const char *a = strstr(origin, "://");
+    if (a == NULL)
+        return 0; /* "null" (a sandboxed page, a file) or garbage: not this server */
+    return strcasecmp(a + 3, host) == 0;
+}
+
+/* on_uri is MHD's call as soon as a request line is in, with the URI as sent (not yet
+ * decoded): a kept-alive connection's request whose first byte came with the previous one
+ * starts its deadline here; a path with %00 is marked for a 400 (the decoded path would be cut
+ * at the NUL). Returns the request's first context. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+    (void)cls;
+    struct hconn *c = hconn_of(mc);
+    if (c != NULL) {
+        hconn_unwatch(c);
+        hconn_arm(c);
+    }
+    return http_path_has_nul(uri) ? &nul_marker : NULL;
+}
+
+/* struct framing is what count_framing found in a request's headers. */
+struct framing {
+    const char *length; /* the first Content-Length value */
+    int lengths_differ; /* a second Content-Length with another value */
+    int chunked;        /* a Transfer-Encoding header */
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    struct framing *f = cls;
+    if (value == NULL)
+        value = "";
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (f->length != NULL && strcmp(f->length, value) != 0)
+            f->lengths_differ = 1;
+        f->length = value;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->chunked = 1;
+    }
+    return MHD_YES;
+}
+
+/* head_refused checks a request's head before anything acts on it: a path with %00 (nul), a
+ * request line and headers over --http-max-header-size (libmicrohttpd's pool is larger), and
+ * an ambiguous body length (RFC 9112 section 6.3: Content-Length headers that differ, or one
+ * with Transfer-Encoding; a proxy in front may frame the body the other way, so the connection
+ * is closed). Returns 1 after queueing the refusal (*rc), else 0. */
+static int head_refused(struct http *h, struct MHD_Connection *mc, int nul, enum MHD_Result *rc)
+{
+    if (nul) {
+        *rc = refuse_close(mc, MHD_HTTP_BAD_REQUEST, "a NUL byte (%00) in the path\n");
+        return 1;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci != NULL && ci->header_size > h->cfg->http_max_header) {
+        *rc = refuse_close(mc, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+                           "the request line and headers are larger than "
+                           "--http-max-header-size\n");
+        return 1;
+    }
+    struct framing f = {NULL, 0, 0};
+    MHD_get_connection_values(mc, MHD_HEADER_KIND, count_framing, &f);
+    if (f.lengths_differ || (f.length != NULL && f.chunked)) {
+        *rc = refuse_close(mc, MHD_HTTP_BAD_REQUEST,
+                           f.lengths_differ ? "Content-Length headers that differ\n"
+                                            : "Content-Length with Transfer-Encoding\n");
+        return 1;
+    }
+    return 0;
+}
 
 /* on_request is MHD's access handler: called once the headers are in, for each piece of the
  * body, once the body is complete, and again after a resume. */
@@ -791,6 +1064,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
                                "an admin command is sent with POST /admin\n");
         return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
                            "unknown path: submit a job with POST /FUNCTION\n");
+    }
+    if (r == (struct req *)&nul_marker || r == NULL) {
+        enum MHD_Result rc;
+        if (head_refused(h, mc, r != NULL, &rc))
+            return rc;
+        r = NULL;
+        *con_cls = NULL;
     }
     if (r == NULL && h->stopping)
         return answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server is stopping\n");
@@ -855,9 +1135,13 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)mc;
+    struct hconn *c = hconn_of(mc);
+    if (c != NULL) { /* a kept-alive connection's next request starts with its first byte */
+        hconn_disarm(c);
+        hconn_watch(c);
+    }
     struct req *r = *con_cls;
-    if (r == NULL || r == (struct req *)&get_marker)
+    if (r == NULL || r == (struct req *)&get_marker || r == (struct req *)&nul_marker)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->state != REQ_DONE)
         log_limited(&http_limit, LOG_INFO, __FILE__, __LINE__,
@@ -912,6 +1196,7 @@ struct http *http_new(struct engine *e, const struct config *cfg, char *err, siz
     h->max_body = config_http_max_body(cfg);
     list_node_init(&h->dirty);
     list_node_init(&h->all);
+    list_node_init(&h->slow);
     h->gone_fd = epoll_create1(EPOLL_CLOEXEC);
     if (h->gone_fd < 0) {
         snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
@@ -928,6 +1213,8 @@ struct http *http_new(struct engine *e, const struct config *cfg, char *err, siz
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
                             MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_idle_timeout,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                             MHD_OPTION_END);
     if (h->d == NULL) {
         snprintf(err, errlen, "cannot start the HTTP engine (libmicrohttpd)");
@@ -986,7 +1273,13 @@ static void check_gone(struct http *h)
     struct epoll_event ev[GONE_EVENTS];
     int n = epoll_wait(h->gone_fd, ev, GONE_EVENTS, 0);
     for (int i = 0; i < n; i++) {
-        struct req *r = ev[i].data.ptr;
+        if (ev[i].data.u64 & HCONN_TAG) { /* a kept-alive connection's next request began */
+            struct hconn *c = (struct hconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)HCONN_TAG);
+            hconn_unwatch(c);
+            hconn_arm(c);
+            continue;
+        }
+        struct req *r = (struct req *)(uintptr_t)ev[i].data.u64;
         r->watched = 0; /* one-shot: disarmed */
         epoll_ctl(h->gone_fd, EPOLL_CTL_DEL, r->fd, NULL);
         if (r->state == REQ_DONE)
@@ -1001,15 +1294,24 @@ static void check_gone(struct http *h)
 void http_run(struct http *h)
 {
     check_gone(h);
+    sweep_slow(h);
     MHD_run(h->d);
 }
 
 long long http_timeout_ms(struct http *h)
 {
     MHD_UNSIGNED_LONG_LONG t;
-    if (MHD_get_timeout(h->d, &t) != MHD_YES)
-        return -1;
-    return t > (MHD_UNSIGNED_LONG_LONG)LLONG_MAX ? LLONG_MAX : (long long)t;
+    long long ms = -1;
+    if (MHD_get_timeout(h->d, &t) == MHD_YES)
+        ms = t > (MHD_UNSIGNED_LONG_LONG)LLONG_MAX ? LLONG_MAX : (long long)t;
+    if (!list_empty(&h->slow)) { /* the first request deadline */
+        double left = container_of(list_first(&h->slow), struct hconn, node)->deadline -
+                      mono_now();
+        long long d = left <= 0 ? 0 : (long long)(left * 1000.0) + 1;
+        if (ms < 0 || d < ms)
+            ms = d;
+    }
+    return ms;
 }
 
 size_t http_flush(struct http *h)

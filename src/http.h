@@ -87,6 +87,15 @@ void http_peer_output(struct peer *p);
 void http_peer_close(struct peer *p);
 void http_peer_resume(struct peer *p);
 
+/* http_path_has_nul reports whether the path of uri, a request target as sent (not yet
+ * URL-decoded), has a %00: decoded, it would cut the function name at the NUL. */
+int http_path_has_nul(const char *uri);
+
+/* http_same_origin reports whether the Origin header origin ("scheme://host[:port]") names
+ * the server the request was sent to: its host and port are the Host header host (case
+ * insensitive). NULL host, "null" and anything without "://" are not the same origin. */
+int http_same_origin(const char *origin, const char *host);
+
 /* http_requests returns how many requests are alive (received, waiting or being answered). */
 size_t http_requests(const struct http *h);
 

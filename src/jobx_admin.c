@@ -284,6 +284,12 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
                 struct job **out, const char **why)
 {
+    /* the same name check as a binary SUBMIT_JOB (cmd.c): every entry point that creates a
+     * job goes through func_name_ok, so a name can never forge a row of a listing */
+    if (fl == 0 || fl > e->cfg->max_function || !func_name_ok(fn, fl)) {
+        *why = "INVALID_ARGUMENT Function+name+empty,+too+long+or+not+allowed";
+        return -1;
+    }
     struct func *f = func_get(e, fn, fl, 1);
     if (f == NULL) {
         *why = "MEMORY_ALLOCATION_FAILURE Too+many+functions+or+no+memory";

@@ -206,6 +206,7 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     stat_u(&o, "tls_handshakes", st->tls_handshakes);
     stat_u(&o, "tls_handshake_failures", st->tls_handshake_failures);
     stat_u(&o, "tls_handshake_timeouts", st->tls_handshake_timeouts);
+    stat_u(&o, "http_request_timeouts", st->http_request_timeouts);
     stat_u(&o, "connections_shed", st->shed);
     stat_u(&o, "connections_shed_bytes", st->shed_bytes);
     stat_u(&o, "packets_in", st->packets);
@@ -696,6 +697,9 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
          (unsigned long long)st->tls_handshake_failures);
     putf(&o, "spur_tls_handshakes_total{result=\"timeout\"} %llu\n",
          (unsigned long long)st->tls_handshake_timeouts);
+    counter(&o, "spur_http_request_timeouts_total",
+            "HTTP connections closed because a request was not in within --http-request-timeout.",
+            st->http_request_timeouts);
     counter(&o, "spur_connections_shed_total",
             "Connections closed because all buffers passed --max-buffer-memory.", st->shed);
     help(&o, "spur_packets_received_total", "counter", "Requests handled, by protocol.");

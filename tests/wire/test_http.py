@@ -27,6 +27,7 @@ from gearman_wire import (CAN_DO, GET_STATUS_UNIQUE, GRAB_JOB, GRAB_JOB_UNIQ, JO
 pytestmark = [pytest.mark.spur_only,
               pytest.mark.skipif(EXTERNAL is not None, reason="needs its own spurd")]
 
+ADMIN = ["X-Spur-Admin: 1"]  # what POST /admin needs (a cross-site form cannot send it)
 DEADLINE = 20.0  # generous bound for anything the server must do (CI runs under a CPU hog)
 
 
@@ -682,7 +683,7 @@ def test_admin_over_http_is_off_unless_asked(http):
 
 def test_admin_over_http_answers_lines_and_whole_listings(http_factory_real):
     h = http_factory_real("--http-admin")
-    status, headers, body = h.curl("/admin", data=b"create function hf\n")
+    status, headers, body = h.curl("/admin", data=b"create function hf\n", headers=ADMIN)
     assert (status, body) == (200, b"OK\r\n")
     assert headers["content-type"].startswith("text/plain")
     # a listing written in slices over several loop turns is answered whole
@@ -693,20 +694,20 @@ def test_admin_over_http_answers_lines_and_whole_listings(http_factory_real):
     for i in range(n):
         c.expect(JOB_CREATED)
     assert admin_status(c)[b"hf"][0] == n
-    status, _, body = h.curl("/admin", data=b"show jobs")
+    status, _, body = h.curl("/admin", data=b"show jobs", headers=ADMIN)
     lines = body.split(b"\n")
     assert status == 200 and body.endswith(b".\n")
     assert len([ln for ln in lines if ln.startswith(b"H:")]) == n
-    status, _, body = h.curl("/admin", data=b"stats")
+    status, _, body = h.curl("/admin", data=b"stats", headers=ADMIN)
     assert status == 200 and body.startswith(b"STAT ") and body.endswith(b"END\r\n")
     # errors: an ERR reply is 400, a second line, NUL or an empty body are refused unsent
-    assert h.curl("/admin", data=b"no such command")[0] == 400
+    assert h.curl("/admin", data=b"no such command", headers=ADMIN)[0] == 400
     for bad in (b"status\r\nshutdown", b"status\nshutdown", b"sta\0tus", b"", b"\r\n"):
-        status, _, body = h.curl("/admin", data=bad)
+        status, _, body = h.curl("/admin", data=bad, headers=ADMIN)
         assert status == 400 and b"one admin command line" in body, (bad, status, body)
     assert h.curl("/admin", method="GET")[0] == 405
     long_line = b"x" * 70000
-    assert h.curl("/admin", data=long_line)[0] == 413
+    assert h.curl("/admin", data=long_line, headers=ADMIN)[0] == 413
     assert h.curl("/healthz")[0] == 200, "the server keeps serving"
     c.close()
 
@@ -715,11 +716,232 @@ def test_admin_over_http_obeys_admin_allow(http_factory_real):
     """HTTP requests come from the listener "http": --admin-allow rules govern them as any
     connection's; a refusal is 403 and nothing changes."""
     h = http_factory_real("--http-admin", "--admin-allow=unix")
-    status, _, body = h.curl("/admin", data=b"shutdown")
+    status, _, body = h.curl("/admin", data=b"shutdown", headers=ADMIN)
     assert status == 403 and body.startswith(b"ERR PERMISSION_DENIED")
-    assert h.curl("/admin", data=b"status")[0] == 200, "reads stay allowed"
+    assert h.curl("/admin", data=b"status", headers=ADMIN)[0] == 200, "reads stay allowed"
     h2 = http_factory_real("--http-admin", "--admin-allow=listener:http")
-    assert h2.curl("/admin", data=b"create function viahttp")[0] == 200
+    assert h2.curl("/admin", data=b"create function viahttp", headers=ADMIN)[0] == 200
     c = h2.server.connect()
     assert b"viahttp" in admin_status(c)
+    c.close()
+
+
+# ------------------------------------------------------------------ hardening behind a proxy
+
+
+def read_answer_and_close(sock):
+    """Read what the server sends until it closes sock. Returns (status, bytes, closed): closed is
+    False when the server kept the connection open past the deadline."""
+    sock.settimeout(DEADLINE)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        return (int(data.split(b" ", 2)[1]) if data else 0), data, False
+    return (int(data.split(b" ", 2)[1]) if data else 0), data, True
+
+
+def stat(server, name):
+    """A counter of admin `stats`."""
+    c = server.connect(timeout=DEADLINE)
+    raw = c.admin(b"stats\n", terminator=b"END\r\n")
+    c.close()
+    for line in raw.split(b"\r\n"):
+        parts = line.split(b" ")
+        if len(parts) == 3 and parts[1] == name.encode():
+            return int(parts[2])
+    raise AssertionError("no stat %s in %r" % (name, raw))
+
+
+def test_x_spur_after_checks_the_function_name_like_a_plain_submit(http):
+    """A name with a line break must not reach the engine through X-Spur-After when a plain POST
+    of the same name is refused: every entry point checks names with one check (func_name_ok),
+    so no path can forge a row of `status`."""
+    def post(extra):
+        s = http.raw()
+        s.sendall(b"POST /ok%0Aforged%090%090%091 HTTP/1.1\r\nHost: x\r\n"  # ok\nforged\t0..
+                  b"X-Gearman-Background: true\r\n" + extra + b"Content-Length: 1\r\n\r\np")
+        line, _, body, _ = read_response(s)
+        s.close()
+        return int(line.split(" ")[1]), None, body
+    plain = post(b"")
+    after = post(b"X-Spur-After: \r\n")  # no handle: the job is queued at once
+    assert after[0] == plain[0], (plain, after)
+    c = http.server.connect()
+    rows = admin_status(c)
+    c.close()
+    assert b"forged" not in rows, rows
+    if plain[0] == 400:
+        assert b"INVALID_ARGUMENT" in after[2], after
+
+
+@pytest.mark.parametrize("framing", [
+    b"Content-Length: 1\r\nContent-Length: 2\r\n",
+    b"Content-Length: 1\r\nTransfer-Encoding: chunked\r\n",
+    b"Transfer-Encoding: chunked\r\nContent-Length: 1\r\n",
+])
+def test_ambiguous_body_framing_is_400_and_closed(http, framing):
+    """RFC 9112 section 6.3: two different Content-Length headers, or Content-Length with
+    Transfer-Encoding, are refused and the connection closed (a proxy in front may frame the
+    body the other way: what it sees as the next request must not be served)."""
+    s = http.raw()
+    s.sendall(b"POST /smuggle HTTP/1.1\r\nHost: x\r\nX-Gearman-Background: true\r\n" + framing +
+              b"\r\n1\r\na\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, data, closed = read_answer_and_close(s)
+    s.close()
+    assert status == 400 and closed, data
+    assert b"ok\n" not in data, "the smuggled request was served"
+    c = http.server.connect()
+    assert b"smuggle" not in admin_status(c)
+    c.close()
+    # the same value twice is one length (RFC 9110 allows it) and is served
+    s = http.raw()
+    s.sendall(b"POST /twice HTTP/1.1\r\nHost: x\r\nX-Gearman-Background: true\r\n"
+              b"Content-Length: 1\r\nContent-Length: 1\r\n\r\na")
+    assert " 200 " in read_response(s)[0]
+    s.close()
+
+
+def test_nul_in_the_path_is_400(http):
+    """%00 would cut the name at the NUL: /fn%00rest must not submit to fn."""
+    for path in (b"/fn%00rest", b"/fn%00", b"/admin%00x"):
+        s = http.raw()
+        s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nX-Gearman-Background: true\r\n"
+                  b"Content-Length: 1\r\n\r\na")
+        line, _, body, _ = read_response(s)
+        s.close()
+        assert " 400 " in line and b"NUL" in body, (path, line, body)
+    c = http.server.connect()
+    assert b"fn" not in admin_status(c)
+    c.close()
+    assert http.curl("/healthz")[0] == 200
+
+
+def test_one_header_over_the_header_limit_is_431(http_factory_real):
+    """--http-max-header-size bounds the request line and headers together, even when they fit
+    libmicrohttpd's memory pool (which is larger than the limit)."""
+    h = http_factory_real("--http-max-header-size=2048")
+    for extra in (b"X-Big: " + b"a" * 3000 + b"\r\n",
+                  b"".join(b"X-%d: %s\r\n" % (i, b"b" * 100) for i in range(25))):
+        s = h.raw()
+        s.sendall(b"POST /big HTTP/1.1\r\nHost: x\r\nX-Gearman-Background: true\r\n" + extra +
+                  b"Content-Length: 1\r\n\r\na")
+        line, _, _, _ = read_response(s)
+        s.close()
+        assert " 431 " in line, line
+    c = h.server.connect()
+    assert b"big" not in admin_status(c)
+    c.close()
+    assert h.curl("/healthz", headers=["X-Small: " + "b" * 1500])[0] == 200
+
+
+def test_slow_clients_cannot_hold_every_connection_slot(http_factory_real):
+    """Clients that trickle their request head (or body) hold their slots only until
+    --http-request-timeout; then they are closed, counted and logged, and a new client is
+    served. The trickle keeps each connection from being idle, so --http-idle-timeout alone
+    would never free the slots."""
+    n = 3
+    h = http_factory_real("--http-max-connections=%d" % n, "--http-request-timeout=1",
+                          "--http-idle-timeout=30", "--verbose=WARNING")
+    assert stat(h.server, "http_request_timeouts") == 0
+    slow = []
+    for i in range(n):
+        s = h.raw()
+        if i == n - 1:  # a body that never ends
+            s.sendall(b"POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nab")
+        else:           # a head that never ends
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b")
+        slow.append(s)
+    t0 = time.monotonic()
+
+    def trickle():
+        for s in slow:
+            try:
+                s.send(b"b")
+            except OSError:
+                pass
+
+    def served():
+        trickle()
+        s = h.raw(timeout=2)
+        try:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            return read_response(s)[2] == b"ok\n"
+        except (OSError, AssertionError):
+            return False
+        finally:
+            s.close()
+    # every slot is held: a new client is turned away until the deadline passes
+    wait_for(served, "a slot freed by --http-request-timeout")
+    assert time.monotonic() - t0 >= 0.9
+    for s in slow:
+        status, data, closed = read_answer_and_close(s)
+        assert closed, data
+        s.close()
+    wait_for(lambda: stat(h.server, "http_request_timeouts") >= n, "the timeouts counted")
+    wait_for(lambda: "--http-request-timeout" in h.server.stderr_text(), "the timeouts logged")
+
+
+def test_request_deadline_on_a_kept_alive_connection_runs_from_its_first_byte(
+        http_factory_real):
+    """On a kept-alive connection the next request's deadline starts with its first byte: a
+    connection that trickles its second request is closed, one that waits idle between
+    requests is left to --http-idle-timeout."""
+    h = http_factory_real("--http-request-timeout=1", "--http-idle-timeout=30")
+    idle, slow = h.raw(), h.raw()
+    for s in (idle, slow):  # idle first: a deadline wrongly run from its answer ends sooner
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[2] == b"ok\n"
+    slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: ")
+    slow.settimeout(0.2)
+    t0 = time.monotonic()
+
+    def slow_closed():
+        try:
+            slow.send(b"a")
+            return slow.recv(100) == b""
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+    wait_for(slow_closed, "the trickling connection to be closed")
+    assert time.monotonic() - t0 >= 0.9
+    slow.close()
+    idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(idle)[2] == b"ok\n", "an idle kept-alive connection is not slow"
+    idle.close()
+    assert stat(h.server, "http_request_timeouts") == 1
+
+
+def test_admin_over_http_refuses_what_a_cross_site_form_can_send(http_factory_real):
+    """A web page can make a browser POST a form (text/plain, no custom header) to the admin
+    route; with the origin of another site. Both are refused with 403 and nothing runs."""
+    h = http_factory_real("--http-admin")
+    # no X-Spur-Admin header: what a form sends
+    status, _, body = h.curl("/admin", data=b"create function csrf1",
+                             headers=["Content-Type: text/plain"])
+    assert status == 403 and b"X-Spur-Admin" in body, (status, body)
+    # a foreign Origin, even with the header
+    status, _, body = h.curl("/admin", data=b"create function csrf2",
+                             headers=["X-Spur-Admin: 1", "Origin: http://evil.example"])
+    assert status == 403 and b"Origin" in body, (status, body)
+    status, _, _ = h.curl("/admin", data=b"create function csrf3",
+                          headers=["X-Spur-Admin: 1", "Origin: null"])
+    assert status == 403
+    c = h.server.connect()
+    rows = admin_status(c)
+    assert b"csrf1" not in rows and b"csrf2" not in rows and b"csrf3" not in rows, rows
+    # the same origin, or none (curl, scripts): served
+    assert h.curl("/admin", data=b"create function ok1",
+                  headers=["X-Spur-Admin: 1",
+                           "Origin: http://127.0.0.1:%d" % h.port])[0] == 200
+    assert h.curl("/admin", data=b"create function ok2", headers=["X-Spur-Admin: 1"])[0] == 200
+    rows = admin_status(c)
+    assert b"ok1" in rows and b"ok2" in rows
     c.close()

@@ -425,7 +425,7 @@ def test_schedule_commands_over_http_admin(server_factory, tmp_path):
     def post(body):
         h = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
         try:
-            h.request("POST", "/admin", body=body)
+            h.request("POST", "/admin", body=body, headers={"X-Spur-Admin": "1"})
             r = h.getresponse()
             return r.status, r.read()
         finally:
