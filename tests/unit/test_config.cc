@@ -230,7 +230,8 @@ TEST(Config, HttpOffByDefaultAndGearmandNamesTurnItOn)
     config_free(&r.c);
     Parsed p = parse({"--protocol=http", "--http-port=9090", "--http-listen=127.0.0.1",
                       "--http-max-body=1M", "--http-max-connections=7",
-                      "--http-max-header-size=4k", "--http-idle-timeout=5"});
+                      "--http-max-header-size=4k", "--http-idle-timeout=5",
+                      "--http-request-timeout=2.5"});
     ASSERT_EQ(p.rc, 0) << p.err;
     EXPECT_EQ(config_http_port(&p.c), 9090);
     EXPECT_EQ(p.c.nhttp_listen, 1);
@@ -238,6 +239,7 @@ TEST(Config, HttpOffByDefaultAndGearmandNamesTurnItOn)
     EXPECT_EQ(p.c.http_max_connections, 7u);
     EXPECT_EQ(p.c.http_max_header, 4096u);
     EXPECT_EQ(p.c.http_idle_timeout, 5u);
+    EXPECT_DOUBLE_EQ(p.c.http_request_timeout, 2.5);
     config_free(&p.c);
     Parsed q = parse({"--http-port=0"}); /* the port alone turns it on */
     ASSERT_EQ(q.rc, 0) << q.err;

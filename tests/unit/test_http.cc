@@ -194,4 +194,27 @@ TEST(Http, ForegroundResultFromAWorkerBecomesTheBody)
     EXPECT_EQ(engine_check(&s.eng, err, sizeof err), 0) << err;
 }
 
+// A %00 anywhere in the path (before the query) would cut the decoded function name.
+TEST(HttpHead, PathWithAnEncodedNulIsFound)
+{
+    EXPECT_TRUE(http_path_has_nul("/fn%00rest"));
+    EXPECT_TRUE(http_path_has_nul("/fn%00"));
+    EXPECT_TRUE(http_path_has_nul("%00"));
+    EXPECT_FALSE(http_path_has_nul("/fn"));
+    EXPECT_FALSE(http_path_has_nul("/fn%0A%20"));
+    EXPECT_FALSE(http_path_has_nul("/fn%0"));
+    EXPECT_FALSE(http_path_has_nul("/fn?x=%00")); // the query is ignored
+}
+
+// Only an Origin naming the Host the request was sent to is this server's own page.
+TEST(HttpHead, SameOriginComparesTheOriginWithHost)
+{
+    EXPECT_TRUE(http_same_origin("http://127.0.0.1:8080", "127.0.0.1:8080"));
+    EXPECT_TRUE(http_same_origin("https://Spur.example", "spur.example"));
+    EXPECT_FALSE(http_same_origin("http://evil.example", "127.0.0.1:8080"));
+    EXPECT_FALSE(http_same_origin("http://127.0.0.1:9999", "127.0.0.1:8080"));
+    EXPECT_FALSE(http_same_origin("null", "null"));
+    EXPECT_FALSE(http_same_origin("http://127.0.0.1:8080", nullptr));
+}
+
 } // namespace

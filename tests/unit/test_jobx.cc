@@ -12,6 +12,7 @@ extern "C" {
 #include "func.h"
 #include "job.h"
 #include "jobx.h"
+#include "jobx_admin.h"
 #include "jobx_store.h"
 }
 
@@ -314,6 +315,28 @@ TEST_F(JobxTest, MetaRoundTripsAndReadsReformattedJson)
 
 // Dependencies: a chain waits, runs in order as each job completes, and the check holds the
 // waiting place and its index together.
+// jobx_submit (admin `submit`, HTTP X-Spur-After) takes a function name exactly when a binary
+// SUBMIT_JOB would: the one check, func_name_ok, and the length limit.
+TEST_F(JobxTest, SubmitChecksTheFunctionNameLikeABinarySubmit)
+{
+    start();
+    const string names[] = {"ok", string("a\0b", 3), "a\nb", "a\tb", "a b", "x\x7f",
+                            string(f.cfg.max_function, 'f'), string(f.cfg.max_function + 1, 'f'),
+                            ""};
+    for (const string &n : names) {
+        job *j = nullptr;
+        const char *why = nullptr;
+        int rc = jobx_submit(&f.eng, n.data(), n.size(), "", 0, PRIO_NORMAL, "d", 1, nullptr, 0,
+                             &j, &why);
+        bool ok = !n.empty() && n.size() <= f.cfg.max_function && func_name_ok(n.data(), n.size());
+        EXPECT_EQ(rc == 0, ok) << n;
+        if (!ok) {
+            EXPECT_EQ(string(why).rfind("INVALID_ARGUMENT", 0), 0u) << n;
+        }
+        check();
+    }
+}
+
 TEST_F(JobxTest, DependenciesWaitRunInOrderAndCascadeFailures)
 {
     start();
