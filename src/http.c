@@ -989,10 +989,23 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 /* struct framing is what count_framing found in a request's headers. */
 struct framing {
     const char *length; /* the first Content-Length value */
-    int lengths_differ; /* a second Content-Length with another value */
-    int chunked;        /* a Transfer-Encoding header */
+    const char *bad;    /* why the body's length cannot be trusted, or NULL */
+    int encodings;      /* Transfer-Encoding headers */
 };
 
+/* is_token reports whether key is an HTTP field name (RFC 9110 token): no space before the
+ * colon, no control byte. A proxy may read "Transfer-Encoding :" differently. */
+static int is_token(const char *key)
+{
+    if (*key == '\0')
+        return 0;
+    for (const unsigned char *t = (const unsigned char *)key; *t != '\0'; t++)
+        if (*t <= 0x20 || *t >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", *t) != NULL)
+            return 0;
+    return 1;
+}
+
+/* count_framing looks at one request header for framing_check. */
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
@@ -1000,21 +1013,29 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
     struct framing *f = cls;
     if (value == NULL)
         value = "";
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
-        if (f->length != NULL && strcmp(f->length, value) != 0)
-            f->lengths_differ = 1;
+    if (!is_token(key)) {
+        f->bad = "a header name with a space or a control byte\n";
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (value[0] == '\0' || strspn(value, "0123456789") != strlen(value))
+            f->bad = "a Content-Length that is not a number\n";
+        else if (f->length != NULL && strcmp(f->length, value) != 0)
+            f->bad = "Content-Length headers that differ\n";
         f->length = value;
     } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        f->chunked = 1;
+        f->encodings++;
+        if (strcasecmp(value, "chunked") != 0)
+            f->bad = "a Transfer-Encoding other than chunked\n";
     }
     return MHD_YES;
 }
 
 /* head_refused checks a request's head before anything acts on it: a path with %00 (nul), a
  * request line and headers over --http-max-header-size (libmicrohttpd's pool is larger), and
- * an ambiguous body length (RFC 9112 section 6.3: Content-Length headers that differ, or one
- * with Transfer-Encoding; a proxy in front may frame the body the other way, so the connection
- * is closed). Returns 1 after queueing the refusal (*rc), else 0. */
+ * an ambiguous body length (RFC 9112 section 6.3: Content-Length headers that differ, one with
+ * Transfer-Encoding, a Transfer-Encoding other than one "chunked", a Content-Length that is not
+ * digits, a header name with a space before the colon; a proxy in front may
+ * frame the body the other way, so the connection is closed). Returns 1 after queueing the
+ * refusal (*rc), else 0. */
 static int head_refused(struct http *h, struct MHD_Connection *mc, int nul, enum MHD_Result *rc)
 {
     if (nul) {
@@ -1029,12 +1050,14 @@ static int head_refused(struct http *h, struct MHD_Connection *mc, int nul, enum
                            "--http-max-header-size\n");
         return 1;
     }
-    struct framing f = {NULL, 0, 0};
+    struct framing f = {NULL, NULL, 0};
     MHD_get_connection_values(mc, MHD_HEADER_KIND, count_framing, &f);
-    if (f.lengths_differ || (f.length != NULL && f.chunked)) {
-        *rc = refuse_close(mc, MHD_HTTP_BAD_REQUEST,
-                           f.lengths_differ ? "Content-Length headers that differ\n"
-                                            : "Content-Length with Transfer-Encoding\n");
+    if (f.bad == NULL && f.encodings > 1)
+        f.bad = "more than one Transfer-Encoding\n";
+    if (f.bad == NULL && f.length != NULL && f.encodings > 0)
+        f.bad = "Content-Length with Transfer-Encoding\n";
+    if (f.bad != NULL) {
+        *rc = refuse_close(mc, MHD_HTTP_BAD_REQUEST, f.bad);
         return 1;
     }
     return 0;

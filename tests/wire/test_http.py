@@ -785,6 +785,10 @@ def test_x_spur_after_checks_the_function_name_like_a_plain_submit(http):
     b"Content-Length: 1\r\nContent-Length: 2\r\n",
     b"Content-Length: 1\r\nTransfer-Encoding: chunked\r\n",
     b"Transfer-Encoding: chunked\r\nContent-Length: 1\r\n",
+    b"Content-Length: 1\r\nTransfer-Encoding : chunked\r\n",  # space before the colon
+    b"Content-Length : 1\r\n",
+    b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
+    b"Transfer-Encoding: identity\r\n",
 ])
 def test_ambiguous_body_framing_is_400_and_closed(http, framing):
     """RFC 9112 section 6.3: two different Content-Length headers, or Content-Length with
