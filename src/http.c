@@ -1005,7 +1005,7 @@ static int is_token(const char *key)
     return 1;
 }
 
-/* count_framing looks at one request header for framing_check. */
+/* count_framing looks at one request header for head_refused (MHD_KeyValueIterator). */
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {

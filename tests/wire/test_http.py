@@ -855,6 +855,7 @@ def test_slow_clients_cannot_hold_every_connection_slot(http_factory_real):
                           "--http-idle-timeout=30", "--verbose=WARNING")
     assert stat(h.server, "http_request_timeouts") == 0
     slow = []
+    t0 = time.monotonic()  # before the first accept: no slot can free before t0 + 1 s
     for i in range(n):
         s = h.raw()
         if i == n - 1:  # a body that never ends
@@ -862,7 +863,6 @@ def test_slow_clients_cannot_hold_every_connection_slot(http_factory_real):
         else:           # a head that never ends
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b")
         slow.append(s)
-    t0 = time.monotonic()
 
     def trickle():
         for s in slow:
