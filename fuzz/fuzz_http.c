@@ -279,6 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     C.http_max_header = 2048;
     C.http_max_connections = NSLOTS;
     C.http_idle_timeout = 0;
+    C.http_request_timeout = 86400; /* deadlines are armed and disarmed, never reached */
     FUZZ_CHECK(engine_init(&E, &C, &ops, NULL) == 0, "engine_init");
     engine_set_sink(&E, &cmd_sink);
     char err[256];
