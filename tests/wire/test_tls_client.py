@@ -261,7 +261,7 @@ def test_compat_missing_client_certificate_is_refused(tls_target, certs):
     r = drive(tls_target, env, "echo", "x")
     assert r["rc"] != "GEARMAN_SUCCESS"
     assert "TLS" in r["error"], r
-    assert tls_target.proxy.handshakes_failed >= 1
+    wait_until(lambda: tls_target.proxy.handshakes_failed >= 1, "the refused handshake counted")
 
 
 def test_compat_unreadable_client_certificate_is_an_invalid_argument(tls_target, certs):
@@ -302,7 +302,8 @@ def spuradmin_tls(target, certs, *args, env=None, files=True):
 
 
 def spuradmin_plain(server, *args):
-    p = subprocess.run([admin_bin("spuradmin"), "-h", server.addr[0], "-p", str(server.addr[1])]
+    addr = server.addr if isinstance(server.addr, tuple) else (server.host, server.port)
+    p = subprocess.run([admin_bin("spuradmin"), "-h", addr[0], "-p", str(addr[1])]
                        + list(args), capture_output=True, timeout=DEADLINE)
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
@@ -344,7 +345,25 @@ def test_spuradmin_ssl_without_client_certificate_fails(tls_target, certs):
     rc, out, err = spuradmin_tls(tls_target, certs, "--status", "--ssl-ca-file", certs["ca"],
                                  files=False)
     assert rc == 1 and out == "" and err.startswith("Error: "), err
-    assert tls_target.proxy.handshakes_failed >= 1
+    # the message names the port and says what is missing (it used to be "Error occurred while
+    # writing data to 127.0.0.1", or reading, depending on timing)
+    assert "127.0.0.1:%d" % tls_target.port in err, err
+    assert "client certificate" in err and "--ssl-certificate" in err, err
+    wait_until(lambda: tls_target.proxy.handshakes_failed >= 1, "the refused handshake counted")
+
+
+def test_spuradmin_plain_on_a_tls_port_says_use_ssl(tls_target, certs):
+    rc, out, err = spuradmin_plain(TlsTarget(tls_target.host, tls_target.port, None),
+                                   "--status")
+    assert rc == 1 and out == "", (out, err)
+    assert "127.0.0.1:%d" % tls_target.port in err and "use --ssl" in err, err
+
+
+def test_spuradmin_ssl_on_a_plain_port_says_drop_ssl(backend, certs):
+    rc, out, err = spuradmin_tls(TlsTarget(backend.addr[0], backend.addr[1], certs["ca"]), certs,
+                                 "--status")
+    assert rc == 1 and out == "", (out, err)
+    assert "%s:%d" % backend.addr in err and "drop --ssl" in err, err
 
 
 def test_spur_cli_over_tls(tls_target, certs):
