@@ -408,3 +408,32 @@ def test_spuradmin_top_over_tls(server_factory, proxy_factory, certs):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(b"\033[?1049h") and b"FUNCTION" in r.stdout
     assert b"tlstop" in r.stdout and r.stderr == b""
+
+
+def test_spur_plain_on_a_tls_port_and_missing_certificate_say_what_to_do(tls_target, certs):
+    host, port = tls_target.host, str(tls_target.port)
+    p = subprocess.run([admin_bin("spur"), "-h", host, "-p", port, "-t", "10000", "-b",
+                        "-f", "x", "y"], capture_output=True, timeout=DEADLINE,
+                       env=tls_env(certs))
+    assert p.returncode == 1 and b"%s:%s" % (host.encode(), port.encode()) in p.stderr
+    assert b"use -S" in p.stderr, p.stderr
+    p = subprocess.run([admin_bin("spur"), "-S", "-h", host, "-p", port, "-t", "10000", "-b",
+                        "-f", "x", "y"], capture_output=True, timeout=DEADLINE,
+                       env=tls_env(certs, cert=None, key=None))
+    assert p.returncode == 1 and b"GEARMAN_CLIENT_PEM" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------- spur: unix socket, version
+
+def test_spur_reaches_a_unix_socket_and_prints_its_version(server_factory, tmp_path):
+    sock = str(tmp_path / "spurd.sock")
+    s = server_factory("--unix=" + sock, "--admin-allow=unix")
+    p = subprocess.run([admin_bin("spur"), "-h", sock, "-b", "-f", "viaunix", "payload"],
+                       capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 0, p.stderr
+    wait_until(lambda: "viaunix\t1\t0\t0" in admin(s, "status\n"), "the job on the unix socket")
+    p = subprocess.run([admin_bin("spur"), "-h", str(tmp_path / "none.sock"), "-b", "-f", "f",
+                        "x"], capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 1 and b"none.sock: No such file or directory" in p.stderr, p.stderr
+    p = subprocess.run([admin_bin("spur"), "--version"], capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 0 and p.stdout.startswith(b"spur (Spur) "), p
