@@ -8,7 +8,12 @@ set -e
 : "${SPURD:?}" "${SPUR_SRCDIR:?}"
 conf="$SPUR_SRCDIR/dist/spurd.conf"
 unit="$SPUR_SRCDIR/dist/spurd.service"
-if ! out=$("$SPURD" --config-file="$conf" --check-args 2>&1); then
+# --check-args checks that the store's directory exists: /var/lib/spur is the package's, so the
+# file is checked with its paths moved into a temporary directory
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpd"' EXIT
+sed "s|/var/lib/spur/|$tmpd/|g" "$conf" > "$tmpd/spurd.conf"
+if ! out=$("$SPURD" --config-file="$tmpd/spurd.conf" --check-args 2>&1); then
     echo "FAIL: spurd rejects $conf: $out"
     exit 1
 fi
