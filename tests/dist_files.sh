@@ -39,4 +39,22 @@ if [ -f "$control" ]; then
         exit 1
     fi
 fi
+# every document a shipped document links to is shipped too (the docs land side by side in
+# /usr/share/doc/spurd), and a package with a logrotate file recommends logrotate
+docs="$SPUR_SRCDIR/debian/spurd.docs"
+if [ -f "$docs" ]; then
+    shipped=$(sed 's|.*/||' "$docs")
+    for f in $(grep '\.md$' "$docs"); do
+        for target in $(grep -o '](\(docs/\)\?[A-Za-z0-9_-]*\.md' "$SPUR_SRCDIR/$f" |
+                        sed 's|.*(||; s|.*/||' | sort -u); do
+            echo "$shipped" | grep -qx "$target" ||
+                { echo "FAIL: $f links $target, which debian/spurd.docs does not ship"; exit 1; }
+        done
+    done
+    if [ -f "$SPUR_SRCDIR/debian/spurd.logrotate" ] &&
+       ! sed -n '/^Package: spurd$/,/^$/p' "$control" | grep -q '^Recommends:.*logrotate'; then
+        echo "FAIL: debian/spurd.logrotate is shipped but spurd does not recommend logrotate"
+        exit 1
+    fi
+fi
 echo "ok: dist/spurd.conf accepted, dist/spurd.service as documented, Build-Depends = deps.sh BUILD"
