@@ -235,7 +235,7 @@ static const char *hint(const struct session *s, enum adm_net_status st, const c
 }
 
 /* open_session connects to the server named by opts. Returns 0, or 1 after printing the error
- * the way gearadmin words it. */
+ * in gearadmin's words plus host:port, the system's reason and a hint (hint). */
 static int open_session(struct session *s, const struct adm_options *opts)
 {
 	const char *port = adm_opts_value(opts, OPT_PORT, DEFAULT_PORT);
