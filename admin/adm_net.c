@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,9 @@ static struct {
 	SSL_CTX *ctx;    /* its context */
 	char err[256];   /* reason of the last ADM_NET_TLS from send or receive */
 } tls = {-1, NULL, NULL, ""};
+
+/* errno of the last ADM_NET_CONNECT or ADM_NET_ERROR, 0 when none was seen. */
+static int last_errno;
 
 /* tls_of returns fd's TLS session, or NULL for a plain socket. */
 static SSL *tls_of(int fd)
@@ -77,8 +81,10 @@ static enum adm_net_status finish_connect(int s, int timeout_ms)
 		return st;
 	int soerr = 0;
 	socklen_t len = sizeof soerr;
-	if (st != ADM_NET_OK || getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr != 0)
+	if (st != ADM_NET_OK || getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr != 0) {
+		last_errno = soerr != 0 ? soerr : errno;
 		return ADM_NET_CONNECT;
+	}
 	return ADM_NET_OK;
 }
 
@@ -88,12 +94,16 @@ static enum adm_net_status connect_one(const struct addrinfo *ai, int timeout_ms
 {
 	int s = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		       ai->ai_protocol);
-	if (s < 0)
+	if (s < 0) {
+		last_errno = errno;
 		return ADM_NET_CONNECT;
+	}
 	enum adm_net_status st = ADM_NET_OK;
-	if (connect(s, ai->ai_addr, ai->ai_addrlen) < 0)
+	if (connect(s, ai->ai_addr, ai->ai_addrlen) < 0) {
+		last_errno = errno;
 		st = errno == EINPROGRESS || errno == EINTR ? finish_connect(s, timeout_ms)
 							    : ADM_NET_CONNECT;
+	}
 	if (st != ADM_NET_OK) {
 		close(s);
 		return st;
@@ -105,6 +115,19 @@ static enum adm_net_status connect_one(const struct addrinfo *ai, int timeout_ms
 enum adm_net_status adm_net_connect(const char *host, const char *port, int timeout_ms, int *fd,
 				    int *gai_error)
 {
+	if (host[0] == '/') { /* a unix-domain socket's path */
+		struct sockaddr_un sun;
+		memset(&sun, 0, sizeof sun);
+		sun.sun_family = AF_UNIX;
+		if (strlen(host) >= sizeof sun.sun_path) {
+			last_errno = ENAMETOOLONG;
+			return ADM_NET_CONNECT;
+		}
+		memcpy(sun.sun_path, host, strlen(host) + 1);
+		struct addrinfo ai = {.ai_family = AF_UNIX, .ai_socktype = SOCK_STREAM,
+				      .ai_addrlen = sizeof sun, .ai_addr = (struct sockaddr *)&sun};
+		return connect_one(&ai, timeout_ms, fd);
+	}
 	struct addrinfo hints;
 	struct addrinfo *list = NULL;
 	memset(&hints, 0, sizeof hints);
@@ -143,6 +166,8 @@ static ssize_t tls_io(SSL *ssl, bool write, void *buf, size_t len, short *events
 	}
 	if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
 		*st = e == SSL_ERROR_ZERO_RETURN || errno == 0 ? ADM_NET_CLOSED : ADM_NET_ERROR;
+		if (*st == ADM_NET_ERROR)
+			last_errno = errno;
 		return -1;
 	}
 	ssl_reason(tls.err, sizeof tls.err, "TLS error");
@@ -153,6 +178,11 @@ static ssize_t tls_io(SSL *ssl, bool write, void *buf, size_t len, short *events
 const char *adm_net_tls_error(void)
 {
 	return tls.err;
+}
+
+int adm_net_errno(void)
+{
+	return last_errno;
 }
 
 enum adm_net_status adm_net_send(int fd, const char *buf, size_t len, int64_t deadline_ms)
@@ -181,8 +211,10 @@ enum adm_net_status adm_net_send(int fd, const char *buf, size_t len, int64_t de
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			last_errno = errno;
 			return ADM_NET_ERROR;
+		}
 		enum adm_net_status st = wait_for(fd, POLLOUT, deadline_ms);
 		if (st != ADM_NET_OK)
 			return st;
@@ -216,8 +248,10 @@ enum adm_net_status adm_net_recv(int fd, char *buf, size_t cap, int64_t deadline
 			return ADM_NET_CLOSED;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			last_errno = errno;
 			return ADM_NET_ERROR;
+		}
 		enum adm_net_status st = wait_for(fd, POLLIN, deadline_ms);
 		if (st != ADM_NET_OK)
 			return st;

@@ -44,7 +44,8 @@ struct adm_net_tls {
 int64_t adm_net_now_ms(void);
 
 /* adm_net_connect resolves host and port (a number or a service name) and connects to the
- * first address that accepts, giving each address timeout_ms. On ADM_NET_OK *fd is the
+ * first address that accepts, giving each address timeout_ms. A host that starts with '/' is
+ * the path of a unix-domain socket (spurd --unix=PATH); port is then ignored. On ADM_NET_OK *fd is the
  * connected socket, owned by the caller. On ADM_NET_RESOLVE *gai_error holds getaddrinfo's
  * code. ADM_NET_TIMEOUT means the last address tried timed out. */
 enum adm_net_status adm_net_connect(const char *host, const char *port, int timeout_ms, int *fd,
@@ -74,6 +75,10 @@ bool adm_net_pending(int fd);
 
 /* adm_net_tls_error returns the reason of the last ADM_NET_TLS from a send or receive. */
 const char *adm_net_tls_error(void);
+
+/* adm_net_errno returns the errno behind the last ADM_NET_CONNECT or ADM_NET_ERROR (0 if
+ * none), for messages. */
+int adm_net_errno(void);
 
 /* adm_net_close ends fd's TLS session, if any (close_notify, no wait), and closes fd. */
 void adm_net_close(int fd);

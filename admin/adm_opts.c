@@ -18,7 +18,9 @@ struct opt_def {
 /* Indexed by enum adm_opt. */
 static const struct opt_def defs[OPT_COUNT] = {
 	[OPT_HELP] = {"help", 0, false, "", "Print this help and exit."},
-	[OPT_HOST] = {"host", 'h', true, " arg (=localhost)", "Server host name or address"},
+	[OPT_VERSION] = {"version", 0, false, "", "Spur: print spuradmin's version and exit."},
+	[OPT_HOST] = {"host", 'h', true, " arg (=localhost)",
+		      "Server host name or address; /PATH: a unix socket"},
 	[OPT_PORT] = {"port", 'p', true, " arg (=4730)", "Server port number or service name"},
 	[OPT_SERVER_VERSION] = {"server-version", 0, false, "", "Print the server's version."},
 	[OPT_SERVER_VERBOSE] = {"server-verbose", 0, false, "", "Print the server's log level."},
@@ -166,7 +168,7 @@ static int match_long(struct parse *p, const char *word, const char *name, size_
 			continue;
 		if (defs[i].long_name[len] == '\0')
 			return i;
-		if (i != OPT_STATS && i != OPT_JSON && i != OPT_TOP && i != OPT_INTERVAL &&
+		if (i != OPT_VERSION && i != OPT_STATS && i != OPT_JSON && i != OPT_TOP && i != OPT_INTERVAL &&
 		    i != OPT_SSL_CA_FILE && i != OPT_SSL_CERTIFICATE &&
 		    i != OPT_SSL_KEY && i != OPT_COMMAND && i != OPT_DUMP &&
 		    i != OPT_LOAD) /* Spur's own: exact names only */

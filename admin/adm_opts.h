@@ -8,7 +8,8 @@
  * ("--cancel-job --status" cancels a job named "--status"), short options bundle ("-Sp4730"),
  * words that are not options are ignored (except the word "top", Spur's, which means --top),
  * and an option given twice is an error.
- * Spur's own options (--stats, --json, --top, --interval, --command, the --ssl-* files) match only their exact names, so the prefixes gearadmin
+ * Spur's own options (--version, --stats, --json, --top, --interval, --command, --dump, --load,
+ * the --ssl-* files) match only their exact names, so the prefixes gearadmin
  * accepts ("--stat" for --status) keep their meaning.
  */
 #ifndef SPUR_ADMIN_ADM_OPTS_H
@@ -25,6 +26,7 @@ extern "C" {
 /* Every option spuradmin knows, in the order --help lists them. */
 enum adm_opt {
 	OPT_HELP,
+	OPT_VERSION,
 	OPT_HOST,
 	OPT_PORT,
 	OPT_SERVER_VERSION,

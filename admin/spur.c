@@ -9,6 +9,8 @@
  *   (WORK_DATA and WORK_COMPLETE) go to standard output, warnings and exceptions to standard
  *   error, status as "N% Complete". -b submits in the background (-v prints the handles).
  *   Exit status: 0 if every job succeeded, 1 otherwise, 2 for a usage error.
+ *   -h /PATH connects to a unix-domain socket (spurd --unix=PATH). spur --version prints the
+ *   version.
  * Worker mode: spur -w [-h host] [-p port] -f FUNC [-f FUNC...] [-c count] [-n|-N] [-i id]
  *                   [--] [COMMAND [ARGS...]]
  *   For each job COMMAND runs with the workload on its standard input; its standard output is
@@ -61,13 +63,14 @@ static void usage(FILE *stream)
             "Worker mode: spur -w [options] [<command> [<args> ...]]\n"
             "\nCommon options:\n"
             "\t-f <function> - Function name to use for jobs (can give many)\n"
-            "\t-h <host>     - Job server host (default localhost)\n"
+            "\t-h <host>     - Job server host (default localhost; /PATH: a unix socket)\n"
             "\t-p <port>     - Job server port (default 4730)\n"
             "\t-t <timeout>  - Timeout in milliseconds\n"
             "\t-v            - Print diagnostic information\n"
             "\t-S            - Enable SSL connections (files: $GEARMAND_CA_CERTIFICATE,\n"
             "\t                $GEARMAN_CLIENT_PEM, $GEARMAN_CLIENT_KEY)\n"
             "\t-H            - Print this help\n"
+            "\t--version     - Print spur's version and exit\n"
             "\nClient options:\n"
             "\t-b            - Run jobs in the background\n"
             "\t-I            - Run jobs as high priority\n"
@@ -128,6 +131,33 @@ static int write_all(int fd, const void *data, size_t n)
         n -= (size_t)w;
     }
     return 0;
+}
+
+/* report prints a connection error from libgearman-compat, and what to check when the cause is
+ * a likely one (a TLS port spoken to in plain text, a missing client certificate, no server). */
+static void report(const char *err)
+{
+    if (err == NULL)
+        err = "failed";
+    const char *hint = "";
+    if (strstr(err, "certificate required") != NULL)
+        hint = " (the server requires a client certificate: $GEARMAN_CLIENT_PEM and "
+               "$GEARMAN_CLIENT_KEY)";
+    else if (!A.ssl && (strstr(err, "Connection reset by peer") != NULL ||
+                        strstr(err, "closed the connection") != NULL))
+        hint = " (is this a TLS port? use -S)";
+    else if (A.ssl && (getenv("GEARMAN_CLIENT_PEM") == NULL ||
+                       getenv("GEARMAN_CLIENT_PEM")[0] == '\0') &&
+             (strstr(err, "Connection reset by peer") != NULL ||
+              strstr(err, "closed the connection") != NULL))
+        hint = " (does the server require a client certificate? $GEARMAN_CLIENT_PEM and "
+               "$GEARMAN_CLIENT_KEY)";
+    else if (A.ssl && strstr(err, "wrong version number") != NULL)
+        hint = " (is this a plain, not a TLS, port? drop -S)";
+    else if (strstr(err, "Connection refused") != NULL ||
+             strstr(err, "No such file or directory") != NULL)
+        hint = " (is the server running and listening there? see -h and -p)";
+    fprintf(stderr, "spur: %s%s\n", err, hint);
 }
 
 /* ---------------------------------------------------------------- client mode */
@@ -217,7 +247,7 @@ static int add_jobs(gearman_client_st *client, const char *workload, size_t size
                 t = gearman_client_add_task(client, NULL, NULL, f, A.unique, workload, size, &rc);
         }
         if (t == NULL) {
-            fprintf(stderr, "spur: %s\n", gearman_client_error(client));
+            report(gearman_client_error(client));
             return -1;
         }
     }
@@ -230,7 +260,7 @@ static int run_jobs(gearman_client_st *client)
     gearman_return_t rc = gearman_client_run_tasks(client);
     if (gearman_failed(rc)) {
         const char *err = gearman_client_error(client);
-        fprintf(stderr, "spur: %s\n", err != NULL ? err : gearman_strerror(rc));
+        report(err != NULL ? err : gearman_strerror(rc));
         return -1;
     }
     return 0;
@@ -245,7 +275,7 @@ static int client_main(int argc, char **argv)
     }
     int status = 0;
     if (gearman_failed(gearman_client_add_server(client, A.host, A.port))) {
-        fprintf(stderr, "spur: %s\n", gearman_client_error(client));
+        report(gearman_client_error(client));
         gearman_client_free(client);
         return 1;
     }
@@ -481,8 +511,7 @@ static int worker_main(int argc, char **argv)
     gearman_worker_free(worker);
     return status;
 error:
-    fprintf(stderr, "spur: %s\n",
-            gearman_worker_error(worker) ? gearman_worker_error(worker) : "worker failed");
+    report(gearman_worker_error(worker) ? gearman_worker_error(worker) : "worker failed");
     gearman_worker_free(worker);
     return 1;
 }
@@ -490,6 +519,10 @@ error:
 int main(int argc, char **argv)
 {
     int c;
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("spur (Spur) %s\n", PACKAGE_VERSION);
+        return 0;
+    }
     while ((c = getopt(argc, argv, "+h:p:t:f:bILnNPsu:vwc:i:HS")) != -1) {
         switch (c) {
         case 'h': A.host = optarg; break;

@@ -5,7 +5,9 @@
  * line per requested command, always in gearadmin's fixed order and each ending in "\r\n",
  * waits for the complete reply (adm_reply) and prints it exactly as gearadmin does.
  * Exit status: 0 when every command got a reply (an ERR reply included, as with gearadmin),
- * 1 on a usage error or when the server cannot be reached, times out or hangs up.
+ * 1 on a usage error or when the server cannot be reached, times out or hangs up, and 1 when
+ * --command or a shutdown is answered ERR (scripts must learn that it did not happen).
+ * A host that starts with '/' is the path of a unix-domain socket (spurd --unix=PATH).
  * `spuradmin top` (or --top) hands the connection to top.c, the live view, instead.
  */
 #include <errno.h>
@@ -98,6 +100,10 @@ struct rbuf {
 struct session {
 	int fd;                  /* connected socket */
 	const char *host;        /* host as given on the command line */
+	char where[300];         /* "host:port", or the unix socket's path, for messages */
+	bool tls;                /* --ssl */
+	bool client_cert;        /* a client certificate is configured (option or environment) */
+	bool replied;            /* the server has sent at least one byte */
 	const char *timeout_arg; /* --timeout as given, for messages */
 	int timeout_ms;          /* connect and per-reply timeout */
 	struct rbuf in;          /* received bytes */
@@ -201,11 +207,46 @@ static int validate(const struct adm_options *opts, int *timeout_ms)
 	return check_arguments(opts);
 }
 
+/* hint returns advice for a failure, " (...)" or "": st is the failure, why the TLS reason. */
+static const char *hint(const struct session *s, enum adm_net_status st, const char *why)
+{
+	int e = adm_net_errno();
+	if (st == ADM_NET_CONNECT && (e == ECONNREFUSED || e == ENOENT))
+		return s->host[0] == '/' ? " (is spurd running with --unix at this path?)"
+					 : " (is the server running and listening there? see -h and -p)";
+	if (st == ADM_NET_CONNECT && e == EACCES)
+		return " (the socket file's permissions do not let this user in)";
+	if (st == ADM_NET_TLS && !s->client_cert && why != NULL &&
+	    (strstr(why, "certificate required") != NULL ||
+	     strstr(why, "handshake failure") != NULL))
+		return " (the server requires a client certificate: --ssl-certificate and --ssl-key)";
+	if (st == ADM_NET_TLS && why != NULL && (strstr(why, "wrong version number") != NULL ||
+						 strstr(why, "packet length too long") != NULL ||
+						 strstr(why, "record layer failure") != NULL ||
+						 (strstr(why, "TLS handshake failed") != NULL &&
+						  strstr(why, "unexpected eof") != NULL)))
+		return " (is this a plain, not a TLS, port? drop --ssl)";
+	if (st == ADM_NET_ERROR && !s->tls && (e == ECONNRESET || e == EPIPE))
+		return " (is this a TLS port? use --ssl)";
+	if (st == ADM_NET_ERROR && !s->client_cert && (e == ECONNRESET || e == EPIPE))
+		return " (does the server require a client certificate? --ssl-certificate and "
+		       "--ssl-key)";
+	return "";
+}
+
 /* open_session connects to the server named by opts. Returns 0, or 1 after printing the error
- * the way gearadmin words it. */
+ * in gearadmin's words plus host:port, the system's reason and a hint (hint). */
 static int open_session(struct session *s, const struct adm_options *opts)
 {
 	const char *port = adm_opts_value(opts, OPT_PORT, DEFAULT_PORT);
+	if (s->host[0] == '/')
+		snprintf(s->where, sizeof s->where, "%s", s->host);
+	else
+		snprintf(s->where, sizeof s->where, "%s%s%s:%s", strchr(s->host, ':') ? "[" : "",
+			 s->host, strchr(s->host, ':') ? "]" : "", port);
+	s->tls = opts->given[OPT_SSL];
+	const char *pem = getenv("GEARMAN_CLIENT_PEM");
+	s->client_cert = opts->given[OPT_SSL_CERTIFICATE] || (pem != NULL && pem[0] != '\0');
 	int gai_error = 0;
 	enum adm_net_status st = adm_net_connect(s->host, port, s->timeout_ms, &s->fd, &gai_error);
 	if (st == ADM_NET_OK && opts->given[OPT_SSL]) {
@@ -221,8 +262,8 @@ static int open_session(struct session *s, const struct adm_options *opts)
 			adm_net_close(s->fd);
 			s->fd = -1;
 			if (st == ADM_NET_TLS) {
-				fprintf(stderr, "Error: TLS connection to %s:%s failed: %s\n", s->host,
-					port, why);
+				fprintf(stderr, "Error: TLS connection to %s failed: %s%s\n", s->where,
+					why, hint(s, ADM_NET_TLS, why));
 				return 1;
 			}
 		}
@@ -233,10 +274,11 @@ static int open_session(struct session *s, const struct adm_options *opts)
 		fprintf(stderr, "Error: Failed to connect on %s:%s with %s\n", s->host, port,
 			gai_strerror(gai_error));
 	else if (st == ADM_NET_TIMEOUT)
-		fprintf(stderr, "Error: Timed out connecting to %s after %s seconds.\n", s->host,
+		fprintf(stderr, "Error: Timed out connecting to %s after %s seconds.\n", s->where,
 			s->timeout_arg);
 	else
-		fprintf(stderr, "Error: Error connecting to %s.\n\n", s->host);
+		fprintf(stderr, "Error: Error connecting to %s: %s%s\n", s->where,
+			strerror(adm_net_errno()), hint(s, st, NULL));
 	return 1;
 }
 
@@ -258,9 +300,13 @@ static int send_command(struct session *s, const struct adm_command *cmd, const 
 		return 0;
 	if (st == ADM_NET_TIMEOUT)
 		fprintf(stderr, "Error: Timed out after %s seconds writing to %s\n", s->timeout_arg,
-			s->host);
+			s->where);
+	else if (st == ADM_NET_TLS)
+		fprintf(stderr, "Error: TLS error while writing data to %s: %s%s\n", s->where,
+			adm_net_tls_error(), hint(s, st, adm_net_tls_error()));
 	else
-		fprintf(stderr, "Error: Error occurred while writing data to %s\n", s->host);
+		fprintf(stderr, "Error: Error occurred while writing data to %s: %s%s\n", s->where,
+			strerror(adm_net_errno()), hint(s, st, NULL));
 	return 1;
 }
 
@@ -293,16 +339,20 @@ static void rbuf_consume(struct rbuf *b, size_t n)
 /* report_read_error prints why a reply could not be read; returns 1. */
 static int report_read_error(const struct session *s, enum adm_net_status st)
 {
-	if (st == ADM_NET_CLOSED)
+	if (st == ADM_NET_CLOSED && !s->replied && !s->tls)
+		fprintf(stderr, "Error: Socket was shutdown while reading from %s (is this a TLS "
+			"port? use --ssl)\n", s->where);
+	else if (st == ADM_NET_CLOSED)
 		fprintf(stderr, "Error: Socket was shutdown while reading from %s\n", s->host);
 	else if (st == ADM_NET_TIMEOUT)
 		fprintf(stderr, "Error: No reply from %s within %s seconds\n", s->host,
 			s->timeout_arg);
 	else if (st == ADM_NET_TLS)
-		fprintf(stderr, "Error: TLS error while reading data from %s: %s\n", s->host,
-			adm_net_tls_error());
+		fprintf(stderr, "Error: TLS error while reading data from %s: %s%s\n", s->where,
+			adm_net_tls_error(), hint(s, st, adm_net_tls_error()));
 	else
-		fprintf(stderr, "Error: Error occurred while reading data from %s\n", s->host);
+		fprintf(stderr, "Error: Error occurred while reading data from %s: %s%s\n", s->where,
+			strerror(adm_net_errno()), hint(s, st, NULL));
 	return 1;
 }
 
@@ -338,18 +388,22 @@ static int read_reply(struct session *s, const struct adm_command *cmd, int64_t 
 		if (st != ADM_NET_OK)
 			return report_read_error(s, st);
 		s->in.len += got;
+		s->replied = true;
 	}
 }
 
-/* print_reply prints one complete reply as gearadmin would. Returns 0, or 1 if the output
- * could not be written. */
-static int print_reply(const char *reply, size_t len)
+/* print_reply prints one complete reply as gearadmin would; with lf, every "\r\n" is printed
+ * as "\n" (--command: `h=$(spuradmin --command ...)` gets no '\r'). Returns 0, or 1 if the
+ * output could not be written. */
+static int print_reply(const char *reply, size_t len, bool lf)
 {
 	struct adm_reply_out out;
 	adm_reply_format(reply, len, &out);
 	FILE *f = out.to_stderr ? stderr : stdout;
 	fputs(out.prefix, f);
-	fwrite(out.body, 1, out.body_len, f);
+	for (size_t i = 0; i < out.body_len; i++)
+		if (!lf || out.body[i] != '\r' || i + 1 >= out.body_len || out.body[i + 1] != '\n')
+			putc(out.body[i], f);
 	if (fflush(f) != 0 || ferror(f)) {
 		fprintf(stderr, "spuradmin: cannot write the reply: %s\n", strerror(errno));
 		return 1;
@@ -364,7 +418,7 @@ static int print_json_value(const char *key, const char *reply, size_t len)
 	struct adm_reply_out out;
 	adm_reply_format(reply, len, &out);
 	if (out.to_stderr || out.prefix[0] != '\0')
-		return print_reply(reply, len);
+		return print_reply(reply, len, false);
 	size_t n = out.body_len;
 	while (n > 0 && (out.body[n - 1] == '\n' || out.body[n - 1] == '\r'))
 		n--;
@@ -399,8 +453,9 @@ static int run_command(struct session *s, const struct adm_command *cmd, const c
 	if (len == 0)
 		return 0; /* a shutdown answered by hanging up */
 	int rc = cmd->json_key != NULL ? print_json_value(cmd->json_key, s->in.data, len)
-					: print_reply(s->in.data, len);
-	if (rc == 0 && cmd->opt == OPT_COMMAND && len >= 3 && memcmp(s->in.data, "ERR", 3) == 0)
+					: print_reply(s->in.data, len, cmd->opt == OPT_COMMAND);
+	if (rc == 0 && (cmd->opt == OPT_COMMAND || is_shutdown(cmd)) && len >= 3 &&
+	    memcmp(s->in.data, "ERR", 3) == 0)
 		rc = 1; /* a script learns that the server refused it */
 	rbuf_consume(&s->in, len);
 	return rc;
@@ -448,8 +503,7 @@ static int run_top(const struct adm_options *opts, int timeout_ms)
 	if (open_session(&s, opts) != 0)
 		return 1;
 	char server[512];
-	snprintf(server, sizeof server, "%s:%s", s.host, adm_opts_value(opts, OPT_PORT,
-									     DEFAULT_PORT));
+	snprintf(server, sizeof server, "%s", s.where);
 	struct top_config cfg = {
 		.server = server,
 		.timeout_arg = s.timeout_arg,
@@ -485,6 +539,10 @@ int main(int argc, char **argv)
 		return usage_error(err);
 	if (opts.given[OPT_HELP]) {
 		adm_opts_help(stdout);
+		return 0;
+	}
+	if (opts.given[OPT_VERSION]) {
+		printf("spuradmin (Spur) %s\n", PACKAGE_VERSION);
 		return 0;
 	}
 	int timeout_ms = 0;

@@ -9,7 +9,7 @@
 #   build-essential, which Debian assumes); keep the two lists the same.
 set -e
 BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson-dev libsqlite3-dev libsystemd-dev libmicrohttpd-dev libpq-dev libssl-dev"
-TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist"
+TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist sqlite3"
 PACKAGE="debhelper dpkg-dev fakeroot lintian systemd gearman-tools python3"
 BENCH="gearman-job-server python3 gnuplot-nox postgresql openssl"
 want="$BUILD"

@@ -25,10 +25,12 @@ bindir() {
     return 1
 }
 
-# as_owner CMD...: runs CMD as the cluster's owner (the current user unless root).
+# as_owner CMD...: runs CMD as the cluster's owner (the current user unless root). As root, CMD
+# runs in / : the owner may not enter the caller's directory (a checkout in /root), and initdb and
+# pg_ctl then print "could not change directory to ...: Permission denied".
 as_owner() {
     if [ "$(id -u)" = 0 ]; then
-        setpriv --reuid="$owner" --regid="$(id -g "$owner")" --clear-groups -- "$@"
+        (cd / && setpriv --reuid="$owner" --regid="$(id -g "$owner")" --clear-groups -- "$@")
     else
         "$@"
     fi
@@ -38,6 +40,7 @@ cmd=$1
 dir=$2
 [ "$cmd" = bindir ] && { bindir; exit $?; }
 [ -n "$dir" ] || { echo "usage: $0 start|stop|restart|destroy DIR" >&2; exit 2; }
+case "$dir" in /*) ;; *) dir="$(pwd)/$dir" ;; esac # as_owner leaves the current directory
 B=$(bindir)
 owner=$(id -un)
 if [ "$(id -u)" = 0 ]; then

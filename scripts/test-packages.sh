@@ -87,8 +87,6 @@ installed=1
 id spur >/dev/null 2>&1 || fail "the package did not create the system user spur"
 dpkg-query -W -f='${Conffiles}\n' spurd | grep -q '/etc/spur/spurd.conf' ||
     fail "/etc/spur/spurd.conf is not a conffile"
-/usr/sbin/spurd --config-file=/etc/spur/spurd.conf --check-args ||
-    fail "spurd does not accept the shipped /etc/spur/spurd.conf"
 unit=/lib/systemd/system/spurd.service
 [ -f "$unit" ] || fail "$unit is not installed"
 if command -v systemd-analyze >/dev/null 2>&1; then
@@ -110,6 +108,9 @@ exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 # StateDirectory=spur and LogsDirectory=spur: systemd creates them owned by User=
 install -d -o spur -g spur -m 0750 /var/lib/spur /var/log/spur
 made_dirs=1
+# --check-args also checks that the store's directory exists (created by the unit's first start)
+/usr/sbin/spurd --config-file=/etc/spur/spurd.conf --check-args ||
+    fail "spurd does not accept the shipped /etc/spur/spurd.conf"
 run="$tmp/run"
 install -d -o spur -g spur -m 0750 "$run"
 notify="$run/notify.sock"

@@ -3,6 +3,7 @@
 #include "log.h"
 #include "log_syslog.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +68,10 @@ int log_open(const char *dest)
     }
     path = strdup(dest);
     if (path == NULL || open_path() != 0) {
+        int e = errno; /* the caller reports it */
         free(path);
         path = NULL;
+        errno = e;
         return -1;
     }
     return 0;
@@ -100,6 +103,11 @@ void log_set_syslog(int on)
         log_syslog_close();
     to_syslog = on;
     update();
+}
+
+int log_on_stderr(void)
+{
+    return !disabled && !quiet && out == NULL;
 }
 
 void log_set_quiet(int on)

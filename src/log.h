@@ -29,7 +29,7 @@ int log_level_parse(const char *name);
 const char *log_level_name(enum log_level level);
 
 /* log_open sets the destination: "stderr", "none", or a file path opened for append.
- * Returns 0, or -1 if the file cannot be opened (logging then goes to stderr). */
+ * Returns 0, or -1 with errno set if the file cannot be opened (logging then goes to stderr). */
 int log_open(const char *dest);
 
 /* log_reopen reopens the current file destination (on SIGHUP). Returns 0 or -1. */
@@ -41,6 +41,10 @@ void log_close(void);
 /* log_set_syslog turns sending every line to syslog(3) (ident "spurd", facility daemon) on or
  * off, in addition to the destination of log_open. */
 void log_set_syslog(int on);
+
+/* log_on_stderr says whether log lines are written to stderr now (no log file, not "none",
+ * not quiet): a message also printed there for the user need not be logged there too. */
+int log_on_stderr(void);
 
 /* log_set_quiet stops (or resumes) writing to the log_open destination; syslog is unaffected.
  * A daemon whose stderr became /dev/null uses it. */

@@ -19,6 +19,8 @@
 #include "file.h"
 #include "log.h"
 #include "server.h"
+#include "store_backend.h"
+#include "store_sqlite.h"
 
 /* status_fd is, in a daemon that has not reported yet, the pipe to the waiting parent. */
 static int status_fd = -1;
@@ -27,10 +29,16 @@ static int status_fd = -1;
 static int failed_fd = -1;
 
 /* start_failed reports a start-up error: logged, and printed on the terminal (through the
- * waiting parent when daemonized). */
+ * waiting parent when daemonized) once: when the log is stderr itself, the log line is left
+ * out there (syslog still gets it), so the terminal does not show the error twice. */
 static void start_failed(const char *msg)
 {
+    int on_stderr = status_fd < 0 && log_on_stderr();
+    if (on_stderr)
+        log_set_quiet(1);
     log_error("%s", msg);
+    if (on_stderr)
+        log_set_quiet(0);
     if (status_fd < 0) {
         fprintf(stderr, "spurd: %s\n", msg);
         return;
@@ -150,6 +158,33 @@ static void remove_pid_file(const char *path)
         unlink(path);
 }
 
+/* check_store_dir fails --check-args when an SQLite store's file would go in a directory that
+ * does not exist (SQLite creates the file, never its directory). Returns 0, or -1 with err. */
+static int check_store_dir(const struct config *c, char *err, size_t errlen)
+{
+    struct store_params p;
+    if (store_backend_choose(c, &p) != &store_sqlite_backend || p.location == NULL ||
+        p.location[0] == '\0')
+        return 0;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", p.location);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    int bad = stat(dir, &st) != 0 ? errno : 0;
+    if (bad != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "store %.200s: directory '%.200s': %s (create it first)", p.location, dir,
+                 bad != 0 ? strerror(bad) : "not a directory");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct config cfg;
@@ -186,6 +221,8 @@ int main(int argc, char **argv)
         rc = acl_new(&cfg, &acl_check, err, sizeof err);
         cfg.policy = policy;
         acl_free(acl_check);
+        if (rc == 0)
+            rc = check_store_dir(&cfg, err, sizeof err);
         if (rc != 0) {
             fprintf(stderr, "spurd: %s\n", err);
             config_free(&cfg);
@@ -238,7 +275,8 @@ int main(int argc, char **argv)
             config_free(&cfg);
             return 1;
         }
-        fprintf(stderr, "spurd: cannot open log file '%s'; logging to stderr\n", cfg.log_file);
+        fprintf(stderr, "spurd: cannot open log file '%s': %s; logging to stderr\n",
+                cfg.log_file, strerror(errno));
     }
 
     signal(SIGPIPE, SIG_IGN);

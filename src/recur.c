@@ -585,20 +585,19 @@ static void reply_err(struct peer *p, const char *code, const char *msg)
 }
 
 /* list_line writes one `schedule list` line: tab-separated name, spec, function, next due,
- * runs, last fired, unique, priority. */
+ * runs, last fired, unique, priority, and "\n" as gearmand's listings (`status`, `workers`). */
 static void list_line(struct peer *p, const struct recur_entry *x)
 {
     char next[32], last[32];
     const struct schedule *s = &x->s;
     char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%.300s\t%s\r\n", s->name,
+    int n = snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%.300s\t%s\n", s->name,
                      s->spec, s->func,
                      recur_format_time(x->owed ? (int64_t)x->key : s->next, next, sizeof next),
                      x->runs, recur_format_time(x->last, last, sizeof last), s->unique,
                      prio_word[s->prio]);
     if (n >= (int)sizeof buf) { /* a very long function name: cut, the line ending kept */
         n = (int)sizeof buf - 1;
-        buf[n - 2] = '\r';
         buf[n - 1] = '\n';
     }
     peer_write(p, buf, (size_t)n);
@@ -649,7 +648,7 @@ void recur_admin(struct peer *p, const char *line, size_t len)
     } else if (vl == 4 && strncasecmp(verb, "list", 4) == 0 && i >= len) {
         list_for_each(n, &S(e)->all)
             list_line(p, entry_of(n));
-        peer_write(p, ".\r\n", 3);
+        peer_write(p, ".\n", 2); /* gearmand's listings end their lines with LF alone */
     } else {
         reply_err(p, "INVALID_ARGUMENTS", "usage: schedule add TEXT | schedule list | schedule remove NAME");
     }

@@ -8,7 +8,12 @@ set -e
 : "${SPURD:?}" "${SPUR_SRCDIR:?}"
 conf="$SPUR_SRCDIR/dist/spurd.conf"
 unit="$SPUR_SRCDIR/dist/spurd.service"
-if ! out=$("$SPURD" --config-file="$conf" --check-args 2>&1); then
+# --check-args checks that the store's directory exists: /var/lib/spur is the package's, so the
+# file is checked with its paths moved into a temporary directory
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpd"' EXIT
+sed "s|/var/lib/spur/|$tmpd/|g" "$conf" > "$tmpd/spurd.conf"
+if ! out=$("$SPURD" --config-file="$tmpd/spurd.conf" --check-args 2>&1); then
     echo "FAIL: spurd rejects $conf: $out"
     exit 1
 fi
@@ -31,6 +36,24 @@ if [ -f "$control" ]; then
           grep -v '^debhelper-compat$' | sort | tr '\n' ' ')
     if [ "$want" != "$got" ]; then
         echo "FAIL: debian/control Build-Depends ($got) differ from scripts/deps.sh BUILD ($want)"
+        exit 1
+    fi
+fi
+# every document a shipped document links to is shipped too (the docs land side by side in
+# /usr/share/doc/spurd), and a package with a logrotate file recommends logrotate
+docs="$SPUR_SRCDIR/debian/spurd.docs"
+if [ -f "$docs" ]; then
+    shipped=$(sed 's|.*/||' "$docs")
+    for f in $(grep '\.md$' "$docs"); do
+        for target in $(grep -o '](\(docs/\)\?[A-Za-z0-9_-]*\.md' "$SPUR_SRCDIR/$f" |
+                        sed 's|.*(||; s|.*/||' | sort -u); do
+            echo "$shipped" | grep -qx "$target" ||
+                { echo "FAIL: $f links $target, which debian/spurd.docs does not ship"; exit 1; }
+        done
+    done
+    if [ -f "$SPUR_SRCDIR/debian/spurd.logrotate" ] &&
+       ! sed -n '/^Package: spurd$/,/^$/p' "$control" | grep -q '^Recommends:.*logrotate'; then
+        echo "FAIL: debian/spurd.logrotate is shipped but spurd does not recommend logrotate"
         exit 1
     fi
 fi

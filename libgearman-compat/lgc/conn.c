@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,9 +99,43 @@ static int connect_one(const struct addrinfo *ai, int timeout, int *err)
     return fd;
 }
 
+/* connect_unix connects to the unix-domain socket at path (a host that starts with '/', spurd's
+ * --unix=PATH; the port is ignored). Returns the socket, or -1 with *err set. */
+static int connect_unix(const char *path, int timeout, int *err)
+{
+    struct sockaddr_un sun;
+    memset(&sun, 0, sizeof sun);
+    sun.sun_family = AF_UNIX;
+    size_t n = strlen(path);
+    if (n >= sizeof sun.sun_path) {
+        *err = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(sun.sun_path, path, n + 1);
+    struct addrinfo ai;
+    memset(&ai, 0, sizeof ai);
+    ai.ai_family = AF_UNIX;
+    ai.ai_socktype = SOCK_STREAM;
+    ai.ai_addr = (struct sockaddr *)&sun;
+    ai.ai_addrlen = sizeof sun;
+    return connect_one(&ai, timeout, err);
+}
+
 gearman_return_t lgc_conn_connect(struct lgc_universal *u, struct lgc_conn *conn)
 {
     lgc_conn_close(conn);
+    int timeout = u->timeout > 0 ? u->timeout : GEARMAN_DEFAULT_CONNECT_TIMEOUT;
+    int err = ECONNREFUSED;
+    int fd = -1;
+    if (conn->host[0] == '/') {
+        fd = connect_unix(conn->host, timeout, &err);
+        if (fd < 0) {
+            char what[300];
+            snprintf(what, sizeof what, "connect to %s", conn->host);
+            return lgc_set_errno(u, GEARMAN_COULD_NOT_CONNECT, err, what);
+        }
+        goto connected;
+    }
     struct addrinfo hints;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -111,9 +146,6 @@ gearman_return_t lgc_conn_connect(struct lgc_universal *u, struct lgc_conn *conn
     if (gai != 0)
         return lgc_set_error(u, GEARMAN_GETADDRINFO, "%s:%s: %s", conn->host, conn->port,
                              gai_strerror(gai));
-    int timeout = u->timeout > 0 ? u->timeout : GEARMAN_DEFAULT_CONNECT_TIMEOUT;
-    int err = ECONNREFUSED;
-    int fd = -1;
     for (const struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
         fd = connect_one(ai, timeout, &err);
     freeaddrinfo(res);
@@ -122,6 +154,7 @@ gearman_return_t lgc_conn_connect(struct lgc_universal *u, struct lgc_conn *conn
         snprintf(what, sizeof what, "connect to %s:%s", conn->host, conn->port);
         return lgc_set_errno(u, GEARMAN_COULD_NOT_CONNECT, err, what);
     }
+connected:
     conn->fd = fd;
     conn->was_tls = false;
     if (u->ssl) {

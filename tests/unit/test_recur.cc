@@ -184,10 +184,10 @@ TEST_F(Recur, AdminAddListRemoveAndErrors)
     EXPECT_EQ(s.admin(a, "schedule add t @every 90s fn --unique u1 --priority low a b  c d e f"),
               "OK\r\n");
     EXPECT_EQ(s.admin(a, "schedule list"),
-              "t\t@every 90s\tfn\t1970-01-01T00:16:40Z\t0\t-\tu1\tlow\r\n.\r\n");
+              "t\t@every 90s\tfn\t1970-01-01T00:16:40Z\t0\t-\tu1\tlow\n.\n");
     recur_run(&s.eng, 1000.0);
     EXPECT_EQ(s.admin(a, "schedule list"),
-              "t\t@every 90s\tfn\t1970-01-01T00:18:10Z\t1\t1970-01-01T00:16:40Z\tu1\tlow\r\n.\r\n");
+              "t\t@every 90s\tfn\t1970-01-01T00:18:10Z\t1\t1970-01-01T00:16:40Z\tu1\tlow\n.\n");
     const job *j = job_find_unique(&s.eng, func_get(&s.eng, "fn", 2, 0), "u1", 2, "a b  c d e f", 12);
     EXPECT_NE(j, nullptr) << "the payload is the rest of the line, spaces kept";
     EXPECT_EQ(s.admin(a, "schedule add x 99 * * * * f p"),
@@ -196,7 +196,7 @@ TEST_F(Recur, AdminAddListRemoveAndErrors)
     EXPECT_EQ(s.admin(a, "schedule frobnicate"),
               "ERR INVALID_ARGUMENTS usage:+schedule+add+TEXT+|+schedule+list+|+schedule+remove+NAME\r\n");
     EXPECT_EQ(s.admin(a, "schedule remove t"), "OK\r\n");
-    EXPECT_EQ(s.admin(a, "schedule list"), ".\r\n");
+    EXPECT_EQ(s.admin(a, "schedule list"), ".\n");
     s.check(__LINE__);
 }
 
@@ -211,7 +211,7 @@ TEST_F(Recur, RestoredScheduleSkipsMissedFiringsByDefault)
     EXPECT_EQ(s.eng.njobs, 0u);
     peer *a = s.connect();
     EXPECT_EQ(s.admin(a, "schedule list"),
-              "t\t@every 10s\tf\t1970-01-01T00:17:40Z\t3\t1970-01-01T00:16:40Z\tt\tnormal\r\n.\r\n");
+              "t\t@every 10s\tf\t1970-01-01T00:17:40Z\t3\t1970-01-01T00:16:40Z\tt\tnormal\n.\n");
     s.check(__LINE__);
 }
 

@@ -31,10 +31,9 @@ def admin_tool(server, *args):
 
 
 def listing(c, line):
-    """The rows of an admin listing (through "."), as lists of fields. `schedule list` ends its
-    lines with CR LF, the others with LF."""
-    end = b".\r\n" if line.startswith("schedule") else b".\n"
-    out = c.admin(line.encode() + b"\n", terminator=end).decode()
+    """The rows of an admin listing (through "."), as lists of fields. Every listing ends its
+    lines with LF alone, as gearmand's `status` does."""
+    out = c.admin(line.encode() + b"\n", terminator=b".\n").decode()
     rows = [r.rstrip("\r") for r in out.split("\n")]
     return [r.split("\t") for r in rows if r and r != "."]
 
@@ -118,3 +117,13 @@ def test_everything_new_survives_kill_9_with_a_store(server_factory, tmp_path):
         assert time.monotonic() < deadline, "replay did not finish"
         time.sleep(0.01)
     check_all_there(s2.connect(timeout=DEADLINE))
+
+
+def test_spur_listings_end_lines_like_gearmand_status(server_factory):
+    """Every Spur-only listing ends each line with LF alone and its last line with ".\\n", byte
+    for byte like gearmand's `status` and `workers` (docs/ADMIN.md); `schedule list` used CR LF
+    while `retry list` used LF."""
+    c = populate(server_factory())
+    for line in ("schedule list", "retry list", "show failed jobs", "dump", "metrics", "status"):
+        out = c.admin(line.encode() + b"\n", terminator=b"\n.\n")  # CR LF: never found
+        assert b"\r" not in out, (line, out[-200:])

@@ -66,13 +66,31 @@ def test_missing_config_file_gives_the_reason(tmp_path, form):
 
 
 def test_packaged_config_is_accepted_and_every_commented_option_too(tmp_path):
-    r = run("--config-file=" + DIST_CONF, "--check-args")
+    # --check-args checks that the store's directory exists (the package creates
+    # /var/lib/spur): here the files go to tmp_path
+    with open(DIST_CONF) as f:
+        text = f.read().replace("/var/lib/spur/", str(tmp_path) + "/")
+    packaged = tmp_path / "spurd.conf"
+    packaged.write_text(text)
+    r = run("--config-file=" + str(packaged), "--check-args")
     assert r.returncode == 0, r.stderr
     uncommented = tmp_path / "all.conf"
-    with open(DIST_CONF) as f:
-        uncommented.write_text(re.sub(r"(?m)^#--", "--", f.read()))
+    uncommented.write_text(re.sub(r"(?m)^#--", "--", text))
     r = run("--config-file=" + str(uncommented), "--check-args")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("store", ["--store=sqlite:{d}/missing/q.db",
+                                   "--queue-type=libsqlite3 --libsqlite3-db={d}/missing/q.db"])
+def test_check_args_fails_on_a_store_directory_that_does_not_exist(tmp_path, store):
+    args = store.format(d=tmp_path).split()
+    r = run(*args, "--check-args")
+    assert r.returncode == 1
+    assert r.stderr == (f"spurd: store {tmp_path}/missing/q.db: directory '{tmp_path}/missing': "
+                        "No such file or directory (create it first)\n"), r.stderr
+    (tmp_path / "missing").mkdir()
+    r = run(*args, "--check-args")
+    assert (r.returncode, r.stderr) == (0, "")
 
 
 def test_packaged_config_lists_every_option_of_help():

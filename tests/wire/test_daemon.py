@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import free_port, EXTERNAL
+from conftest import free_port, poll, EXTERNAL
 from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NO_JOB,
                           SUBMIT_JOB_BG, WORK_COMPLETE, Conn)
 
@@ -507,3 +507,38 @@ def test_daemon_log_file_that_cannot_be_opened_fails_with_exit_1(spurd, tmp_path
     assert r.returncode == 1
     assert b"cannot open log file" in r.stderr
     assert not (tmp_path / "d.pid").exists()
+
+
+def test_start_up_error_is_printed_once(spurd, tmp_path):
+    """Logging to stderr (no -l), a start-up error used to show twice: the ERROR log line and
+    the "spurd:" line. It is printed once; with a log file the file gets the log line."""
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        r = spurd_once(spurd, "--port=%d" % port)
+        log = tmp_path / "s.log"
+        r2 = spurd_once(spurd, "--port=%d" % port, "-l", str(log))
+    finally:
+        busy.close()
+    assert r.returncode == 1
+    assert r.stderr.count(b"Address already in use") == 1, r.stderr
+    assert r.stderr.startswith(b"spurd: cannot listen on "), r.stderr
+    assert r2.returncode == 1 and r2.stderr.count(b"Address already in use") == 1, r2.stderr
+    assert log.read_bytes().count(b"ERROR cannot listen on ") == 1
+
+
+def test_log_file_that_cannot_be_opened_gives_the_reason(spurd, tmp_path):
+    # not a daemon: spurd goes on, logging to stderr, and says why the file failed
+    p = subprocess.Popen([spurd, "--listen=127.0.0.1", "--port=0", "--port-file",
+                          str(tmp_path / "port"), "-l", str(tmp_path / "missing" / "s.log")],
+                         stderr=subprocess.PIPE)
+    try:
+        poll(lambda: (tmp_path / "port").exists(), "the port file")
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    assert (b"spurd: cannot open log file '%s': No such file or directory; logging to stderr\n"
+            % str(tmp_path / "missing" / "s.log").encode()) in err, err

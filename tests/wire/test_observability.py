@@ -7,6 +7,7 @@ none of these commands.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -498,6 +499,51 @@ def test_metrics_parse_with_prometheus_client(server):
     assert value("spur_jobs_live", "spur_jobs_live") == 1
     assert value("spur_uptime_seconds", "spur_uptime_seconds") >= 0
     del keep
+
+
+DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                         "grafana-dashboard.json")
+
+
+def test_grafana_dashboard_uses_exported_metrics_and_covers_the_spur_features(server, tmp_path):
+    """docs/grafana-dashboard.json: every metric its queries name is one spurd exports, the
+    features beyond Gearman have panels (dead letters, schedules, waiting jobs, TLS handshakes,
+    refusals), panels do not overlap, and with promtool every query is valid PromQL."""
+    with open(DASHBOARD) as f:
+        dash = json.load(f)
+    panels = dash["panels"]
+    exprs = [t["expr"] for p in panels for t in p["targets"]]
+    used = set(re.findall(r"\b((?:spur|gearman)_[a-z_]+)", " ".join(exprs)))
+    text = metrics_text(server.connect())
+    families = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
+    histograms = set(re.findall(r"^# TYPE (\S+) histogram", text, re.M))
+
+    def exported(name):
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        return name in families or (base in histograms and base != name)
+    assert sorted(n for n in used if not exported(n)) == []
+    for needed in ("spur_failed_jobs", "spur_schedules", "spur_schedule_fired_total",
+                   "spur_waiting_jobs", "spur_tls_handshakes_total",
+                   "spur_permission_denied_total", "spur_connections_rejected_total"):
+        assert needed in used, f"no panel shows {needed}"
+    assert len({p["id"] for p in panels}) == len(panels)
+    cells = set()
+    for p in panels:
+        g = p["gridPos"]
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        assert not cells & mine, f"panel {p['title']} overlaps another"
+        cells |= mine
+    if shutil.which("promtool") is None:
+        return
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": "dashboard:q%d" % i,
+         "expr": e.replace("$__rate_interval", "5m").replace("$instance", ".*")}
+        for i, e in enumerate(exprs)]}]}
+    path = tmp_path / "rules.yml"
+    path.write_text(json.dumps(rules))  # JSON is YAML
+    r = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 # ------------------------------------------------------------------ logs

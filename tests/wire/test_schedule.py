@@ -21,7 +21,7 @@ from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, PRE_SLEEP,
 pytestmark = pytest.mark.spur_only
 
 LINE = re.compile(rb"^([^\t]+)\t([^\t]+)\t([^\t]+)\t(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|-)\t(\d+)\t"
-                  rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|-)\t([^\t]+)\t(high|normal|low)\r\n$")
+                  rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|-)\t([^\t]+)\t(high|normal|low)\n$")
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +42,7 @@ def listing(c):
     out = {}
     while True:
         line = c.read_line()
-        if line == b".\r\n":
+        if line == b".\n":
             return out
         m = LINE.match(line)
         assert m, line
@@ -433,8 +433,8 @@ def test_schedule_commands_over_http_admin(server_factory, tmp_path):
 
     assert post(b"schedule add web @every 1h wfn --nohaste a b") == (200, b"OK\r\n")
     status, body = post(b"schedule list")
-    assert status == 200 and body.endswith(b"\r\n.\r\n")
-    assert LINE.match(body.split(b"\r\n")[0] + b"\r\n").group(1) == b"web"
+    assert status == 200 and body.endswith(b"\n.\n") and b"\r" not in body
+    assert LINE.match(body.split(b"\n")[0] + b"\n").group(1) == b"web"
     assert post(b"schedule remove nope") == (400, b"ERR NOT_FOUND no+such+schedule\r\n")
     assert post(b"schedule remove web") == (200, b"OK\r\n")
     assert listing(s.connect()) == {}

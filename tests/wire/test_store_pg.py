@@ -6,12 +6,13 @@ and its queue table imported once, no SQL built from job data, rows that are not
 The tests every backend passes are parametrized in test_store.py."""
 import os
 import subprocess
+import tempfile
 import threading
 import time
 
 import pytest
 
-from conftest import start_gearmand, start_spurd
+from conftest import PG_SCRIPT, start_gearmand, start_spurd
 from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED,
                           SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG, foreground_job_runs,
                           packet)
@@ -306,3 +307,21 @@ def test_table_without_gearmands_columns_stops_the_start_and_changes_nothing(pg)
     assert b"table queue exists but is not gearmand's queue table" in r.stderr, r.stderr
     assert pg.sql("SELECT payload FROM queue").strip() == "mine"
     assert pg.sql("SELECT count(*) FROM spur_import").strip() == "0"
+
+
+def test_pg_cluster_script_is_silent_from_a_directory_its_owner_cannot_enter(tmp_path):
+    """As root the cluster runs as `postgres`, which cannot enter a checkout in /root: initdb
+    and pg_ctl printed a stray "could not change directory ...: Permission denied"."""
+    if os.geteuid() != 0:
+        pytest.skip("the cluster changes user only when run as root")
+    if subprocess.run([PG_SCRIPT, "bindir"], capture_output=True, timeout=30).returncode != 0:
+        pytest.skip("postgresql is not installed")
+    cwd = tmp_path / "private"
+    cwd.mkdir(mode=0o700)
+    d = tempfile.mkdtemp(prefix="spur-pg-quiet-")
+    try:
+        for cmd in ("start", "restart", "stop"):
+            r = subprocess.run([PG_SCRIPT, cmd, d], capture_output=True, timeout=300, cwd=cwd)
+            assert (r.returncode, r.stderr) == (0, b""), (cmd, r.stderr)
+    finally:
+        subprocess.run([PG_SCRIPT, "destroy", d], capture_output=True, timeout=300)

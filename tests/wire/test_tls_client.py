@@ -261,7 +261,7 @@ def test_compat_missing_client_certificate_is_refused(tls_target, certs):
     r = drive(tls_target, env, "echo", "x")
     assert r["rc"] != "GEARMAN_SUCCESS"
     assert "TLS" in r["error"], r
-    assert tls_target.proxy.handshakes_failed >= 1
+    wait_until(lambda: tls_target.proxy.handshakes_failed >= 1, "the refused handshake counted")
 
 
 def test_compat_unreadable_client_certificate_is_an_invalid_argument(tls_target, certs):
@@ -302,7 +302,8 @@ def spuradmin_tls(target, certs, *args, env=None, files=True):
 
 
 def spuradmin_plain(server, *args):
-    p = subprocess.run([admin_bin("spuradmin"), "-h", server.addr[0], "-p", str(server.addr[1])]
+    addr = server.addr if isinstance(server.addr, tuple) else (server.host, server.port)
+    p = subprocess.run([admin_bin("spuradmin"), "-h", addr[0], "-p", str(addr[1])]
                        + list(args), capture_output=True, timeout=DEADLINE)
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
@@ -344,7 +345,25 @@ def test_spuradmin_ssl_without_client_certificate_fails(tls_target, certs):
     rc, out, err = spuradmin_tls(tls_target, certs, "--status", "--ssl-ca-file", certs["ca"],
                                  files=False)
     assert rc == 1 and out == "" and err.startswith("Error: "), err
-    assert tls_target.proxy.handshakes_failed >= 1
+    # the message names the port and says what is missing (it used to be "Error occurred while
+    # writing data to 127.0.0.1", or reading, depending on timing)
+    assert "127.0.0.1:%d" % tls_target.port in err, err
+    assert "client certificate" in err and "--ssl-certificate" in err, err
+    wait_until(lambda: tls_target.proxy.handshakes_failed >= 1, "the refused handshake counted")
+
+
+def test_spuradmin_plain_on_a_tls_port_says_use_ssl(tls_target, certs):
+    rc, out, err = spuradmin_plain(TlsTarget(tls_target.host, tls_target.port, None),
+                                   "--status")
+    assert rc == 1 and out == "", (out, err)
+    assert "127.0.0.1:%d" % tls_target.port in err and "use --ssl" in err, err
+
+
+def test_spuradmin_ssl_on_a_plain_port_says_drop_ssl(backend, certs):
+    rc, out, err = spuradmin_tls(TlsTarget(backend.addr[0], backend.addr[1], certs["ca"]), certs,
+                                 "--status")
+    assert rc == 1 and out == "", (out, err)
+    assert "%s:%d" % backend.addr in err and "drop --ssl" in err, err
 
 
 def test_spur_cli_over_tls(tls_target, certs):
@@ -389,3 +408,32 @@ def test_spuradmin_top_over_tls(server_factory, proxy_factory, certs):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(b"\033[?1049h") and b"FUNCTION" in r.stdout
     assert b"tlstop" in r.stdout and r.stderr == b""
+
+
+def test_spur_plain_on_a_tls_port_and_missing_certificate_say_what_to_do(tls_target, certs):
+    host, port = tls_target.host, str(tls_target.port)
+    p = subprocess.run([admin_bin("spur"), "-h", host, "-p", port, "-t", "10000", "-b",
+                        "-f", "x", "y"], capture_output=True, timeout=DEADLINE,
+                       env=tls_env(certs))
+    assert p.returncode == 1 and b"%s:%s" % (host.encode(), port.encode()) in p.stderr
+    assert b"use -S" in p.stderr, p.stderr
+    p = subprocess.run([admin_bin("spur"), "-S", "-h", host, "-p", port, "-t", "10000", "-b",
+                        "-f", "x", "y"], capture_output=True, timeout=DEADLINE,
+                       env=tls_env(certs, cert=None, key=None))
+    assert p.returncode == 1 and b"GEARMAN_CLIENT_PEM" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------- spur: unix socket, version
+
+def test_spur_reaches_a_unix_socket_and_prints_its_version(server_factory, tmp_path):
+    sock = str(tmp_path / "spurd.sock")
+    s = server_factory("--unix=" + sock, "--admin-allow=unix")
+    p = subprocess.run([admin_bin("spur"), "-h", sock, "-b", "-f", "viaunix", "payload"],
+                       capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 0, p.stderr
+    wait_until(lambda: "viaunix\t1\t0\t0" in admin(s, "status\n"), "the job on the unix socket")
+    p = subprocess.run([admin_bin("spur"), "-h", str(tmp_path / "none.sock"), "-b", "-f", "f",
+                        "x"], capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 1 and b"none.sock: No such file or directory" in p.stderr, p.stderr
+    p = subprocess.run([admin_bin("spur"), "--version"], capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 0 and p.stdout.startswith(b"spur (Spur) "), p
