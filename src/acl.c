@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "esc.h"
 #include "peer.h"
 
 _Static_assert(DENIED_KINDS == 3, "struct acl.limit has one limiter per DENIED_* kind");
@@ -639,9 +640,11 @@ int acl_func_check(struct acl *a, struct peer *p, enum acl_op op, const char *na
     int kind = op == ACL_SUBMIT ? DENIED_SUBMIT : DENIED_CAN_DO;
     p->eng->stats.permission_denied[kind]++;
     const char *verb = op == ACL_SUBMIT ? "submit" : "can_do";
+    char shown[ESC_MAX(200)]; /* escaped (esc.h): no name can forge a log line */
+    size_t sl = esc_encode(name, len < 200 ? len : 200, shown, ESC_SPACE);
     log_limited(&a->limit[kind], LOG_WARNING, __FILE__, __LINE__,
                 "permission denied: %s '%.*s' from %s (listener %s, cert %s, fd %d)", verb,
-                (int)(len < 200 ? len : 200), name, p->ip, p->listener, first_cert(p), p->fd);
+                (int)sl, shown, p->ip, p->listener, first_cert(p), p->fd);
     peer_send_error(p, ACL_ERR_CODE,
                     op == ACL_SUBMIT ? "Not allowed to submit this function"
                                      : "Not allowed to do this function");

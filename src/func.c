@@ -25,12 +25,7 @@ int func_full(const struct engine *e)
 
 int func_name_ok(const char *name, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c <= 0x20 || c == 0x7f)
-            return 0;
-    }
-    return 1;
+    return len == 0 || memchr(name, '\0', len) == NULL;
 }
 
 void func_list_after(struct engine *e, struct func *n, struct func *after)

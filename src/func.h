@@ -96,8 +96,11 @@ int func_unused(const struct func *f);
  * limit goes). The caller must not use f afterwards. */
 void func_release(struct engine *e, struct func *f);
 
-/* func_name_ok reports whether name[0..len) can be listed faithfully by `status` and `workers`:
- * no byte below 0x21 (controls, space) and no 0x7f. Also used for client ids. */
+/* func_name_ok reports whether name[0..len) may name a function: every byte but NUL, as
+ * gearmand (Perl's Gearman::Client puts a TAB after its prefix). The one check of every entry
+ * point (binary submits, CAN_DO, admin commands, HTTP, schedules, retry policies, dump load,
+ * stored records); the text listings escape what would break a row (esc.h). Also used for
+ * client ids. */
 int func_name_ok(const char *name, size_t len);
 
 /* func_list_after links a (marker) node n into engine->func_list just after `after` (at the head
