@@ -251,6 +251,7 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     }
     stat_u(&o, "job_memory_bytes", s.job_bytes);
     stat_u(&o, "functions", s.functions);
+    stat_u(&o, "functions_evicted", st->functions_evicted);
     stat_u(&o, "workers", s.workers);
     stat_u(&o, "abilities", s.abilities);
     stat_u(&o, "held_grabs", s.held);
@@ -445,6 +446,7 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
     }
     json_object_set_new(denied, "total", json_integer((json_int_t)ndenied));
     json_object_set_new(doc, "permission_denied", denied);
+    json_object_set_new(doc, "functions_evicted", json_integer((json_int_t)st->functions_evicted));
     json_object_set_new(doc, "retry", json_pack("{sIsIsIsI}", "retries_total",
                                                 (json_int_t)st->retries, "failed_jobs",
                                                 (json_int_t)jobx_nfailed(e),
@@ -743,6 +745,9 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     gauge(&o, "spur_job_memory_bytes", "Bytes allocated for live jobs and their data.",
           (double)s.job_bytes);
     gauge(&o, "spur_functions", "Functions known.", (double)s.functions);
+    counter(&o, "spur_functions_evicted_total",
+            "Unused functions forgotten to make room past --max-functions.",
+            st->functions_evicted);
     gauge(&o, "spur_workers", "Connections that sent a worker packet.", (double)s.workers);
     gauge(&o, "spur_held_grabs", "GRABs waiting for a job (--grab-wait).", (double)s.held);
     gauge(&o, "spur_buffered_bytes", "Bytes held by all connections' buffers.",

@@ -183,6 +183,8 @@ TEST_F(JobxTest, RetriesWithBackoffThenDeadLetters)
     EXPECT_EQ(admin("cancel job " + h), "OK\r\n");
     EXPECT_EQ(jobx_nfailed(&f.eng), 0u);
     EXPECT_EQ(f.eng.njobs, 0u);
+    EXPECT_NE(func_get(&f.eng, "F", 1, 0), nullptr) << "kept as gearmand keeps it";
+    EXPECT_EQ(admin("drop function F"), "OK\r\n");
     EXPECT_EQ(func_get(&f.eng, "F", 1, 0), nullptr);
 }
 
