@@ -20,7 +20,8 @@
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
 
-#define BAD_NAME "ERR INVALID_FUNCTION_NAME NUL+byte+in+function+name\r\n"
+#define BAD_NAME_CODE "INVALID_FUNCTION_NAME NUL+byte+in+function+name"
+#define BAD_NAME "ERR " BAD_NAME_CODE "\r\n"
 
 /* name_arg returns the function name of token t decoded (esc_decode_dup: the escaped form the
  * listings print), malloc'd; or NULL after answering a name that is too long, has a NUL
@@ -307,11 +308,6 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
         return;
     }
-    if (fl > e->cfg->max_function || !func_name_ok(name, fl)) {
-        free(name);
-        reply(p, BAD_NAME);
-        return;
-    }
     struct job *j;
     const char *why = NULL;
     int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n, &j, &why);
@@ -329,6 +325,14 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
                 struct job **out, const char **why)
 {
+    if (fl > e->cfg->max_function) {
+        *why = "ARGUMENT_TOO_LARGE Function+name+too+long";
+        return -1;
+    }
+    if (!func_name_ok(fn, fl)) {
+        *why = BAD_NAME_CODE;
+        return -1;
+    }
     struct func *f = func_get(e, fn, fl, 1);
     if (f == NULL) {
         *why = "MEMORY_ALLOCATION_FAILURE Too+many+functions+or+no+memory";
