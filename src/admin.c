@@ -151,7 +151,10 @@ static void write_job(struct peer *p, struct admin_listing *l, const struct job 
             peer_close(p); /* out of memory: a half document must not look whole */
         buf_free(&b);
     } else if (kind == LIST_UNIQUE) {
-        peer_write_name(p, job_unique(j), j->unique_len, 0); /* one unique, one line */
+        if (j->unique_len == 1 && job_unique(j)[0] == '.')
+            peer_write(p, "%2E", 3); /* not the listing's end line */
+        else
+            peer_write_name(p, job_unique(j), j->unique_len, 0); /* one unique, one line */
         peer_write(p, "\n", 1);
     } else {
         char h[JOB_HANDLE_BUF];

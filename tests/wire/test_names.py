@@ -203,9 +203,11 @@ def test_every_entry_point_takes_control_bytes_and_refuses_nul(server):
     # a unique with a newline is one line of `show unique jobs`
     c.send_packet(SUBMIT_JOB_BG, name, b"u\nforged", b"x")
     c.expect(JOB_CREATED)
+    c.send_packet(SUBMIT_JOB_BG, name, b".", b"x")  # not the end line
+    c.expect(JOB_CREATED)
     c.send(b"show unique jobs\r\n")
-    uniques = c.read_until(b".\n").split(b"\n")[:-2]
-    assert sorted(uniques) == [b"adm", b"u%0Aforged", b"u0", b"u1", b"u2"]
+    uniques = c.read_until(b"\n.\n").split(b"\n")[:-2]
+    assert sorted(uniques) == [b"%2E", b"adm", b"u%0Aforged", b"u0", b"u1", b"u2"]
     # NUL (only a no-data last argument can carry one, and %00 in the escaped form) is refused
     w.send_packet(CAN_DO, b"a\0b")
     assert w.expect(ERROR) == b"INVALID_ARGUMENT\0Function name has a NUL byte"
