@@ -327,7 +327,8 @@ static int parse_line(struct acl_policy *pol, const struct word *w, int nw, int 
     size_t fl = w[2].len;
     for (size_t i = 0; i < fl; i++) {
         if ((unsigned char)f[i] <= 0x20 || f[i] == 0x7f)
-            return errf(err, errlen, "control byte or space in the function pattern");
+            return errf(err, errlen, "control byte or space in the function pattern (write "
+                                     "it %%XX, as the listings do: %%09 for a TAB)");
         if (f[i] == '*' && i != fl - 1)
             return errf(err, errlen, "'*' may only end a function pattern");
     }
@@ -354,8 +355,8 @@ static int parse_line(struct acl_policy *pol, const struct word *w, int nw, int 
     if (r.pat == NULL)
         return errf(err, errlen, "out of memory");
     memcpy(r.pat, f, fl);
-    r.pat[fl] = '\0';
-    r.patlen = fl;
+    r.patlen = esc_decode(r.pat, fl); /* the escaped form of the listings: %09 is a TAB */
+    r.pat[r.patlen] = '\0';
     struct acl_rule *nr = realloc(pol->rules, (pol->nrules + 1) * sizeof *nr);
     if (nr == NULL) {
         free(r.pat);
