@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "esc.h"
 #include "peer.h"
 
 _Static_assert(DENIED_KINDS == 3, "struct acl.limit has one limiter per DENIED_* kind");
@@ -326,7 +327,8 @@ static int parse_line(struct acl_policy *pol, const struct word *w, int nw, int 
     size_t fl = w[2].len;
     for (size_t i = 0; i < fl; i++) {
         if ((unsigned char)f[i] <= 0x20 || f[i] == 0x7f)
-            return errf(err, errlen, "control byte or space in the function pattern");
+            return errf(err, errlen, "control byte or space in the function pattern (write "
+                                     "it %%XX, as the listings do: %%09 for a TAB)");
         if (f[i] == '*' && i != fl - 1)
             return errf(err, errlen, "'*' may only end a function pattern");
     }
@@ -353,8 +355,8 @@ static int parse_line(struct acl_policy *pol, const struct word *w, int nw, int 
     if (r.pat == NULL)
         return errf(err, errlen, "out of memory");
     memcpy(r.pat, f, fl);
-    r.pat[fl] = '\0';
-    r.patlen = fl;
+    r.patlen = esc_decode(r.pat, fl); /* the escaped form of the listings: %09 is a TAB */
+    r.pat[r.patlen] = '\0';
     struct acl_rule *nr = realloc(pol->rules, (pol->nrules + 1) * sizeof *nr);
     if (nr == NULL) {
         free(r.pat);
@@ -639,9 +641,11 @@ int acl_func_check(struct acl *a, struct peer *p, enum acl_op op, const char *na
     int kind = op == ACL_SUBMIT ? DENIED_SUBMIT : DENIED_CAN_DO;
     p->eng->stats.permission_denied[kind]++;
     const char *verb = op == ACL_SUBMIT ? "submit" : "can_do";
+    char shown[ESC_MAX(200)]; /* escaped (esc.h): no name can forge a log line */
+    size_t sl = esc_encode(name, len < 200 ? len : 200, shown, ESC_SPACE);
     log_limited(&a->limit[kind], LOG_WARNING, __FILE__, __LINE__,
                 "permission denied: %s '%.*s' from %s (listener %s, cert %s, fd %d)", verb,
-                (int)(len < 200 ? len : 200), name, p->ip, p->listener, first_cert(p), p->fd);
+                (int)sl, shown, p->ip, p->listener, first_cert(p), p->fd);
     peer_send_error(p, ACL_ERR_CODE,
                     op == ACL_SUBMIT ? "Not allowed to submit this function"
                                      : "Not allowed to do this function");

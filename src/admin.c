@@ -13,6 +13,7 @@
 #include "dump.h"
 #include "dumpfmt.h"
 #include "engine.h"
+#include "esc.h"
 #include "func.h"
 #include "job.h"
 #include "jobx_admin.h"
@@ -22,8 +23,8 @@
 #include "recur.h"
 #include "worker.h"
 
-/* the reply to a name that `status` or `workers` could not list faithfully */
-#define BAD_NAME "ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
+/* the reply to a function name func_name_ok refuses (a NUL byte, %00 in the escaped form) */
+#define BAD_NAME "ERR INVALID_FUNCTION_NAME NUL+byte+in+function+name\r\n"
 
 #define ADMIN_MAX_TOKENS 6 /* the most any command takes ("maxqueue F H N L" is 5) */
 
@@ -117,10 +118,11 @@ static void listing_free(struct peer *p)
     p->listing = NULL;
 }
 
-/* write_func writes f's row of a status or prioritystatus listing. */
+/* write_func writes f's row of a status or prioritystatus listing; the name escaped (esc.h) so
+ * that no name can end its row or add columns. */
 static void write_func(struct peer *p, enum listing_kind kind, const struct func *f)
 {
-    peer_write(p, f->name, f->name_len);
+    peer_write_name(p, f->name, f->name_len, 0);
     if (kind == LIST_STATUS)
         peer_printf(p, "\t%u\t%u\t%u\n", func_total(f), f->running, f->nworkers);
     else
@@ -149,7 +151,10 @@ static void write_job(struct peer *p, struct admin_listing *l, const struct job 
             peer_close(p); /* out of memory: a half document must not look whole */
         buf_free(&b);
     } else if (kind == LIST_UNIQUE) {
-        peer_write(p, job_unique(j), j->unique_len);
+        if (j->unique_len == 1 && job_unique(j)[0] == '.')
+            peer_write(p, "%2E", 3); /* not the listing's end line */
+        else
+            peer_write_name(p, job_unique(j), j->unique_len, 0); /* one unique, one line */
         peer_write(p, "\n", 1);
     } else {
         char h[JOB_HANDLE_BUF];
@@ -163,15 +168,21 @@ static void write_job(struct peer *p, struct admin_listing *l, const struct job 
     }
 }
 
-/* write_worker writes q's row of a workers listing: all its functions on one line. */
+/* write_worker writes q's row of a workers listing: all its functions on one line, separated by
+ * spaces, so the client id and the names are escaped with their spaces (esc.h). */
 static void write_worker(struct peer *p, const struct peer *q)
 {
-    peer_printf(p, "%d %s %s :", q->fd, q->ip, q->client_id ? q->client_id : "-");
+    peer_printf(p, "%d %s ", q->fd, q->ip);
+    if (q->client_id != NULL)
+        peer_write_name(p, q->client_id, strlen(q->client_id), ESC_SPACE);
+    else
+        peer_write(p, "-", 1);
+    peer_write(p, " :", 2);
     if (q->worker != NULL)
         list_for_each(n, &q->worker->abilities) {
             const struct ability *a = ability_of_wnode(n);
             peer_write(p, " ", 1);
-            peer_write(p, a->func->name, a->func->name_len);
+            peer_write_name(p, a->func->name, a->func->name_len, ESC_SPACE);
         }
     peer_write(p, "\n", 1);
 }
@@ -502,21 +513,37 @@ static void adm_cancel(struct peer *p, const struct pa_token *t, size_t n)
     reply(p, "OK\r\n");
 }
 
+/* name_arg returns the function name of token t decoded (esc_decode_dup: the escaped form the
+ * listings print), malloc'd; or NULL after answering a name that is too long, invalid
+ * (func_name_ok) or out of memory. */
+static char *name_arg(struct peer *p, const struct pa_token *t, size_t *len)
+{
+    char *name = esc_decode_dup(t->ptr, t->len, len);
+    if (name == NULL)
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+    else if (*len > p->eng->cfg->max_function)
+        reply(p, "ERR ARGUMENT_TOO_LARGE Function+name+too+long\r\n");
+    else if (!func_name_ok(name, *len))
+        reply(p, BAD_NAME);
+    else
+        return name;
+    free(name);
+    return NULL;
+}
+
 static void adm_create_function(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n != 3 || !pa_token_is(&t[1], "function")) {
         invalid_arguments(p, "create");
         return;
     }
-    if (t[2].len > p->eng->cfg->max_function) {
-        reply(p, "ERR ARGUMENT_TOO_LARGE Function+name+too+long\r\n");
+    size_t len;
+    char *name = name_arg(p, &t[2], &len);
+    if (name == NULL)
         return;
-    }
-    if (!func_name_ok(t[2].ptr, t[2].len)) {
-        reply(p, BAD_NAME);
-        return;
-    }
-    if (func_get(p->eng, t[2].ptr, t[2].len, 1) == NULL) {
+    struct func *f = func_get(p->eng, name, len, 1);
+    free(name);
+    if (f == NULL) {
         if (func_full(p->eng)) {
             reply(p, "ERR TOO_MANY_FUNCTIONS Function+limit+reached+(--max-functions)\r\n");
             return;
@@ -524,6 +551,7 @@ static void adm_create_function(struct peer *p, const struct pa_token *t, size_t
         peer_printf(p, "ERR CREATE_FUNCTION %.*s\r\n", (int)t[2].len, t[2].ptr);
         return;
     }
+    func_release(p->eng, f); /* kept until dropped, or evicted past --max-functions */
     reply(p, "OK\r\n");
 }
 
@@ -533,11 +561,12 @@ static void adm_drop_function(struct peer *p, const struct pa_token *t, size_t n
         invalid_arguments(p, "drop");
         return;
     }
-    if (!func_name_ok(t[2].ptr, t[2].len)) {
-        reply(p, BAD_NAME);
+    size_t len;
+    char *name = name_arg(p, &t[2], &len);
+    if (name == NULL)
         return;
-    }
-    struct func *f = func_get(p->eng, t[2].ptr, t[2].len, 0);
+    struct func *f = func_get(p->eng, name, len, 0);
+    free(name);
     if (f == NULL) {
         reply(p, "ERR function not found\r\n");
         return;
@@ -570,11 +599,12 @@ static void adm_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
         invalid_arguments(p, "maxqueue");
         return;
     }
-    if (!func_name_ok(t[1].ptr, t[1].len)) {
-        reply(p, BAD_NAME);
+    size_t len;
+    char *name = name_arg(p, &t[1], &len);
+    if (name == NULL)
         return;
-    }
-    struct func *f = func_get(p->eng, t[1].ptr, t[1].len, 0);
+    struct func *f = func_get(p->eng, name, len, 0);
+    free(name);
     if (f != NULL) {
         uint32_t v[PRIO_COUNT] = {0, 0, 0};
         if (n == 3) {
@@ -585,7 +615,7 @@ static void adm_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
             v[2] = n >= 5 ? parse_limit(&t[4]) : 0;
         }
         memcpy(f->max_queue, v, sizeof v);
-        func_release(p->eng, f); /* no limit left: forgotten if nothing else holds it */
+        func_release(p->eng, f); /* no limit left: evictable if nothing else holds it */
     }
     reply(p, "OK\r\n");
 }

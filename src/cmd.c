@@ -161,7 +161,7 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         return;
     }
     if (!func_name_ok(fn, fnl)) {
-        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a control byte or space");
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a NUL byte");
         return;
     }
     if (e->acl != NULL && acl_func_check(e->acl, p, ACL_SUBMIT, fn, fnl) != 0)
@@ -278,7 +278,7 @@ static void set_client_id(struct peer *p, const struct pb_packet *pkt)
     if (len > p->eng->cfg->max_client_id)
         len = p->eng->cfg->max_client_id;
     if (!func_name_ok(pkt->arg[0], len)) {
-        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Client id has a control byte or space");
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Client id has a NUL byte");
         return;
     }
     char *id = malloc(len + 1);
@@ -300,7 +300,7 @@ static void can_do(struct peer *p, const struct pb_packet *pkt, int with_timeout
         return;
     }
     if (!func_name_ok(pkt->arg[0], pkt->len[0])) {
-        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a control byte or space");
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a NUL byte");
         return;
     }
     if (e->acl != NULL && acl_func_check(e->acl, p, ACL_CAN_DO, pkt->arg[0], pkt->len[0]) != 0)

@@ -87,7 +87,7 @@ static const char *job_invalid(const struct config *c, const struct dump_job *d)
     if (d->func_len == 0 || d->func_len > c->max_function)
         return "function name empty or longer than --max-function-name";
     if (!func_name_ok(d->func, d->func_len))
-        return "function name has a control byte or space";
+        return "function name has a NUL byte";
     if (d->unique_len > PROTO_UNIQUE_MAX)
         return "unique longer than 64 bytes";
     if (d->reducer_len > c->max_function)

@@ -58,6 +58,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     list_node_init(&e->jobs);
     list_node_init(&e->peers);
     list_node_init(&e->func_list);
+    list_node_init(&e->func_idle);
     list_node_init(&e->listings);
     list_node_init(&e->worker_listings);
     if (cfg->job_handle_prefix != NULL) {
@@ -278,9 +279,14 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
             return engine_check_fail(err, errlen, "foreground job %llu queued with no client",
                                      (unsigned long long)j->id);
     }
-    list_for_each(n, &e->func_list)
-        if (!func_of_anode(n)->marker && check_func(func_of_anode(n), err, errlen) != 0)
+    list_for_each(n, &e->func_list) {
+        const struct func *f = func_of_anode(n);
+        if (!f->marker && check_func(f, err, errlen) != 0)
             return -1; /* (a marker has no lists) */
+        if (!f->marker && func_unused(f) && !list_linked(&f->unode))
+            return engine_check_fail(err, errlen, "%s: unused but not evictable (func_release "
+                                     "not called)", f->name);
+    }
     if (bytes != e->job_bytes)
         return engine_check_fail(err, errlen, "job_bytes=%zu but jobs hold %zu", e->job_bytes,
                                  bytes);

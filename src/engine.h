@@ -176,6 +176,7 @@ struct engine_stats {
     uint64_t schedule_fired;     /* schedule firings that submitted or joined a job (recur.h) */
     uint64_t schedule_coalesced; /* ... of those, joined a live job with their unique */
     uint64_t schedule_refused;   /* schedule firings refused (maxqueue, memory, store) */
+    uint64_t functions_evicted;  /* unused functions freed to make room past --max-functions */
 };
 
 /* struct engine is the whole pure server state. */
@@ -206,6 +207,9 @@ struct engine {
     struct hmap abilities;        /* struct ability by (worker, function) */
     struct list_node func_list;   /* every function in creation order (func.anode), and the
                                      markers of 'status' listings */
+    struct list_node func_idle;   /* functions that were unused when last released
+                                     (func.unode), least recently first: evicted in this
+                                     order past --max-functions (func_get) */
     struct list_node listings;    /* peers with a 'show' listing still to write
                                      (peer.listing_node), in turn order */
     struct list_node worker_listings; /* 'workers' listings in progress (admin.c) */

@@ -18,19 +18,38 @@ static uint64_t func_hash(const struct engine *e, const struct func *f)
     return hmap_hash_bytes(f->name, f->name_len, e->seed);
 }
 
-int func_full(const struct engine *e)
+/* at_limit reports whether --max-functions functions exist. */
+static int at_limit(const struct engine *e)
 {
     return e->cfg->max_functions > 0 && e->funcs.count >= e->cfg->max_functions;
 }
 
+int func_full(const struct engine *e)
+{
+    return at_limit(e) && list_empty(&e->func_idle);
+}
+
+/* evict frees the least recently released unused function; returns 0, or -1 if none is. An
+ * entry of func_idle that is in use again (a limit set by maxqueue after its release...) is
+ * taken off the list on the way: it is put back when released again. O(1) amortized. */
+static int evict(struct engine *e)
+{
+    struct list_node *n;
+    while ((n = list_first(&e->func_idle)) != NULL) {
+        struct func *f = container_of(n, struct func, unode);
+        list_del(n);
+        if (func_unused(f)) {
+            func_drop(e, f);
+            e->stats.functions_evicted++;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 int func_name_ok(const char *name, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c <= 0x20 || c == 0x7f)
-            return 0;
-    }
-    return 1;
+    return len == 0 || memchr(name, '\0', len) == NULL;
 }
 
 void func_list_after(struct engine *e, struct func *n, struct func *after)
@@ -55,10 +74,13 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
     uint64_t h = hmap_hash_bytes(name, len, e->seed);
     struct hmap_probe pr;
     for (struct func *f = hmap_first(&e->funcs, h, &pr); f != NULL; f = hmap_next(&pr)) {
-        if (f->name_len == len && memcmp(f->name, name, len) == 0)
+        if (f->name_len == len && memcmp(f->name, name, len) == 0) {
+            if (create)
+                list_del(&f->unode); /* the caller's now: not evicted until released again */
             return f;
+        }
     }
-    if (!create || func_full(e))
+    if (!create || (at_limit(e) && evict(e) != 0))
         return NULL;
     struct func *f = calloc(1, sizeof *f + len + 1);
     if (f == NULL)
@@ -71,6 +93,7 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
     }
     f->seq = e->func_seq++;
     list_node_init(&f->wake);
+    list_node_init(&f->unode);
     list_node_init(&f->workers);
     for (int p = 0; p < PRIO_COUNT; p++)
         list_node_init(&f->queue[p]);
@@ -84,6 +107,7 @@ void func_drop(struct engine *e, struct func *f)
 {
     assert(list_empty(&f->workers) && func_total(f) == 0 && f->parked == 0 && f->woken == 0);
     list_del(&f->wake);
+    list_del(&f->unode);
     func_list_remove(e, f);
     hmap_remove(&e->funcs, f, func_hash(e, f));
     free(f);
@@ -98,8 +122,9 @@ int func_unused(const struct func *f)
 
 void func_release(struct engine *e, struct func *f)
 {
+    list_del(&f->unode);
     if (func_unused(f))
-        func_drop(e, f);
+        list_push_back(&e->func_idle, &f->unode); /* the most recently released last */
 }
 
 void func_free_all(struct engine *e)
@@ -110,6 +135,7 @@ void func_free_all(struct engine *e)
         free(f);
     hmap_free(&e->funcs);
     list_node_init(&e->func_list);
+    list_node_init(&e->func_idle);
 }
 
 /* ------------------------------------------------------------ ready queues */

@@ -37,6 +37,8 @@ struct func {
     struct list_node wake;           /* engine->ready: waiting for engine_drain_ready */
     uint32_t wakes;                  /* func_wake calls since the last drain */
     struct list_node anode;          /* engine->func_list, in creation order */
+    struct list_node unode;          /* engine->func_idle while unused (func_release), so
+                                        it can be evicted past --max-functions */
     struct list_node idle[2];        /* candidates for a wake-up (FUNC_HELD, FUNC_SLEEPING),
                                         oldest first (ability.inode); stale entries are
                                         parked as met */
@@ -77,12 +79,17 @@ void func_stats_reset(struct func *f);
 /* The two idle lists of a function: workers whose GRAB is held, and sleepers not yet woken. */
 enum { FUNC_HELD = 0, FUNC_SLEEPING = 1 };
 
-/* func_full reports whether no new function may be created (--max-functions reached). */
+/* func_full reports whether no new function may be created: --max-functions exist and none is
+ * unused (after a func_get that failed to create one, the exact reason of its failure). */
 int func_full(const struct engine *e);
 
 
-/* func_get finds the function named name[0..len), creating it if create. NULL if absent, out
- * of memory, or (creating) --max-functions exist already: see func_full. */
+/* func_get finds the function named name[0..len), creating it if create. Creating past
+ * --max-functions evicts the least recently released unused function (engine->func_idle,
+ * counted in stats.functions_evicted); NULL if absent, out of memory, or none can be evicted
+ * (see func_full). With create, the function found or made is the caller's: it must use it (a
+ * job, an ability, a limit) or func_release it, and no other function it holds unused may be
+ * passed to a later func_get with create (that could evict it). */
 struct func *func_get(struct engine *e, const char *name, size_t len, int create);
 
 /* func_drop removes f, which must have no jobs and no workers, and frees it. O(1). */
@@ -92,12 +99,16 @@ void func_drop(struct engine *e, struct func *f);
  * maxqueue limit and no woken worker on its way. */
 int func_unused(const struct func *f);
 
-/* func_release frees f if func_unused (a function is forgotten once its last worker, job or
- * limit goes). The caller must not use f afterwards. */
+/* func_release is called when f may have become unused (its last worker, job or limit went):
+ * an unused function stays known, listed by `status` with 0 0 0 as gearmand does, until `drop
+ * function` or its eviction past --max-functions, least recently released first. O(1). */
 void func_release(struct engine *e, struct func *f);
 
-/* func_name_ok reports whether name[0..len) can be listed faithfully by `status` and `workers`:
- * no byte below 0x21 (controls, space) and no 0x7f. Also used for client ids. */
+/* func_name_ok reports whether name[0..len) may name a function: every byte but NUL, as
+ * gearmand (Perl's Gearman::Client puts a TAB after its prefix). The one check of every entry
+ * point (binary submits, CAN_DO, admin commands, HTTP, schedules, retry policies, dump load,
+ * stored records); the text listings escape what would break a row (esc.h). Also used for
+ * client ids. */
 int func_name_ok(const char *name, size_t len);
 
 /* func_list_after links a (marker) node n into engine->func_list just after `after` (at the head

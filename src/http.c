@@ -880,6 +880,8 @@ static void submit_after(struct req *r)
     }
     int client = why != NULL && (strncmp(why, "UNKNOWN_JOB", 11) == 0 ||
                                  strncmp(why, "INVALID_ARGUMENT", 16) == 0 ||
+                                 strncmp(why, "INVALID_FUNCTION_NAME", 21) == 0 ||
+                                 strncmp(why, "ARGUMENT_TOO_LARGE", 18) == 0 ||
                                  strncmp(why, "DEPENDENCY_FAILED", 17) == 0 ||
                                  strncmp(why, "TOO_MANY", 8) == 0);
     finish_text(r, client ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_SERVICE_UNAVAILABLE, "ERROR", "ERROR ",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "esc.h"
 #include "func.h"
 #include "jobx.h"
 #include "list.h"
@@ -362,8 +363,11 @@ static struct log_limit job_log_limit = {1.0, 0, 0, JOB_LOG_BURST, 0};
 
 void job_log_debug(const struct engine *e, const struct job *j, const char *what)
 {
-    char h[JOB_HANDLE_BUF];
+    char h[JOB_HANDLE_BUF], name[ESC_MAX(100)];
     job_handle(e, j, h);
-    log_limited(&job_log_limit, LOG_DEBUG, __FILE__, __LINE__, "job %s (%.*s): %s", h,
-                (int)j->func->name_len, j->func->name, what);
+    /* the name escaped (esc.h), so that no name can forge a log line; the first 100 bytes */
+    size_t nl = esc_encode(j->func->name, j->func->name_len < 100 ? j->func->name_len : 100, name,
+                           ESC_SPACE);
+    log_limited(&job_log_limit, LOG_DEBUG, __FILE__, __LINE__, "job %s (%.*s): %s", h, (int)nl,
+                name, what);
 }

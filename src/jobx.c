@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "esc.h"
 #include "func.h"
 #include "job.h"
 #include "log.h"
@@ -35,8 +36,13 @@ struct jobx *jobx_get(struct engine *e)
     const struct config *c = e->cfg;
     for (int i = 0; c != NULL && i < c->nretry; i++) {
         const struct config_retry *r = &c->retry[i];
-        if (jobx_policy_set(e, r->func, strlen(r->func), r->count, r->backoff, r->max) != 0)
+        size_t fl;
+        char *fn = esc_decode_dup(r->func, strlen(r->func), &fl); /* %09 is a TAB */
+        if (fn != NULL && !func_name_ok(fn, fl))
+            log_error("retry policy of %s not set: the name has a NUL byte (%%00)", r->func);
+        else if (fn == NULL || jobx_policy_set(e, fn, fl, r->count, r->backoff, r->max) != 0)
             log_error("retry policy of %s not set: out of memory", r->func);
+        free(fn);
     }
     return x;
 }

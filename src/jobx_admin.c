@@ -4,10 +4,12 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "engine.h"
+#include "esc.h"
 #include "func.h"
 #include "job.h"
 #include "jobx.h"
@@ -18,7 +20,34 @@
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
 
-#define BAD_NAME "ERR INVALID_FUNCTION_NAME Control+byte+or+space+in+function+name\r\n"
+#define BAD_NAME_CODE "INVALID_FUNCTION_NAME NUL+byte+in+function+name"
+#define BAD_NAME "ERR " BAD_NAME_CODE "\r\n"
+
+/* name_arg returns the function name of token t decoded (esc_decode_dup: the escaped form the
+ * listings print), malloc'd; or NULL after answering a name that is too long, has a NUL
+ * (func_name_ok) or no memory. */
+static char *name_arg(struct peer *p, const struct pa_token *t, size_t *len)
+{
+    char *name = esc_decode_dup(t->ptr, t->len, len);
+    if (name == NULL)
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+    else if (*len > p->eng->cfg->max_function || !func_name_ok(name, *len))
+        reply(p, BAD_NAME);
+    else
+        return name;
+    free(name);
+    return NULL;
+}
+
+/* find_func returns the function named by token t (escaped form), NULL if none or invalid. */
+static struct func *find_func(struct engine *e, const struct pa_token *t)
+{
+    size_t len;
+    char *name = esc_decode_dup(t->ptr, t->len, &len);
+    struct func *f = name != NULL ? func_get(e, name, len, 0) : NULL;
+    free(name);
+    return f;
+}
 
 static void usage(struct peer *p)
 {
@@ -49,7 +78,7 @@ static void retry_list(struct peer *p)
         struct hmap_iter it;
         hmap_iter_init(&it, &x->policies);
         for (const struct jobx_policy *pol; (pol = hmap_iter_next(&it)) != NULL;) {
-            peer_write(p, pol->name, pol->name_len);
+            peer_write_name(p, pol->name, pol->name_len, 0);
             peer_printf(p, "\t%u\t%g\t%g\n", pol->count, pol->backoff, pol->max);
         }
     }
@@ -71,7 +100,7 @@ static void retry_job(struct peer *p, const struct pa_token *t, size_t n)
         return;
     }
     if (n == 4 && pa_token_is(&t[2], "all")) {
-        struct func *f = func_get(e, t[3].ptr, t[3].len, 0);
+        struct func *f = find_func(e, &t[3]);
         size_t k = f != NULL ? jobx_retry_all(e, f) : 0;
         engine_drain_ready(e);
         peer_printf(p, "OK %zu\r\n", k);
@@ -94,10 +123,10 @@ void jobx_admin_retry(struct peer *p, const struct pa_token *t, size_t n)
         usage(p);
         return;
     }
-    if (!func_name_ok(t[1].ptr, t[1].len) || t[1].len > p->eng->cfg->max_function) {
-        reply(p, BAD_NAME);
+    size_t fl;
+    char *fn = name_arg(p, &t[1], &fl);
+    if (fn == NULL)
         return;
-    }
     char cs[32], bs[32], ms[32];
     uint32_t count;
     double backoff, max;
@@ -106,12 +135,16 @@ void jobx_admin_retry(struct peer *p, const struct pa_token *t, size_t n)
         (n == 5 && token_str(&t[4], ms, sizeof ms) != 0) ||
         config_parse_retry_numbers(cs, bs, ms, &count, &backoff, &max) != 0) {
         reply(p, "ERR INVALID_ARGUMENTS COUNT+0..1000,+0+<=+BACKOFF+<=+MAX+<=+2592000+seconds\r\n");
+        free(fn);
         return;
     }
-    int rc = jobx_policy_set(p->eng, t[1].ptr, t[1].len, count, backoff, max);
+    int rc = jobx_policy_set(p->eng, fn, fl, count, backoff, max);
+    if (rc == 0 && jobx_store_policy(p->eng, fn, fl) != 0)
+        rc = -1;
+    free(fn);
     if (rc == -2)
         reply(p, "ERR TOO_MANY_POLICIES At+most+10000+retry+policies\r\n");
-    else if (rc != 0 || jobx_store_policy(p->eng, t[1].ptr, t[1].len) != 0)
+    else if (rc != 0)
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
     else
         reply(p, "OK\r\n");
@@ -144,7 +177,7 @@ void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n)
         reply(p, "ERR UNKNOWN_SHOW_ARGUMENTS\r\n");
         return;
     }
-    if (n == 4 && (f = func_get(e, t[3].ptr, t[3].len, 0)) == NULL) {
+    if (n == 4 && (f = find_func(e, &t[3])) == NULL) {
         reply(p, ".\n");
         return;
     }
@@ -161,7 +194,7 @@ void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n)
             int ll = snprintf(line, sizeof line, "\t%u\t%.3f\t%.3f\t", r->attempts,
                               r->first_failed, r->last_failed);
             rc = buf_append(&b, h, hl) || buf_append(&b, "\t", 1) ||
-                 buf_append(&b, j->func->name, j->func->name_len) || buf_append(&b, "\t", 1) ||
+                 esc_append(&b, j->func->name, j->func->name_len, 0) || buf_append(&b, "\t", 1) ||
                  put_escaped(&b, job_unique(j), j->unique_len) ||
                  buf_append(&b, line, (size_t)ll) || put_escaped(&b, r->error, r->error_len) ||
                  buf_append(&b, "\n", 1);
@@ -191,7 +224,7 @@ void jobx_admin_purge(struct peer *p, const struct pa_token *t, size_t n)
     if (n == 2) {
         k = jobx_purge(e, NULL);
     } else {
-        struct func *f = func_get(e, t[2].ptr, t[2].len, 0);
+        struct func *f = find_func(e, &t[2]);
         if (f != NULL)
             k = jobx_purge(e, f);
     }
@@ -249,7 +282,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     }
     const char *data = line + i;
     size_t dl = len - i;
-    if (fl == 0 || fl > e->cfg->max_function || !func_name_ok(fn, fl)) {
+    if (fl == 0 || fl > ESC_MAX(e->cfg->max_function)) {
         reply(p, "ERR INVALID_ARGUMENTS Usage:+submit+FUNC+[--after+H1,H2]+[--unique+U]+"
                  "[--priority+P]+PAYLOAD\r\n");
         return;
@@ -269,9 +302,17 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
         peer_printf(p, "ERR %s\r\n", bad);
         return;
     }
+    /* the name in the escaped form the listings print (%09 is a TAB) */
+    char *name = esc_decode_dup(fn, fl, &fl);
+    if (name == NULL) {
+        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
+        return;
+    }
     struct job *j;
     const char *why = NULL;
-    if (jobx_submit(e, fn, fl, uq, ul, prio, data, dl, ids, (size_t)n, &j, &why) != 0) {
+    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n, &j, &why);
+    free(name);
+    if (rc != 0) {
         peer_printf(p, "ERR %s\r\n", why);
         return;
     }
@@ -284,10 +325,16 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
                 struct job **out, const char **why)
 {
-    /* the same name check as a binary SUBMIT_JOB (cmd.c): every entry point that creates a
-     * job goes through func_name_ok, so a name can never forge a row of a listing */
-    if (fl == 0 || fl > e->cfg->max_function || !func_name_ok(fn, fl)) {
-        *why = "INVALID_ARGUMENT Function+name+empty,+too+long+or+not+allowed";
+    if (fl > e->cfg->max_function) {
+        *why = "ARGUMENT_TOO_LARGE Function+name+too+long";
+        return -1;
+    }
+    if (fl == 0) {
+        *why = "INVALID_ARGUMENT Function+name+empty";
+        return -1;
+    }
+    if (!func_name_ok(fn, fl)) {
+        *why = BAD_NAME_CODE;
         return -1;
     }
     struct func *f = func_get(e, fn, fl, 1);

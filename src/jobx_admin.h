@@ -30,9 +30,8 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len);
  * priority prio and payload data, waiting for the jobs ids[0..n) (n may be 0: queued at once);
  * a live job of fn with that unique is joined instead. With a store the job is recorded (a
  * runnable one is queued once durable). Returns 0 with the job in *out, or -1 with *why an
- * admin error ("CODE Text+with+pluses"): INVALID_ARGUMENT for a function name that
- * func_name_ok refuses (or empty, or past --max-function-name), as a binary submit. Shared by
- * the admin `submit` and HTTP X-Spur-After. */
+ * admin error ("CODE Text+with+pluses"). Shared by the admin `submit` and HTTP X-Spur-After;
+ * it checks the name itself (func_name_ok, --max-function-name), as every entry point must. */
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
                 struct job **out, const char **why);

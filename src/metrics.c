@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "esc.h"
 #include "func.h"
 #include "hist.h"
 #include "job.h"
@@ -57,6 +58,21 @@ static void put(struct out *o, const char *s, size_t n)
 }
 
 static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
+
+/* put_name appends name[0..len) escaped for a text line whose fields are separated by spaces
+ * (esc.h, ESC_SPACE). */
+static void put_name(struct out *o, const char *name, size_t len)
+{
+    if (o->err)
+        return;
+    size_t before = buf_len(o->b);
+    if (esc_append(o->b, name, len, ESC_SPACE) != 0)
+        o->err = METRICS_NO_MEMORY;
+    else if (o->max != 0 && buf_len(o->b) - o->start > o->max) {
+        o->b->end -= buf_len(o->b) - before; /* taken back: the document stays within max */
+        o->err = METRICS_TOO_LARGE;
+    }
+}
 
 /* comma separates the items of a JSON list or object: a comma before all but the first. */
 static void comma(struct out *o, int *first)
@@ -236,6 +252,7 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     }
     stat_u(&o, "job_memory_bytes", s.job_bytes);
     stat_u(&o, "functions", s.functions);
+    stat_u(&o, "functions_evicted", st->functions_evicted);
     stat_u(&o, "workers", s.workers);
     stat_u(&o, "abilities", s.abilities);
     stat_u(&o, "held_grabs", s.held);
@@ -273,7 +290,7 @@ int metrics_stats_functions(const struct engine *e, struct buf *b, size_t max)
         const struct func *f = func_of_anode(n);
         if (f->marker)
             continue;
-        /* names are bytes above space (func_name_ok): a line stays one line */
+        /* names are escaped (esc.h): a line stays one line of two fields */
         struct {
             const char *what;
             uint64_t v;
@@ -285,19 +302,19 @@ int metrics_stats_functions(const struct engine *e, struct buf *b, size_t max)
         };
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             puts_(&o, "STAT ");
-            put(&o, f->name, f->name_len);
+            put_name(&o, f->name, f->name_len);
             putf(&o, ":%s %llu\r\n", rows[i].what, (unsigned long long)rows[i].v);
         }
         for (int ev = 0; ev < JOB_EVENTS; ev++) {
             puts_(&o, "STAT ");
-            put(&o, f->name, f->name_len);
+            put_name(&o, f->name, f->name_len);
             putf(&o, ":%s %llu\r\n", event_names[ev], (unsigned long long)f->events[ev]);
         }
         puts_(&o, "STAT ");
-        put(&o, f->name, f->name_len);
+        put_name(&o, f->name, f->name_len);
         putf(&o, ":wait_seconds %.6f\r\n", f->wait.sum);
         puts_(&o, "STAT ");
-        put(&o, f->name, f->name_len);
+        put_name(&o, f->name, f->name_len);
         putf(&o, ":run_seconds %.6f\r\n", f->run.sum);
         if (o.err)
             break;
@@ -430,6 +447,7 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
     }
     json_object_set_new(denied, "total", json_integer((json_int_t)ndenied));
     json_object_set_new(doc, "permission_denied", denied);
+    json_object_set_new(doc, "functions_evicted", json_integer((json_int_t)st->functions_evicted));
     json_object_set_new(doc, "retry", json_pack("{sIsIsIsI}", "retries_total",
                                                 (json_int_t)st->retries, "failed_jobs",
                                                 (json_int_t)jobx_nfailed(e),
@@ -731,6 +749,9 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     gauge(&o, "spur_job_memory_bytes", "Bytes allocated for live jobs and their data.",
           (double)s.job_bytes);
     gauge(&o, "spur_functions", "Functions known.", (double)s.functions);
+    counter(&o, "spur_functions_evicted_total",
+            "Unused functions forgotten to make room past --max-functions.",
+            st->functions_evicted);
     gauge(&o, "spur_workers", "Connections that sent a worker packet.", (double)s.workers);
     gauge(&o, "spur_held_grabs", "GRABs waiting for a job (--grab-wait).", (double)s.held);
     gauge(&o, "spur_buffered_bytes", "Bytes held by all connections' buffers.",

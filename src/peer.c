@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "esc.h"
 #include "job.h"
 #include "log.h"
 
@@ -201,6 +202,24 @@ int peer_write(struct peer *p, const void *data, size_t n)
     }
     p->flags |= PEER_NOW;
     return queued(p);
+}
+
+int peer_write_name(struct peer *p, const char *name, size_t len, unsigned flags)
+{
+    /* runs of plain bytes are queued as they are, each escaped byte as its three */
+    size_t start = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!esc_byte(name, len, i, flags))
+            continue;
+        static const char hex[] = "0123456789ABCDEF";
+        unsigned char c = (unsigned char)name[i];
+        char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+        if ((i > start && peer_write(p, name + start, i - start) != 0) ||
+            peer_write(p, e, sizeof e) != 0)
+            return -1;
+        start = i + 1;
+    }
+    return len > start ? peer_write(p, name + start, len - start) : 0;
 }
 
 /* mark_write says when p's output with this packet is written: a worker's next job, and the

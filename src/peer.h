@@ -156,6 +156,10 @@ int peer_send_error(struct peer *p, const char *code, const char *text);
 /* peer_write queues raw bytes (admin text replies). Returns 0 or -1. */
 int peer_write(struct peer *p, const void *data, size_t n);
 
+/* peer_write_name queues name[0..len) escaped for an admin listing (esc.h: control bytes, and
+ * spaces with ESC_SPACE in flags, as %XX); an ordinary name is queued as it is. Returns 0 or -1. */
+int peer_write_name(struct peer *p, const char *name, size_t len, unsigned flags);
+
 /* peer_printf formats one admin reply line (at most 1 KiB: longer is cut) and queues it. */
 void peer_printf(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

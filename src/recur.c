@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "esc.h"
 #include "func.h"
 #include "heap.h"
 #include "hmap.h"
@@ -188,9 +189,11 @@ static struct recur_entry *make_entry(const struct engine *e, const char *text, 
         free(x);
         return NULL;
     }
-    size_t fl = strlen(x->s.func);
+    /* the function in the escaped form the listings print (%09 is a TAB) */
+    size_t fl = esc_decode(x->s.func, strlen(x->s.func));
+    x->s.func[fl] = '\0';
     if (fl > e->cfg->max_function || !func_name_ok(x->s.func, fl)) {
-        snprintf(err, errlen, "function name too long or with a control byte");
+        snprintf(err, errlen, "function name too long or with a NUL byte");
         entry_free(x);
         return NULL;
     }
@@ -585,22 +588,21 @@ static void reply_err(struct peer *p, const char *code, const char *msg)
 }
 
 /* list_line writes one `schedule list` line: tab-separated name, spec, function, next due,
- * runs, last fired, unique, priority, and "\n" as gearmand's listings (`status`, `workers`). */
+ * runs, last fired, unique, priority, and "\n" as gearmand's listings (`status`, `workers`). The name, function and unique are escaped (esc.h) so that
+ * none can end the line or add a column. */
 static void list_line(struct peer *p, const struct recur_entry *x)
 {
     char next[32], last[32];
     const struct schedule *s = &x->s;
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%.300s\t%s\n", s->name,
-                     s->spec, s->func,
-                     recur_format_time(x->owed ? (int64_t)x->key : s->next, next, sizeof next),
-                     x->runs, recur_format_time(x->last, last, sizeof last), s->unique,
-                     prio_word[s->prio]);
-    if (n >= (int)sizeof buf) { /* a very long function name: cut, the line ending kept */
-        n = (int)sizeof buf - 1;
-        buf[n - 1] = '\n';
-    }
-    peer_write(p, buf, (size_t)n);
+    peer_write_name(p, s->name, strlen(s->name), 0);
+    peer_printf(p, "\t%s\t", s->spec);
+    peer_write_name(p, s->func, strlen(s->func), 0);
+    peer_printf(p, "\t%s\t%" PRIu64 "\t%s\t",
+                recur_format_time(x->owed ? (int64_t)x->key : s->next, next, sizeof next),
+                x->runs, recur_format_time(x->last, last, sizeof last));
+    size_t ul = strlen(s->unique);
+    peer_write_name(p, s->unique, ul < 300 ? ul : 300, 0);
+    peer_printf(p, "\t%s\n", prio_word[s->prio]);
 }
 
 void recur_admin(struct peer *p, const char *line, size_t len)

@@ -563,6 +563,7 @@ static void restore(struct engine *e, const struct replay_job *r)
     struct job *j = job_new_id(e, f, (enum job_prio)r->prio, 1, u, r->unique_len, red,
                                r->reducer_len, d, r->data_len, rekey ? 0 : r->id);
     if (j == NULL) {
+        func_release(e, f);
         log_error("store: out of memory restoring job %llu", (unsigned long long)r->id);
         return;
     }

@@ -227,6 +227,19 @@ TEST(AclPolicy, FirstMatchWinsPrefixesAndOps)
     acl_policy_free(pol);
 }
 
+TEST(AclPolicy, FunctionPatternsTakeTheEscapedFormOfTheListings)
+{
+    // Perl's Gearman::Client prefix puts a TAB after the namespace: written %09 in the file
+    acl_policy *pol = parse("allow submit ns1%09*  loopback\n"
+                            "allow can_do a%20b    loopback\n");
+    Who lo("127.0.0.1", "127.0.0.1:4730");
+    EXPECT_TRUE(acl_policy_allows(pol, &lo.p, ACL_SUBMIT, "ns1\treverse", 11));
+    EXPECT_FALSE(acl_policy_allows(pol, &lo.p, ACL_SUBMIT, "ns1%09reverse", 13));
+    EXPECT_TRUE(acl_policy_allows(pol, &lo.p, ACL_CAN_DO, "a b", 3));
+    EXPECT_FALSE(acl_policy_allows(pol, &lo.p, ACL_CAN_DO, "a%20b", 5));
+    acl_policy_free(pol);
+}
+
 TEST(AclPolicy, PeersOfOneClassShareTheCache)
 {
     acl_policy *pol = parse("allow submit f loopback\n");

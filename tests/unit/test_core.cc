@@ -487,7 +487,9 @@ TEST(Core, CoalescingByUnique)
     func *f = c.fn("f");
     job *j = c.submit("f", "p1", 0, PRIO_NORMAL, "u1");
     EXPECT_EQ(job_find_unique(&c.eng, f, "u1", 2, "other", 5), j) << "the payload does not matter";
-    EXPECT_EQ(job_find_unique(&c.eng, c.fn("g"), "u1", 2, "p1", 2), nullptr) << "per function";
+    func *g = c.fn("g");
+    EXPECT_EQ(job_find_unique(&c.eng, g, "u1", 2, "p1", 2), nullptr) << "per function";
+    func_release(&c.eng, g); // as a handler that made a function and did not use it
     EXPECT_EQ(job_find_unique_any(&c.eng, "u1", 2), j);
     job *d = c.submit("f", "same", 0, PRIO_NORMAL, "-");
     EXPECT_EQ(job_find_unique(&c.eng, f, "-", 1, "same", 4), d) << "'-' coalesces on payload";
@@ -646,18 +648,50 @@ TEST(Core, StatsSnapshot)
     EXPECT_EQ(st.queued[PRIO_LOW], 2u) << "background jobs stay queued";
 }
 
-TEST(Core, FunctionForgottenWithItsLastWorkerAndJob)
+TEST(Core, FunctionKeptAfterItsLastWorkerAndJobThenEvictedLeastRecentFirst)
 {
     Core c;
+    c.cfg.max_functions = 3;
     c.start();
     worker *w = c.new_worker(0, {"f"});
     EXPECT_EQ(worker_sleep(&c.eng, w), 0);
     job *j = c.submit_raw("f", "x");
     job_free(&c.eng, j); // freed before the drain: the pending wake-up must not outlive f
     c.gone(w);
-    EXPECT_EQ(func_get(&c.eng, "f", 1, 0), nullptr);
+    func *f = func_get(&c.eng, "f", 1, 0);
+    ASSERT_NE(f, nullptr) << "kept, as gearmand keeps it, until dropped or evicted";
     engine_drain_ready(&c.eng);
     EXPECT_EQ(c.take(), V{});
+    c.check();
+    // g is made and released after f, h is in use: past the limit f goes first, then g
+    func_release(&c.eng, c.fn("g"));
+    job *hj = c.submit_raw("h", "y");
+    EXPECT_FALSE(func_full(&c.eng));
+    func *i = c.fn("i");
+    ASSERT_NE(i, nullptr);
+    EXPECT_EQ(func_get(&c.eng, "f", 1, 0), nullptr) << "the least recently released went";
+    EXPECT_NE(func_get(&c.eng, "g", 1, 0), nullptr);
+    EXPECT_EQ(c.eng.stats.functions_evicted, 1u);
+    func_release(&c.eng, i);
+    // g is taken again (a worker) and released: i is now the older of the two unused
+    worker *w2 = c.new_worker(1, {"g"});
+    c.gone(w2);
+    func_release(&c.eng, c.fn("j"));
+    EXPECT_EQ(func_get(&c.eng, "i", 1, 0), nullptr);
+    EXPECT_NE(func_get(&c.eng, "g", 1, 0), nullptr);
+    EXPECT_EQ(c.eng.stats.functions_evicted, 2u);
+    // g and j unused, h in use: a limit keeps one, nothing else can go
+    func_get(&c.eng, "g", 1, 0)->max_queue[0] = 5;
+    func_release(&c.eng, c.fn("k")); // evicts j (g's entry is skipped: it has a limit now)
+    EXPECT_EQ(func_get(&c.eng, "j", 1, 0), nullptr);
+    EXPECT_EQ(c.eng.stats.functions_evicted, 3u);
+    func *l = c.fn("l"); // k goes; l is held by its caller, g limited, h in use
+    ASSERT_NE(l, nullptr);
+    EXPECT_EQ(c.fn("m"), nullptr) << "nothing unused is left to evict";
+    EXPECT_TRUE(func_full(&c.eng));
+    EXPECT_EQ(c.eng.stats.functions_evicted, 4u);
+    func_release(&c.eng, l);
+    job_free(&c.eng, hj);
     c.check();
 }
 

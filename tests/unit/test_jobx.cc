@@ -136,13 +136,33 @@ TEST(JobxConfig, RetryOptionParsesFromTheRight)
     EXPECT_EQ(cfg.max_failed_jobs, 7u);
     config_free(&cfg);
     for (const char *bad : {"--retry=F:0:0:0", "--retry=F:1:2:1", "--retry=:1:0:0",
-                            "--retry=F:1:0", "--retry=F:1001:0:0", "--retry=F:1:0:2592001",
-                            "--retry=F G:1:0:0"}) {
+                            "--retry=F:1:0", "--retry=F:1001:0:0", "--retry=F:1:0:2592001"}) {
         config_defaults(&cfg);
         const char *av[] = {"spurd", bad};
         EXPECT_EQ(config_parse(&cfg, 2, (char **)av, err, sizeof err, nullptr), -1) << bad;
         config_free(&cfg);
     }
+}
+
+TEST(JobxConfig, RetryOptionNamesTakeTheEscapedForm)
+{
+    // a name holds every byte but NUL, given as the listings print it (%09 is a TAB)
+    config cfg;
+    config_defaults(&cfg);
+    char err[256];
+    const char *argv[] = {"spurd", "--retry=ns%09f G:2:0:0", "--retry=bad%00:2:0:0"};
+    ASSERT_EQ(config_parse(&cfg, 3, (char **)argv, err, sizeof err, nullptr), 0) << err;
+    engine e;
+    engine_ops ops = {};
+    ASSERT_EQ(engine_init(&e, &cfg, &ops, nullptr), 0);
+    ASSERT_EQ(jobx_attach(&e), 0);
+    const jobx_policy *p = jobx_policy_find(&e, "ns\tf G", 6);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->count, 2u);
+    EXPECT_EQ(jobx_policy_find(&e, "bad%00", 6), nullptr);
+    EXPECT_EQ(jobx_policy_find(&e, "bad\0", 4), nullptr) << "a NUL is refused (logged)";
+    engine_destroy(&e);
+    config_free(&cfg);
 }
 
 TEST_F(JobxTest, RetriesWithBackoffThenDeadLetters)
@@ -184,6 +204,8 @@ TEST_F(JobxTest, RetriesWithBackoffThenDeadLetters)
     EXPECT_EQ(admin("cancel job " + h), "OK\r\n");
     EXPECT_EQ(jobx_nfailed(&f.eng), 0u);
     EXPECT_EQ(f.eng.njobs, 0u);
+    EXPECT_NE(func_get(&f.eng, "F", 1, 0), nullptr) << "kept as gearmand keeps it";
+    EXPECT_EQ(admin("drop function F"), "OK\r\n");
     EXPECT_EQ(func_get(&f.eng, "F", 1, 0), nullptr);
 }
 

@@ -139,8 +139,8 @@ STATS_SCHEMA = obj({
                   "replayed": COUNT, "batch_operations": HIST, "commit_seconds": HIST}),
     "functions_by_name": {"type": "object", "additionalProperties": obj({
         "events": obj({e: COUNT for e in EVENTS}), "wait_seconds": HIST, "run_seconds": HIST})},
-    "functions": COUNT, "workers": COUNT, "abilities": COUNT, "held_grabs": COUNT,
-    "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
+    "functions": COUNT, "functions_evicted": COUNT, "workers": COUNT, "abilities": COUNT,
+    "held_grabs": COUNT, "buffered_bytes": COUNT, "buffered_peak_bytes": COUNT,
     "permission_denied": obj({k: COUNT for k in ["submit", "can_do", "admin", "total"]}),
     "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total",
                                      "waiting_jobs"]}),
