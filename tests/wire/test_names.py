@@ -226,7 +226,7 @@ def test_schedule_names_its_function_escaped(server):
         pytest.skip("schedules are not enabled")
     assert reply == b"OK\r\n"
     c.send(b"schedule list\r\n")
-    row = c.read_until(b".\r\n").split(b"\r\n")[0].split(b"\t")
+    row = c.read_until(b".\n").split(b"\n")[0].split(b"\t")
     assert row[0] == b"tick" and row[2] == b"p%09f", row
 
 
