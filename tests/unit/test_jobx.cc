@@ -353,7 +353,13 @@ TEST_F(JobxTest, SubmitChecksTheFunctionNameLikeABinarySubmit)
         bool ok = !n.empty() && n.size() <= f.cfg.max_function && func_name_ok(n.data(), n.size());
         EXPECT_EQ(rc == 0, ok) << n;
         if (!ok) {
-            EXPECT_EQ(string(why).rfind("INVALID_ARGUMENT", 0), 0u) << n;
+            // the admin's codes: a NUL is INVALID_FUNCTION_NAME (as every admin command names
+            // it), a name too long ARGUMENT_TOO_LARGE (as a binary submit), empty INVALID_ARGUMENT
+            const string w(why);
+            const char *code = n.size() > f.cfg.max_function ? "ARGUMENT_TOO_LARGE "
+                               : n.empty()                   ? "INVALID_ARGUMENT "
+                                                             : "INVALID_FUNCTION_NAME ";
+            EXPECT_EQ(w.rfind(code, 0), 0u) << n << ": " << w;
         }
         check();
     }
