@@ -41,7 +41,7 @@ void config_defaults(struct config *c)
 {
     memset(c, 0, sizeof *c);
     c->port = 4730;
-    c->backlog = 32;
+    c->backlog = 0; /* the kernel's maximum (listen_backlog) */
     c->verbose = LOG_ERROR;
     c->threads = 0;
     c->job_retries = -1;
@@ -244,7 +244,8 @@ void config_usage(FILE *out)
         "Spur " PACKAGE_VERSION ", a Gearman-compatible job server.\n"
         "\n"
         "Options with gearmand's names and meanings:\n"
-        "  -b, --backlog=N            listen() backlog (default 32)\n"
+        "  -b, --backlog=N            listen() backlog (default: the kernel's maximum,\n"
+        "                             net.core.somaxconn; gearmand's is 32)\n"
         "  -d, --daemon               detach and run in the background; start-up errors are\n"
         "                             printed and exit 1; without -l, logs go to syslog\n"
         "      --exceptions           enable WORK_EXCEPTION forwarding for every client\n"
