@@ -41,7 +41,7 @@ void config_defaults(struct config *c)
 {
     memset(c, 0, sizeof *c);
     c->port = 4730;
-    c->backlog = 32;
+    c->backlog = 0; /* the kernel's maximum (listen_backlog) */
     c->verbose = LOG_ERROR;
     c->threads = 0;
     c->job_retries = -1;
@@ -247,7 +247,8 @@ void config_usage(FILE *out)
         "Spur " PACKAGE_VERSION ", a Gearman-compatible job server.\n"
         "\n"
         "Options with gearmand's names and meanings:\n"
-        "  -b, --backlog=N            listen() backlog (default 32)\n"
+        "  -b, --backlog=N            listen() backlog (default: the kernel's maximum,\n"
+        "                             net.core.somaxconn; gearmand's is 32)\n"
         "  -d, --daemon               detach and run in the background; start-up errors are\n"
         "                             printed and exit 1; without -l, logs go to syslog\n"
         "      --exceptions           enable WORK_EXCEPTION forwarding for every client\n"
@@ -354,10 +355,11 @@ void config_usage(FILE *out)
         "      --max-line-length=N    longest admin line, newline included (default 8192)\n"
         "      --max-output-buffer=N  unsent reply bytes before a connection is closed\n"
         "                             (default 268435456)\n"
-        "      --max-buffer-memory=N  bytes all connections' unfinished input and unsent\n"
-        "                             replies may hold together; past it the connections that\n"
-        "                             do not read, largest first, are closed (default: 1/4 of\n"
-        "                             RAM, at least 256M; 0 = no global bound)\n"
+        "      --max-buffer-memory=N  bytes all connections' unfinished input (partial TLS\n"
+        "                             records too) and unsent replies may hold together; past\n"
+        "                             it the connections that do not read, largest first, are\n"
+        "                             closed (default: 1/4 of RAM, at least 256M; 0 = no\n"
+        "                             global bound)\n"
         "      --max-connections=N    connections served at once (default 100000)\n"
         "      --max-function-name=N  longest function name (default 512)\n"
         "      --max-functions=N      functions known at once; more are refused (default 1000000)\n"
@@ -368,8 +370,8 @@ void config_usage(FILE *out)
         "                             runs again up to COUNT times, after min(MAX, BACKOFF *\n"
         "                             2^(n-1)) seconds with jitter, then goes to the dead-letter\n"
         "                             list (repeatable; the admin 'retry' changes them)\n"
-        "      --idle-timeout=S       close a connection that leaves a packet unfinished for S\n"
-        "                             seconds (default 0: never)\n"
+        "      --idle-timeout=S       close a connection that leaves a packet (or a TLS record)\n"
+        "                             unfinished for S seconds (default 0: never)\n"
         "      --grab-wait=MS         a GRAB that finds no job waits up to MS milliseconds for\n"
         "                             one before NO_JOB (default 2; 0 answers at once)\n"
         "      --busy-poll=US         poll up to US microseconds before sleeping while input keeps\n"

@@ -45,7 +45,7 @@ struct config {
     char *listen[CONFIG_MAX_LISTEN]; /* -L addresses; none means all (IPv4 and IPv6) */
     int nlisten;                     /* entries in listen */
     int port;                        /* -p, 0 picks a free port */
-    int backlog;                     /* -b, listen() backlog */
+    int backlog;                     /* -b, listen() backlog; 0: the kernel's maximum */
     char *unix_path;                 /* --unix, a unix-domain socket path, or NULL */
     char *port_file;                 /* --port-file: write the bound TCP port here */
     int listen_retry;                /* --listen-retry: seconds to retry a busy port, 0 = fail */

@@ -138,6 +138,19 @@ void conn_close(struct conn *c)
     list_push_back(&c->ctx->closing, &c->close_node);
 }
 
+/* tr_account counts what c's transport holds in the memory budget (which may shed c: check
+ * c->closing after it) and notes whether that includes a partial record. */
+static void tr_account(struct conn *c)
+{
+    int partial;
+    size_t held = transport_held(&c->tr, &partial);
+    c->tr_partial = partial != 0;
+    if (held != c->peer.tr_held) {
+        c->peer.tr_held = held;
+        peer_account(&c->peer);
+    }
+}
+
 int conn_flush(struct conn *c)
 {
     struct outq *q = &c->peer.out;
@@ -151,6 +164,7 @@ int conn_flush(struct conn *c)
                 if (!ev_is_active(&c->wio))
                     ev_io_start(c->ctx->loop, &c->wio);
                 c->peer.flags |= PEER_BLOCKED;
+                tr_account(c);
                 peer_account(&c->peer);
                 return 0;
             }
@@ -160,6 +174,7 @@ int conn_flush(struct conn *c)
                 if (!ev_is_active(&c->rio))
                     ev_io_start(c->ctx->loop, &c->rio);
                 c->peer.flags |= PEER_BLOCKED;
+                tr_account(c);
                 peer_account(&c->peer);
                 return 0;
             }
@@ -174,6 +189,7 @@ int conn_flush(struct conn *c)
     }
     c->peer.flags &= ~PEER_BLOCKED;
     c->write_wants_read = 0;
+    tr_account(c);
     peer_account(&c->peer);
     if (ev_is_active(&c->wio) && !c->read_wants_write)
         ev_io_stop(c->ctx->loop, &c->wio);
@@ -244,7 +260,8 @@ static void note_partial(struct conn *c)
         c->partial_since = 0;
         return;
     }
-    if (!peer_busy(p) && (buf_len(&p->in) > 0 || p->discard > 0 || (p->flags & PEER_SKIP_LINE))) {
+    if (!peer_busy(p) && (buf_len(&p->in) > 0 || p->discard > 0 ||
+                          (p->flags & PEER_SKIP_LINE) || c->tr_partial)) {
         if (c->partial_since == 0)
             c->partial_since = ev_now(c->ctx->loop);
     } else {
@@ -367,6 +384,9 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         n = transport_read(&c->tr, buf_tail(&p->in), want);
         if (c->handshaking)
             handshake_step(c, n);
+        tr_account(c);
+        if (c->closing)
+            return; /* shed: what it holds passed the budget */
         if (n > 0) {
             x->eng->stats.bytes_in += (uint64_t)n;
             buf_commit(&p->in, (size_t)n);
@@ -379,6 +399,9 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         n = transport_read(&c->tr, x->rbuf, CONN_READ_SIZE);
         if (c->handshaking)
             handshake_step(c, n);
+        tr_account(c);
+        if (c->closing)
+            return;
         if (n > 0) {
             x->eng->stats.bytes_in += (uint64_t)n;
             session_feed(p, x->rbuf, (size_t)n);
@@ -391,8 +414,10 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
         on_eof(c);
         return;
     }
-    if (n == TRANSPORT_WANT_READ)
+    if (n == TRANSPORT_WANT_READ) {
+        note_partial(c); /* the transport may hold the start of a record */
         return;
+    }
     if (n == TRANSPORT_WANT_WRITE) {
         /* the transport must write before it can read (TLS): write_cb reads again */
         c->read_wants_write = 1;

@@ -62,6 +62,8 @@ struct conn {
     unsigned write_wants_read : 1; /* the transport's write waits for the fd to be readable */
     unsigned handshaking : 1; /* the transport's handshake is not done (TLS) */
     unsigned tr_pending : 1;  /* on ctx->deferred to read input held inside the transport */
+    unsigned tr_partial : 1;  /* the transport holds a partial unit of input (a TLS record):
+                                 an unfinished packet for --idle-timeout (transport_held) */
     unsigned defer_round;    /* ctx->defer_round when c joined the deferred list */
     double partial_since;    /* when an unfinished packet or line started waiting, 0 if none */
 };

@@ -194,6 +194,50 @@ static int parse_set(const char *s, size_t n, int lo, int hi, const char *what, 
     return 0;
 }
 
+int cron_expr_never(const struct cron_expr *e, char *err, size_t errlen)
+{
+    static const int most[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    static const char *const names[13] = {"",        "January",  "February", "March", "April",
+                                          "May",     "June",     "July",     "August",
+                                          "September", "October", "November", "December"};
+    if (e->mday_star || !e->wday_star)
+        return 0; /* any day, or the weekday alone can match (crontab's either-day rule) */
+    int months = 0, month = 0;
+    for (int m = 1; m <= 12; m++) {
+        if (!(e->months >> m & 1))
+            continue;
+        months++;
+        month = m;
+        if (e->mdays & ((2ull << most[m]) - 2u)) /* days 1..most[m] */
+            return 0;
+    }
+    int day = __builtin_ctz(e->mdays);
+    if (months == 1)
+        snprintf(err, errlen, "never fires: %s has no day %d", names[month], day);
+    else
+        snprintf(err, errlen, "never fires: none of the months given has day %d", day);
+    return 1;
+}
+
+int cron_field_like(const char *s, size_t n)
+{
+    static const int range[5][2] = {{0, 59}, {0, 23}, {1, 31}, {1, 12}, {0, 7}};
+    char err[64];
+    uint64_t bits;
+    uint8_t star;
+    if (n == 0)
+        return 0;
+    size_t k = 0;
+    while (k < n && strchr("0123456789*,-/?", s[k]) != NULL && s[k] != '\0')
+        k++;
+    if (k == n)
+        return 1; /* numbers (a year too), lists, ranges, steps, Quartz's "no specific value" */
+    for (int f = 0; f < 5; f++) /* month and weekday names */
+        if (parse_set(s, n, range[f][0], range[f][1], "", &bits, &star, err, sizeof err) == 0)
+            return 1;
+    return 0;
+}
+
 int cron_expr_parse(const char *text, struct cron_expr *out, char *err, size_t errlen)
 {
     static const struct {

@@ -54,8 +54,21 @@ struct cron_expr {
 /* cron_expr_parse reads five space-separated fields (minute hour day-of-month month weekday), each
  * a comma list of "*", N, N-M, with an optional "/STEP", months and weekdays also by English
  * three-letter name; or one of @yearly (@annually), @monthly, @weekly, @daily (@midnight),
- * @hourly. Returns 0, or -1 with a message in err. */
+ * @hourly. Returns 0, or -1 with a message in err. Syntax only: see cron_expr_never. */
 int cron_expr_parse(const char *text, struct cron_expr *out, char *err, size_t errlen);
+
+/* cron_expr_never reports whether e can never fire: its weekday field is "*" and none of the
+ * days of its day-of-month field exists in any month of its month field (0 0 30 2 *, 0 0 31 4
+ * *). Returns 1 with a message in err ("never fires: February has no day 30"), else 0. Leap
+ * days exist: 0 0 29 2 * fires every four years. With both day fields restricted a day matches
+ * when either does, so the weekday alone makes it fire. Every other expression fires within
+ * five years (cron_expr_next). */
+int cron_expr_never(const struct cron_expr *e, char *err, size_t errlen);
+
+/* cron_field_like reports whether s[0..n) reads as one crontab field of any of the five kinds
+ * ("*", "5", "1-5", "0-30/10", "mon-fri", "jan,jul"), a number (a year), or Quartz's "?": a
+ * word that follows five fields and looks like this is a sixth field, not a function name. */
+int cron_field_like(const char *s, size_t n);
 
 /* cron_expr_next returns the first time strictly after `after` (seconds since the epoch) at
  * which the expression fires in local time, or -1 if it never does within five years.

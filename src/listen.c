@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -38,6 +39,21 @@ static int get_port(int fd)
     return -1;
 }
 
+int listen_backlog(int configured)
+{
+    if (configured > 0)
+        return configured;
+    int n = SOMAXCONN;
+    FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+    if (f != NULL) {
+        long v;
+        if (fscanf(f, "%ld", &v) == 1 && v > 0)
+            n = v < INT_MAX ? (int)v : INT_MAX;
+        fclose(f);
+    }
+    return n;
+}
+
 /* open_one binds and listens on one address. Returns the fd or -1 (errno set). */
 static int open_one(const struct addrinfo *ai, int port, int backlog)
 {
@@ -51,7 +67,8 @@ static int open_one(const struct addrinfo *ai, int port, int backlog)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (ai->ai_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) != 0 || listen(fd, backlog) != 0) {
+    if (bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) != 0 ||
+        listen(fd, listen_backlog(backlog)) != 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -181,8 +198,8 @@ int listen_unix(const char *path, int backlog, struct listen_unix_id *id, char *
         }
         unlink(path); /* stale: nobody listens on it */
     }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0 ||
-        lstat(path, &st) != 0) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(fd, listen_backlog(backlog)) != 0 || lstat(path, &st) != 0) {
         snprintf(err, errlen, "cannot listen on unix socket %s: %s", path, strerror(errno));
         close(fd);
         return -1;

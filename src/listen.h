@@ -35,6 +35,12 @@ struct listener {
                        here) */
 };
 
+/* listen_backlog returns the backlog listen() is given for the configured --backlog: the value
+ * itself when it is positive; for 0 (the default) the kernel's maximum, net.core.somaxconn as
+ * /proc/sys/net/core/somaxconn says (listen() would clamp a larger value to it anyway), or
+ * SOMAXCONN where that file cannot be read. listen_tcp and listen_unix call it. */
+int listen_backlog(int configured);
+
 /* listen_tcp binds every address of hosts (NULL/0 entries mean all addresses) on port, with
  * SO_REUSEADDR and IPV6_V6ONLY. The listeners it fills speak LISTEN_GEARMAN with no transport
  * set: the caller chooses it. With port 0 the first socket picks a free port and the rest use

@@ -19,7 +19,7 @@ static struct log_limit shed_limit = {1.0, 0, 0, 0, 0};
 /* account updates p's share of e->buffered; sheds when the total grew past the budget. */
 static inline void account(struct peer *p)
 {
-    size_t now = (p->flags & PEER_CLOSING) ? 0 : p->in.cap + outq_pending(&p->out);
+    size_t now = (p->flags & PEER_CLOSING) ? 0 : p->in.cap + outq_pending(&p->out) + p->tr_held;
     if (now == p->held)
         return;
     struct engine *e = p->eng;
@@ -45,8 +45,8 @@ static int worse(const struct peer *a, const struct peer *b)
 {
     if (b == NULL)
         return 1;
-    int sa = (a->flags & PEER_BLOCKED) || a->in.cap > 0;
-    int sb = (b->flags & PEER_BLOCKED) || b->in.cap > 0;
+    int sa = (a->flags & PEER_BLOCKED) || a->in.cap > 0 || a->tr_held > 0;
+    int sb = (b->flags & PEER_BLOCKED) || b->in.cap > 0 || b->tr_held > 0;
     if (sa != sb)
         return sa;
     return a->held > b->held;

@@ -80,8 +80,10 @@ struct peer {
     uint64_t seq;         /* attach order (engine->peer_seq), for the 'workers' listing */
     uint32_t cursors;     /* 'workers' listings whose next row is this peer */
     uint32_t pending_acks; /* replies held until the store has written their batch */
-    size_t held;          /* bytes of in's allocation plus out's unsent bytes, as counted in
-                             eng->buffered (0 once closing) */
+    size_t held;          /* bytes of in's allocation plus out's unsent bytes plus tr_held,
+                             as counted in eng->buffered (0 once closing) */
+    size_t tr_held;       /* bytes its transport holds (TLS: a partial record, OpenSSL's
+                             buffers in use; transport.h's held), set by the shell */
     uint8_t kinds;        /* what it did: bit 1 << PEER_KIND_* (peer_mark) */
     char ip[48];          /* peer address as text, for 'workers' */
     /* Who it is, for access rules. Set by the shell; the engine only reads them. */
@@ -170,14 +172,15 @@ void peer_printf(struct peer *p, const char *fmt, ...) __attribute__((format(pri
  * Returns 0 or -1 as peer_send. */
 int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, uint64_t *slot);
 
-/* peer_account brings p's share of eng->buffered up to date after its input buffer or output
- * queue changed. When the total grew past --max-buffer-memory, connections are shed, worst
- * first (peer_shed), and p may be among them. O(1) unless shedding. */
+/* peer_account brings p's share of eng->buffered up to date after its input buffer, output
+ * queue or tr_held changed. When the total grew past --max-buffer-memory, connections are
+ * shed, worst first (peer_shed), and p may be among them. O(1) unless shedding. */
 void peer_account(struct peer *p);
 
 /* peer_shed closes connections until eng->buffered is within --max-buffer-memory: first those
- * that do not read (PEER_BLOCKED) or hold a partial packet, largest first; then the largest of
- * the rest. Each is closed like any disconnect. Returns how many were closed. O(peers). */
+ * that do not read (PEER_BLOCKED) or hold a partial packet (or their transport holds bytes: a
+ * partial TLS record), largest first; then the largest of the rest. Each is closed like any
+ * disconnect. Returns how many were closed. O(peers). */
 int peer_shed(struct engine *e);
 
 /* peer_close asks the shell to tear p down after the current callback. */

@@ -116,7 +116,8 @@ int schedule_parse(const char *text, size_t len, struct schedule *out, char *err
             return fail(err, errlen, "schedule longer than 256 bytes");
         memcpy(spec, text + spec_at, spec_end - spec_at);
         spec[spec_end - spec_at] = '\0';
-        if (cron_expr_parse(spec, &out->cron, cerr, sizeof cerr) != 0) {
+        if (cron_expr_parse(spec, &out->cron, cerr, sizeof cerr) != 0 ||
+            cron_expr_never(&out->cron, cerr, sizeof cerr)) {
             snprintf(err, errlen, "bad schedule: %s", cerr);
             return -1;
         }
@@ -124,6 +125,13 @@ int schedule_parse(const char *text, size_t len, struct schedule *out, char *err
     n = word(text, len, &i, &s);
     if (n == 0)
         return fail(err, errlen, "missing function name");
+    if (out->every == 0 && text[spec_at] != '@' && cron_field_like(text + s, n)) {
+        /* "0 0 12 * * ?" (seconds first, Quartz) or a year after the five fields */
+        snprintf(err, errlen, "a cron schedule has five fields (minute hour day-of-month month "
+                 "weekday): '%.*s' after them is a sixth field, not a function name",
+                 (int)(n < 32 ? n : 32), text + s);
+        return -1;
+    }
     size_t func_at = s, func_len = n;
     const char *unique = NULL;
     size_t unique_len = 0;

@@ -46,9 +46,10 @@ struct transport_ops {
      * for a local peer (loopback or unix: may run admin shutdown), else 0. */
     int (*peer_name)(struct transport *t, char *out, size_t outlen);
     /* The optional ops below may be NULL (plain sockets need none of them). */
-    /* pending returns how many input bytes the transport holds already decrypted: readable
-     * now although the fd may never become readable for them (TLS). conn reads them without
-     * waiting for the fd whenever its reading is on (also when it resumes after a pause). */
+    /* pending returns how many input bytes the transport holds ready to read (TLS: decrypted,
+     * or whole records not yet decrypted): readable now although the fd may never become
+     * readable for them. conn reads them without waiting for the fd whenever its reading is on
+     * (also when it resumes after a pause). */
     size_t (*pending)(struct transport *t);
     /* handshaking returns 1 while the transport's opening handshake is unfinished (TLS), else
      * 0. conn bounds that time (--ssl-handshake-timeout) and, once it ends, asks for
@@ -57,6 +58,12 @@ struct transport_ops {
     /* peer_names returns the names of the peer's verified certificate in peer.cert_names'
      * format (malloc'd, the caller owns it), or NULL when there is none. */
     char *(*peer_names)(struct transport *t);
+    /* held returns the bytes of memory the transport holds for this connection's input and
+     * output beyond the socket (TLS: a partial record, OpenSSL's buffers while in use), and
+     * sets *partial to 1 when they include input that is not yet a whole unit (a partial
+     * record), else 0. conn counts them in the memory budget (peer.tr_held) and treats a
+     * partial unit as an unfinished packet (--idle-timeout, shedding). */
+    size_t (*held)(struct transport *t, int *partial);
 };
 
 /* struct transport is one connection's transport, embedded in struct conn (no allocation). */
@@ -117,6 +124,12 @@ static inline size_t transport_pending(struct transport *t)
 static inline int transport_handshaking(struct transport *t)
 {
     return t->ops->handshaking != NULL && t->ops->handshaking(t);
+}
+
+static inline size_t transport_held(struct transport *t, int *partial)
+{
+    *partial = 0;
+    return t->ops->held != NULL ? t->ops->held(t, partial) : 0;
 }
 
 static inline char *transport_peer_names(struct transport *t)

@@ -121,7 +121,7 @@ static char *loop_peer_names(struct transport *t)
 
 static const struct transport_ops loop_ops = {
     "loop",         loop_read,    loop_writev,      loop_shutdown,  loop_close,
-    loop_peer_name, loop_pending, loop_handshaking, loop_peer_names,
+    loop_peer_name, loop_pending, loop_handshaking, loop_peer_names, NULL,
 };
 
 static int loop_wrap(struct transport *t, int fd, void *arg)

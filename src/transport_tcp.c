@@ -84,7 +84,7 @@ static int tcp_peer_name(struct transport *t, char *out, size_t outlen)
 }
 
 static const struct transport_ops tcp_ops = {
-    "tcp", tcp_read, tcp_writev, tcp_shutdown, tcp_close, tcp_peer_name, NULL, NULL, NULL,
+    "tcp", tcp_read, tcp_writev, tcp_shutdown, tcp_close, tcp_peer_name, NULL, NULL, NULL, NULL,
 };
 
 static int tcp_wrap(struct transport *t, int fd, void *arg)

@@ -17,6 +17,13 @@
 #include "log.h"
 
 #define TLS_RECORD 16384 /* application bytes in one TLS record at most */
+/* TLS_RAW_CAP is the size of a connection's buffer of encrypted input: one record of the largest
+ * size OpenSSL accepts, header included, so a partial record always fits. */
+#define TLS_RAW_CAP SSL3_RT_MAX_PACKET_SIZE
+/* TLS_SSL_BUF is what OpenSSL allocates for its read or its write buffer while one is in use
+ * (one record of the largest size; SSL_MODE_RELEASE_BUFFERS frees them when empty), counted in
+ * the memory budget while it holds bytes. */
+#define TLS_SSL_BUF SSL3_RT_MAX_PACKET_SIZE
 
 /* struct tls_server is the context new connections get, and where it comes from. */
 struct tls_server {
@@ -30,9 +37,23 @@ struct tls_server {
 /* struct tls_conn is one connection's TLS state (transport.ctx). */
 struct tls_conn {
     SSL *ssl;    /* the session, in accept state */
+    int fd;      /* the socket, read by the input BIO (raw_read) */
     int wpend;   /* length of an SSL_write that must be repeated (WANT_*), else 0 */
     int done;    /* the handshake finished */
+    /* Encrypted input read from the socket and not yet taken by OpenSSL. OpenSSL is handed whole
+     * records only, so a partial record waits here, where it is seen and counted (tls_held), not
+     * inside OpenSSL's own buffer. */
+    unsigned char *raw; /* TLS_RAW_CAP bytes while it holds input, else NULL */
+    size_t raw_off;     /* bytes OpenSSL has taken from the front */
+    size_t raw_ready;   /* end of the whole records found so far (raw_off <= raw_ready) */
+    size_t raw_len;     /* end of the bytes read (raw_ready <= raw_len <= TLS_RAW_CAP) */
+    int raw_opaque;     /* the input is not a sequence of TLS records (an SSLv2 hello, or
+                           garbage): every byte is handed on and OpenSSL judges it */
 };
+
+static BIO_METHOD *raw_method;   /* the BIO's functions, made once (raw_method_init) */
+static unsigned char *raw_spare; /* a released raw buffer kept for the next one: no malloc on
+                                    each read (one thread: the loop's) */
 
 static struct log_limit fail_limit = {10.0, 0, 0, 10, 0};
 
@@ -160,6 +181,8 @@ void tls_server_free(struct tls_server *ts)
     free(ts->key);
     free(ts->ca);
     free(ts);
+    free(raw_spare); /* connections still open allocate a new one if they need it */
+    raw_spare = NULL;
 }
 
 /* ------------------------------------------------------------ certificate names */
@@ -216,6 +239,131 @@ char *tls_cert_names(X509 *cert)
     }
     list[len] = '\0'; /* the empty string that ends the list (add_name kept room for it) */
     return list;
+}
+
+/* ------------------------------------------------------------ the input BIO */
+
+/* OpenSSL reads a connection's input through this BIO, not straight from the socket: raw_read
+ * reads the socket into tc->raw and hands OpenSSL whole records only. So OpenSSL never holds a
+ * partial record (which it would keep in its read buffer, where nobody can see it), and what a
+ * connection holds is known exactly: the bytes in tc->raw, and OpenSSL's buffer while it holds
+ * decrypted bytes (SSL_has_pending). One socket read fills up to a record's worth, where OpenSSL
+ * alone makes two (header, then body) per record. */
+
+/* raw_release frees tc's raw buffer (into the spare slot when it is empty). */
+static void raw_release(struct tls_conn *tc)
+{
+    if (tc->raw == NULL)
+        return;
+    if (raw_spare == NULL)
+        raw_spare = tc->raw;
+    else
+        free(tc->raw);
+    tc->raw = NULL;
+    tc->raw_off = tc->raw_ready = tc->raw_len = 0;
+}
+
+/* raw_scan moves tc->raw_ready past every whole record read. Bytes that are not a TLS record
+ * header (a content type from change_cipher_spec (20) to heartbeat (24), a length OpenSSL
+ * accepts) make the input opaque: from then on all of it is handed on as it comes. */
+static void raw_scan(struct tls_conn *tc)
+{
+    while (!tc->raw_opaque && tc->raw_len - tc->raw_ready >= SSL3_RT_HEADER_LENGTH) {
+        const unsigned char *h = tc->raw + tc->raw_ready;
+        size_t n = SSL3_RT_HEADER_LENGTH + ((size_t)h[3] << 8 | h[4]);
+        if (h[0] < 20 || h[0] > 24 || n > TLS_RAW_CAP) {
+            tc->raw_opaque = 1;
+            break;
+        }
+        if (tc->raw_len - tc->raw_ready < n)
+            return;
+        tc->raw_ready += n;
+    }
+    if (tc->raw_opaque || (tc->raw_off == 0 && tc->raw_len == TLS_RAW_CAP))
+        tc->raw_ready = tc->raw_len; /* (full without a whole record cannot happen) */
+}
+
+static int raw_read(BIO *b, char *out, int outl)
+{
+    struct tls_conn *tc = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    if (outl <= 0)
+        return 0;
+    if (tc->raw_ready == tc->raw_off) {
+        /* nothing whole to hand on: read the socket behind the partial record held */
+        if (tc->raw == NULL) {
+            tc->raw = raw_spare != NULL ? raw_spare : malloc(TLS_RAW_CAP);
+            raw_spare = NULL;
+            if (tc->raw == NULL) {
+                errno = ENOMEM;
+                return -1;
+            }
+        }
+        if (tc->raw_off > 0) {
+            memmove(tc->raw, tc->raw + tc->raw_off, tc->raw_len - tc->raw_off);
+            tc->raw_len -= tc->raw_off;
+            tc->raw_ready -= tc->raw_off;
+            tc->raw_off = 0;
+        }
+        ssize_t n;
+        do
+            n = read(tc->fd, tc->raw + tc->raw_len, TLS_RAW_CAP - tc->raw_len);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                BIO_set_retry_read(b);
+            if (tc->raw_len == 0)
+                raw_release(tc);
+            return n == 0 ? 0 : -1; /* 0: the end of input */
+        }
+        tc->raw_len += (size_t)n;
+        raw_scan(tc);
+        if (tc->raw_ready == tc->raw_off) {
+            BIO_set_retry_read(b); /* a partial record: wait for the rest */
+            return -1;
+        }
+    }
+    size_t k = tc->raw_ready - tc->raw_off;
+    if (k > (size_t)outl)
+        k = (size_t)outl;
+    memcpy(out, tc->raw + tc->raw_off, k);
+    tc->raw_off += k;
+    if (tc->raw_off == tc->raw_len)
+        raw_release(tc);
+    return (int)k;
+}
+
+static long raw_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    (void)num;
+    (void)ptr;
+    const struct tls_conn *tc = BIO_get_data(b);
+    if (cmd == BIO_CTRL_FLUSH)
+        return 1;
+    if (cmd == BIO_CTRL_PENDING && tc != NULL)
+        return (long)(tc->raw_ready - tc->raw_off);
+    return 0;
+}
+
+static int raw_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+/* raw_method_init makes the BIO's method once. Returns 0, or -1 when out of memory. */
+static int raw_method_init(void)
+{
+    if (raw_method != NULL)
+        return 0;
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "spur-tls-input");
+    if (m == NULL || BIO_meth_set_read(m, raw_read) != 1 ||
+        BIO_meth_set_ctrl(m, raw_ctrl) != 1 || BIO_meth_set_create(m, raw_create) != 1) {
+        BIO_meth_free(m);
+        return -1;
+    }
+    raw_method = m; /* kept for the life of the process */
+    return 0;
 }
 
 /* ------------------------------------------------------------ the transport */
@@ -358,6 +506,7 @@ static void tls_close(struct transport *t)
 {
     struct tls_conn *tc = t->ctx;
     SSL_free(tc->ssl);
+    raw_release(tc);
     free(tc);
     t->ctx = NULL;
     close(t->fd);
@@ -374,10 +523,23 @@ static int tls_peer_name(struct transport *t, char *out, size_t outlen)
 static size_t tls_pending(struct transport *t)
 {
     struct tls_conn *tc = t->ctx;
+    size_t whole = tc->raw_ready - tc->raw_off; /* records read from the socket, not yet taken */
     if (!tc->done)
-        return 0;
+        return whole;
     int n = SSL_pending(tc->ssl);
-    return n > 0 ? (size_t)n : 0;
+    return whole + (n > 0 ? (size_t)n : 0);
+}
+
+static size_t tls_held(struct transport *t, int *partial)
+{
+    struct tls_conn *tc = t->ctx;
+    *partial = tc->raw_len > tc->raw_ready || (tc->raw_opaque && tc->raw != NULL);
+    size_t n = tc->raw != NULL ? TLS_RAW_CAP : 0;
+    if (SSL_has_pending(tc->ssl))
+        n += TLS_SSL_BUF; /* decrypted bytes not read yet, in OpenSSL's read buffer */
+    if (tc->wpend > 0)
+        n += TLS_SSL_BUF; /* a record waiting in OpenSSL's write buffer */
+    return n;
 }
 
 static int tls_handshaking(struct transport *t)
@@ -397,7 +559,7 @@ static char *tls_peer_names(struct transport *t)
 
 static const struct transport_ops tls_ops = {
     "tls",       tls_read,    tls_writev,      tls_shutdown,   tls_close,
-    tls_peer_name, tls_pending, tls_handshaking, tls_peer_names,
+    tls_peer_name, tls_pending, tls_handshaking, tls_peer_names, tls_held,
 };
 
 static int tls_wrap(struct transport *t, int fd, void *arg)
@@ -406,9 +568,18 @@ static int tls_wrap(struct transport *t, int fd, void *arg)
     struct tls_conn *tc = calloc(1, sizeof *tc);
     if (tc == NULL || ts == NULL)
         goto fail;
+    tc->fd = fd;
     tc->ssl = SSL_new(ts->ctx);
-    if (tc->ssl == NULL || SSL_set_fd(tc->ssl, fd) != 1)
+    if (tc->ssl == NULL || raw_method_init() != 0)
         goto fail;
+    BIO *rbio = BIO_new(raw_method), *wbio = BIO_new_socket(fd, BIO_NOCLOSE);
+    if (rbio == NULL || wbio == NULL) {
+        BIO_free(rbio);
+        BIO_free(wbio);
+        goto fail;
+    }
+    BIO_set_data(rbio, tc);
+    SSL_set_bio(tc->ssl, rbio, wbio); /* the SSL owns both from now on */
     SSL_set_accept_state(tc->ssl);
     t->ops = &tls_ops;
     t->fd = fd;

@@ -10,6 +10,11 @@
  * it ends. tls_server_reload swaps in a new SSL_CTX (SIGHUP): each SSL holds a reference to the
  * context it was made with, so open connections keep theirs.
  *
+ * OpenSSL reads the socket through the transport's own input BIO, which hands it whole records
+ * only: a partial record waits in the transport's buffer, where the held op counts it (the
+ * memory budget) and reports it as unfinished input (--idle-timeout), instead of inside
+ * OpenSSL's read buffer, where nobody could see it. Writes go to a socket BIO.
+ *
  * Policy: TLS 1.2 at least, no renegotiation, no compression, OpenSSL's default ciphers and
  * security level (2), no server-side session cache (TLS 1.3 tickets are stateless), a peer's
  * end of input without close_notify is an end of input. No libev. */

@@ -48,7 +48,7 @@ TEST(Config, Defaults)
     Parsed p = parse({});
     ASSERT_EQ(p.rc, 0);
     EXPECT_EQ(p.c.port, 4730);
-    EXPECT_EQ(p.c.backlog, 32);
+    EXPECT_EQ(p.c.backlog, 0) << "0: the kernel's maximum (listen_backlog)";
     EXPECT_EQ(p.c.job_retries, -1);
     EXPECT_EQ(p.c.verbose, LOG_ERROR);
     EXPECT_EQ(p.c.admin_shutdown, SHUTDOWN_LOCAL);
@@ -376,7 +376,7 @@ TEST(Config, ConfigFileCommentsQuotingBlankLines)
     Parsed p = parse({"--config-file=" + f.path});
     ASSERT_EQ(p.rc, 0) << p.err;
     EXPECT_EQ(p.c.port, 4100);
-    EXPECT_EQ(p.c.backlog, 32) << "a commented option stays at its default";
+    EXPECT_EQ(p.c.backlog, 0) << "a commented option stays at its default";
     EXPECT_STREQ(p.c.job_handle_prefix, "H:my host");
     EXPECT_STREQ(p.c.log_file, "/var/log/my spur/spurd.log");
     ASSERT_EQ(p.c.nlisten, 2);

@@ -228,6 +228,33 @@ TEST_F(Cron, ExpressionParsing)
     EXPECT_EQ(parse_error(std::string(300, '1').c_str()), "expression longer than 256 bytes");
 }
 
+TEST_F(Cron, ExpressionsThatNeverFireAreFound)
+{
+    auto never = [](const char *text) -> std::string {
+        cron_expr e;
+        char err[128] = "";
+        EXPECT_EQ(cron_expr_parse(text, &e, err, sizeof err), 0) << text << ": " << err;
+        return cron_expr_never(&e, err, sizeof err) ? err : "(fires)";
+    };
+    EXPECT_EQ(never("0 0 30 2 *"), "never fires: February has no day 30");
+    EXPECT_EQ(never("0 0 30,31 feb *"), "never fires: February has no day 30");
+    EXPECT_EQ(never("0 0 31 4,6,9,11 *"), "never fires: none of the months given has day 31");
+    EXPECT_EQ(never("0 0 31 apr-jun/2 *"), "never fires: none of the months given has day 31");
+    for (const char *fires : {"0 0 29 2 *",    // a leap day: every four years
+                              "0 0 30 2 mon",  // both day fields restricted: any Monday of February
+                              "0 0 31 2-3 *",  // 31 March
+                              "0 0 30 * *", "0 0 * 2 *", "0 0 31 */2 *", "@yearly"})
+        EXPECT_EQ(never(fires), "(fires)") << fires;
+}
+
+TEST_F(Cron, SixthFieldsLookLikeFields)
+{
+    for (const char *w : {"*", "?", "0", "2027", "*/5", "1-5", "mon", "MON-FRI", "jan,jul", "1,2"})
+        EXPECT_TRUE(cron_field_like(w, strlen(w))) << w;
+    for (const char *w : {"report", "f", "backup-db", "mon.day", "x1", "sunday", "1a"})
+        EXPECT_FALSE(cron_field_like(w, strlen(w))) << w;
+}
+
 // The reference: walk day by day, then minute by minute, in UTC (no daylight saving).
 static bool day_ok(const cron_expr &e, const struct tm &tm)
 {
@@ -269,7 +296,10 @@ TEST_F(Cron, ExpressionsMatchABruteForceWalkInUtc)
         cron_expr e = expr(text);
         int64_t from = at(2024 + rand() % 6, 1 + rand() % 12, 1 + rand() % 28, rand() % 24,
                           rand() % 60) + rand() % 60;
-        ASSERT_EQ(cron_expr_next(&e, from), ref_expr_next(e, from)) << text << " after " << from;
+        int64_t want = ref_expr_next(e, from);
+        ASSERT_EQ(cron_expr_next(&e, from), want) << text << " after " << from;
+        char err[128];
+        ASSERT_EQ(cron_expr_never(&e, err, sizeof err), want < 0) << text << " after " << from;
     }
     // leap days, month ends, the year's turn, impossible dates
     cron_expr leap = expr("0 0 29 2 *");
@@ -438,6 +468,21 @@ TEST(Schedule, Parsing)
     EXPECT_EQ(schedule_error("n 0 3 * *"), "a cron schedule has five fields");
     EXPECT_EQ(schedule_error("n 0 3 * * *"), "missing function name");
     EXPECT_EQ(schedule_error("n 0 25 * * * f"), "bad schedule: hour: '25' is not a value or range in 0-23");
+    EXPECT_EQ(schedule_error("n 0 0 30 2 * f p"), "bad schedule: never fires: February has no day 30");
+    EXPECT_EQ(schedule_error("n 0 0 12 * * * f p"),
+              "a cron schedule has five fields (minute hour day-of-month month weekday): '*' after "
+              "them is a sixth field, not a function name");
+    EXPECT_EQ(schedule_error("n 0 0 12 * * mon f"),
+              "a cron schedule has five fields (minute hour day-of-month month weekday): 'mon' "
+              "after them is a sixth field, not a function name");
+    EXPECT_EQ(schedule_error("n 0 0 1 1 * 2027 f"),
+              "a cron schedule has five fields (minute hour day-of-month month weekday): '2027' "
+              "after them is a sixth field, not a function name");
+    s = parsed("n 0 0 29 2 * leapfn"); // fires every four years
+    schedule_free(&s);
+    s = parsed("n @daily 5"); // a macro is one word: what follows is the function
+    EXPECT_STREQ(s.func, "5");
+    schedule_free(&s);
     EXPECT_EQ(schedule_error("n @every 0s f"), "@every wants a duration from 1s to 366d (90s, 5m, 1h30m, 2d)");
     EXPECT_EQ(schedule_error("n @sometimes f"), "bad schedule: unknown macro '@sometimes'");
     EXPECT_EQ(schedule_error("n @daily f --priority urgent"), "--priority wants high, normal or low");

@@ -192,6 +192,11 @@ TEST_F(Recur, AdminAddListRemoveAndErrors)
     EXPECT_NE(j, nullptr) << "the payload is the rest of the line, spaces kept";
     EXPECT_EQ(s.admin(a, "schedule add x 99 * * * * f p"),
               "ERR INVALID_SCHEDULE bad+schedule:+minute:+'99'+is+not+a+value+or+range+in+0-59\r\n");
+    EXPECT_EQ(s.admin(a, "schedule add x 0 0 30 2 * f p"),
+              "ERR INVALID_SCHEDULE bad+schedule:+never+fires:+February+has+no+day+30\r\n");
+    EXPECT_EQ(s.admin(a, "schedule add x 0 0 12 * * * f p"),
+              "ERR INVALID_SCHEDULE a+cron+schedule+has+five+fields+(minute+hour+day-of-month+"
+              "month+weekday):+'*'+after+them+is+a+sixth+field,+not+a+function+name\r\n");
     EXPECT_EQ(s.admin(a, "schedule remove nope"), "ERR NOT_FOUND no+such+schedule\r\n");
     EXPECT_EQ(s.admin(a, "schedule frobnicate"),
               "ERR INVALID_ARGUMENTS usage:+schedule+add+TEXT+|+schedule+list+|+schedule+remove+NAME\r\n");

@@ -6,9 +6,12 @@ before the attack is still served and a background job queued before it is not l
 Each test is bounded in time. Round trips (ECHO, admin lines) are the barriers; bounded polling is
 used only for effects on the server side (a close, memory, a log line).
 """
+import errno
 import os
 import re
+import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -375,6 +378,59 @@ def test_max_connections_waits_for_a_free_slot(server_factory):
         c.close()
     extra.close()
     by.check()  # its worker connection needs a free slot again
+
+
+def listen_queue(port):
+    """The backlog of the socket listening on port, as the kernel reports it: `ss` shows it as
+    the Send-Q of a listening socket."""
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True,
+                         timeout=30, check=True).stdout
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    assert len(rows) == 1, out
+    return int(rows[0][2])
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="ss (iproute2) is not installed")
+def test_default_backlog_is_the_kernel_maximum(server_factory):
+    with open("/proc/sys/net/core/somaxconn") as f:
+        somaxconn = int(f.read())
+    assert listen_queue(server_factory().addr[1]) == somaxconn
+    assert listen_queue(server_factory("--backlog=50").addr[1]) == 50  # the option still works
+
+
+def test_a_burst_of_connections_waits_in_the_listen_queue(server_factory):
+    """200 clients connect at once while spurd cannot accept (stopped): every handshake completes
+    in the listen queue (gearmand's backlog of 32 dropped all but 33), and all are served."""
+    server = server_factory()
+    n = 200
+    socks = []
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.setblocking(False)
+            assert s.connect_ex(server.addr) in (0, errno.EINPROGRESS)
+            socks.append(s)
+        pending = list(socks)
+
+        def all_connected():
+            _, ready, _ = select.select([], pending, [], 0.1)
+            for s in ready:
+                assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+                pending.remove(s)
+            return not pending
+        poll(all_connected, timeout=30, what=f"{n} connections in the listen queue")
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+    for i, s in enumerate(socks):
+        s.setblocking(True)
+        s.settimeout(30)
+        s.sendall(packet(ECHO_REQ, b"%d" % i))
+    for i, s in enumerate(socks):
+        c = Conn.__new__(Conn)
+        c.sock, c.addr, c.timeout, c.buf = s, server.addr, 30, b""
+        assert c.expect(ECHO_RES) == b"%d" % i
+        s.close()
 
 
 def test_file_descriptor_exhaustion_backs_off_and_recovers(server_factory, tmp_path):

@@ -152,6 +152,39 @@ def test_list_format_remove_errors_and_counters(server_factory):
     assert stats(c)["schedules"] == "1"
 
 
+SIXTH = (b"ERR INVALID_SCHEDULE a+cron+schedule+has+five+fields+(minute+hour+day-of-month+month+"
+         b"weekday):+'%s'+after+them+is+a+sixth+field,+not+a+function+name\r\n")
+
+
+def test_schedules_that_never_fire_or_have_six_fields_are_refused(server_factory):
+    s = server_factory("--schedule-tz=UTC")
+    c = s.connect()
+    assert c.admin("schedule add feb30 0 0 30 2 * report p\r\n") == \
+        b"ERR INVALID_SCHEDULE bad+schedule:+never+fires:+February+has+no+day+30\r\n"
+    assert c.admin("schedule add day31 0 0 31 4,6,9,11 * report p\r\n") == \
+        b"ERR INVALID_SCHEDULE bad+schedule:+never+fires:+none+of+the+months+given+has+day+31\r\n"
+    # a seconds field first (Quartz, Spring), or a year last: never read as the function "*"
+    assert c.admin("schedule add six 0 0 12 * * * report p\r\n") == SIXTH % b"*"
+    assert c.admin("schedule add quartz 0 0 12 * * ? report\r\n") == SIXTH % b"?"
+    assert c.admin("schedule add year 0 0 1 1 * 2030 report\r\n") == SIXTH % b"2030"
+    assert c.admin("schedule add wd 0 0 12 * * MON-FRI report\r\n") == SIXTH % b"MON-FRI"
+    assert listing(c) == {}
+    assert status_total(c, "*") == (0, 0)
+    # what is accepted says when it fires next, so an operator can check an entry
+    assert c.admin("schedule add leap 0 12 29 2 * leapfn p\r\n") == b"OK\r\n"
+    assert c.admin("schedule add either 0 0 30 2 mon monfn p\r\n") == b"OK\r\n"  # or a Monday
+    got = listing(c)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    year = next(y for y in range(now.year, now.year + 9)
+                if y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+                and datetime.datetime(y, 2, 29, 12, tzinfo=datetime.timezone.utc) > now)
+    assert got["leap"][2] == f"{year}-02-29T12:00:00Z"
+    monday = datetime.datetime.fromtimestamp(parse_iso(got["either"][2]), datetime.timezone.utc)
+    assert (monday.month, monday.hour, monday.minute) == (2, 0, 0)
+    assert monday.weekday() == 0, monday
+    assert now < monday < now + datetime.timedelta(days=366)
+
+
 def test_schedule_json_stats(server_factory):
     import json
     s = server_factory()
@@ -202,6 +235,8 @@ def test_config_file_schedule_section(tmp_path):
 
 @pytest.mark.parametrize("line,msg", [
     ("bad 61 * * * * f p", "minute"),
+    ("feb30 0 0 30 2 * f p", "never fires: February has no day 30"),
+    ("six 0 0 12 * * * f p", "a sixth field"),
     ("@every 1s", "schedule"),
 ])
 def test_config_file_bad_schedule_line_stops_the_start(tmp_path, line, msg):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import free_port, start_spurd
+from conftest import free_port, poll, start_spurd
 from gearman_wire import (CAN_DO, ECHO_REQ, ECHO_RES, GRAB_JOB, JOB_ASSIGN, JOB_CREATED,
                           SUBMIT_JOB, WORK_COMPLETE, Conn, packet)
 
@@ -372,3 +372,101 @@ def test_bad_tls_files_stop_the_start_with_a_clear_message(certs, args, message)
     r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert r.returncode == 1, r.stderr
     assert message in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ partial records (issue 27.4)
+
+PARTIAL_CONNS = 64  # connections that each hold a partial record
+
+
+def partial_record(addr, ctx, size=16384, timeout=30.0):
+    """A TLS connection (socket, SSLObject) that has sent one application record of size
+    plaintext bytes but its last byte: the server holds a record it cannot decrypt yet."""
+    raw = socket.create_connection(addr, timeout=timeout)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            data = out.read()
+            if data:
+                raw.sendall(data)
+            chunk = raw.recv(65536)
+            if not chunk:
+                raise ConnectionError("the server closed during the handshake")
+            inc.write(chunk)
+    data = out.read()
+    if data:
+        raw.sendall(data)
+    obj.write(b"\0" * size)  # one record
+    rec = out.read()
+    assert len(rec) > size
+    raw.sendall(rec[:-1])
+    return raw, obj
+
+
+def closed(raw):
+    """True once the server closed raw (end of input or a reset), without blocking."""
+    raw.setblocking(False)
+    try:
+        while True:
+            chunk = raw.recv(65536)  # session tickets first (TLS 1.3), then the end
+            if not chunk:
+                return True
+    except BlockingIOError:
+        return False
+    except ConnectionError:
+        return True
+    finally:
+        raw.setblocking(True)
+
+
+def buffered(c):
+    st = dict(line.split(b" ")[1:3] for line in
+              c.admin(b"stats\n", terminator=b"END\r\n").split(b"\r\n") if line.count(b" ") == 2)
+    return {k.decode(): int(v) for k, v in st.items() if v.isdigit()}
+
+
+def test_partial_records_count_in_buffered_bytes(server_factory, certs):
+    """Each connection holding 16 KiB of a record counts at least that much in buffered_bytes,
+    and the bytes no longer count once the connections are gone."""
+    s = server_factory("--ssl", *tls_args(certs))
+    ctx = client_ctx(certs)
+    ok = TlsConn(s.addr, ctx)
+    before = buffered(ok)["buffered_bytes"]
+    held = [partial_record(s.addr, ctx) for _ in range(PARTIAL_CONNS)]
+    want = before + PARTIAL_CONNS * 16384
+    poll(lambda: buffered(ok)["buffered_bytes"] >= want, "partial records counted", timeout=30)
+    ok.echo_roundtrip(b"served meanwhile")
+    for raw, _ in held:
+        raw.close()
+    poll(lambda: buffered(ok)["buffered_bytes"] <= before + 4096, "bytes released", timeout=30)
+    ok.close()
+
+
+def test_partial_records_are_closed_by_the_idle_timeout(server_factory, certs):
+    s = server_factory("--ssl", *tls_args(certs, "--idle-timeout=1"))
+    ctx = client_ctx(certs)
+    held = [partial_record(s.addr, ctx) for _ in range(PARTIAL_CONNS)]
+    ok = TlsConn(s.addr, ctx)
+    poll(lambda: all(closed(raw) for raw, _ in held), "partial records closed", timeout=30)
+    ok.echo_roundtrip(b"a whole record is served")
+    for raw, _ in held:
+        raw.close()
+
+
+def test_partial_records_are_shed_over_the_buffer_budget(server_factory, certs):
+    budget = 2 * 65536 + (64 << 10)  # the smallest --max-buffer-memory for this packet size
+    s = server_factory("--ssl", *tls_args(certs, "--max-packet-size=65536",
+                                          "--max-buffer-memory=" + str(budget)))
+    ctx = client_ctx(certs)
+    ok = TlsConn(s.addr, ctx)
+    held = [partial_record(s.addr, ctx) for _ in range(PARTIAL_CONNS)]
+    poll(lambda: buffered(ok)["connections_shed"] >= PARTIAL_CONNS - budget // 16384,
+         "connections shed", timeout=30)
+    assert buffered(ok)["buffered_bytes"] <= budget
+    ok.echo_roundtrip(b"a reader is not shed")
+    for raw, _ in held:
+        raw.close()
