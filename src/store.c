@@ -371,11 +371,17 @@ static void free_acks(struct ack_list *l)
     l->tail = NULL;
 }
 
-/* until_wait waits on st->done until *flag is 0 (want 0) or 1 (want 1), or until the monotonic
- * time `until` (0 = no limit). Called and returns with st->mu held. Returns 0, or -1 past until. */
-static int until_wait(struct store *st, const int *flag, int want, double until)
+/* idle tells whether the committer waits for work (no batch handed over or being written, no
+ * replay or maintenance); exited whether it returned. Under st->mu. */
+static int idle(const struct store *st) { return !st->busy && st->to_write == NULL; }
+
+static int exited(const struct store *st) { return st->exited; }
+
+/* until_wait waits on st->done until cond(st), or until the monotonic time `until` (0 = no
+ * limit). Called and returns with st->mu held. Returns 0, or -1 past until. */
+static int until_wait(struct store *st, int (*cond)(const struct store *st), double until)
 {
-    while (*flag != want) {
+    while (!cond(st)) {
         if (until <= 0) {
             pthread_cond_wait(&st->done, &st->mu);
             continue;
@@ -407,31 +413,29 @@ int store_close(struct engine *e)
      * final batch and exits, all within --store-timeout: a hung database or disk never holds the
      * stop longer */
     pthread_mutex_lock(&st->mu);
-    int idle = until_wait(st, &st->busy, 0, until) == 0;
+    int waiting = until_wait(st, idle, until) == 0;
     pthread_mutex_unlock(&st->mu);
     struct store_batch *final = NULL;
     size_t unanswered = st->held;
-    if (idle) {
-        /* the committer is waiting: what it finished, or never took, is settled here; the final
+    if (waiting) {
+        /* what the committer finished is settled here (its replies are not sent); the final
          * batch has the deletions of a failed last batch put back into it */
         pthread_mutex_lock(&st->mu);
-        struct store_batch *w = st->written, *t = st->to_write;
+        struct store_batch *w = st->written;
         int wrc = st->written_rc;
-        st->written = st->to_write = NULL;
+        st->written = NULL;
         pthread_mutex_unlock(&st->mu);
         if (w != NULL && wrc != 0)
             store_queue_retry_dones(&st->q, w);
-        if (t != NULL) /* handed over but never taken: its deletions go in the final batch */
-            store_queue_retry_dones(&st->q, t);
         store_batch_free(w);
-        store_batch_free(t);
         final = store_queue_take_final(&st->q);
     }
     pthread_mutex_lock(&st->mu);
-    st->to_write = final;
+    if (waiting)
+        st->to_write = final;
     st->stop = 1;
     pthread_cond_signal(&st->cv);
-    int done = idle && until_wait(st, &st->exited, 1, until) == 0;
+    int done = waiting && until_wait(st, exited, until) == 0;
     if (!done)
         st->detached = 1; /* the loop goes away: the committer must not wake it */
     pthread_mutex_unlock(&st->mu);
@@ -585,9 +589,10 @@ static void activate(struct engine *e, struct job *j, double due)
 }
 
 /* answer settles the held reply of a, given whether its batch was written, and tells its owner.
- * maybe: the write was given up on while the committer still has it (store_expire), so the job
- * may yet be stored: it stays flagged stored, and the failed job's deletion (or the cancellation
- * of its add, when its batch was never handed over) is queued like any finished stored job's. */
+ * maybe: the write was given up on while the committer may still store it (store_expire): the
+ * refused job's deletion is queued behind it (or its add cancelled, when its batch was never
+ * handed over), and a foreground job made background stays flagged stored, so the deletion of
+ * its row follows when it finishes. */
 static void answer(struct engine *e, struct store *st, struct ack *a, int ok, const char *errtext,
                    int maybe)
 {
@@ -596,8 +601,10 @@ static void answer(struct engine *e, struct store *st, struct ack *a, int ok, co
         if (ok) {
             activate(e, j, a->due);
         } else {
-            if (!maybe)
-                j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
+            j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
+            if (maybe && store_queue_done(&st->q, j->id) != 0)
+                log_error("store: out of memory recording that job %llu was refused: it may run "
+                          "after a restart", (unsigned long long)j->id);
             job_fail(e, j);
             j = NULL;
         }

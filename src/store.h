@@ -77,9 +77,10 @@ int store_stuck(void);
 double store_deadline(const struct engine *e);
 
 /* store_expire answers every held reply that has waited --store-wait + --store-timeout with a
- * QUEUE_ERROR, although its batch may still be with the committer (a hung database). Such a job
- * stays flagged stored, so its deletion is queued behind that batch: a late commit leaves no job
- * that was refused. Called on the loop when store_deadline says so. */
+ * QUEUE_ERROR, although its batch may still be with the committer (a hung database). The refused
+ * job's deletion is queued behind that batch (its add cancelled if its batch was never handed
+ * over): a late commit leaves no job that was refused. Called on the loop when store_deadline
+ * says so. */
 void store_expire(struct engine *e);
 
 /* store_add records background job j in the current batch and holds the reply to owner (NULL for
