@@ -886,13 +886,15 @@ static char *id_array(const struct pgstore *s, const struct store_batch *b, int 
     return a;
 }
 
-/* remember_doubt keeps the ids of b's live adds, whose commit outcome is unknown, to be deleted by
- * the next successful batch (they were answered with an error). */
+/* remember_doubt keeps the ids of b's live new jobs, whose commit outcome is unknown, to be deleted
+ * by the next successful batch (they were answered with an error). Not an update's: that job is
+ * stored either way, live, and its update is written again by the next batch (a deletion there
+ * would follow it and lose the job). */
 static void remember_doubt(struct pgstore *s, const struct store_batch *b)
 {
     struct store_rec r;
     for (size_t i = 0, n = store_batch_nadds(b); i < n; i++) {
-        if (store_batch_add_at(b, i, &r) != 0)
+        if (store_batch_add_at(b, i, &r) != 0 || store_batch_add_is_update(b, i))
             continue;
         if (s->ndoubt == s->capdoubt) {
             size_t cap = s->capdoubt ? s->capdoubt * 2 : 64;

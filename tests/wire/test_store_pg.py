@@ -13,9 +13,9 @@ import time
 import pytest
 
 from conftest import poll, start_gearmand, start_spurd
-from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED,
-                          SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG, foreground_job_runs,
-                          packet)
+from gearman_wire import (CAN_DO, ERROR, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN, JOB_ASSIGN_UNIQ,
+                          JOB_CREATED, SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG,
+                          WORK_FAIL, foreground_job_runs, packet)
 from test_store import PgStore, ask, grab_all, restart, wait_replayed
 
 pytestmark = pytest.mark.spur_only
@@ -378,3 +378,29 @@ def test_hung_database_session_bounds_submits_and_the_stop(server_factory, pg):
         assert pg.sql("SELECT convert_from(data, 'UTF8') FROM spur_jobs WHERE id = %d" % i) \
             .strip() == "at the stop", i
     assert {h for h, _, _ in grab_all(s2, b"f", len(stored))} >= set(acked)
+
+
+@pytest.mark.slow
+def test_a_stored_jobs_update_cut_off_by_a_hung_database_is_not_deleted(server_factory, pg):
+    """A retried job's new version (its backoff) is in a batch that the hung database never
+    answers: the outcome is unknown, the update is written again by the next batch, and the
+    deletion of the batch's doubtful ids must not take that live, stored job with it."""
+    timeout = 2
+    s = server_factory(pg.arg, "--store-timeout=%d" % timeout, "--retry=F:3:3600:3600")
+    c, w = s.connect(timeout=60), s.connect(timeout=60)
+    c.send_packet(SUBMIT_JOB_BG, b"F", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    w.send_packet(CAN_DO, b"F")
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN).split(b"\0")[0] == h
+    pid = spurd_backend(pg)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        w.send_packet(WORK_FAIL, h)  # retried in an hour: its row is rewritten (store_update)
+        w.echo_roundtrip()
+        poll(lambda: "no answer from the server within" in s.stderr_text(),
+             "the hung batch given up", timeout=120)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    submit_until_stored(c)
+    assert handle_ids([h]) <= stored_ids(pg), "the retried job's row was deleted"
