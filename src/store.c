@@ -81,6 +81,7 @@ struct store {
     int replay_done;               /* the committer finished replaying */
     int replay_failed;             /* replay stopped on a read error */
     int stop;                      /* the committer should exit */
+    int closing;                   /* store_close waits: a replay stops at its next chunk */
     int busy;                      /* the committer is replaying, writing or maintaining */
     int exited;                    /* the committer returned (store_close waits for it on done) */
     int detached;                  /* store_close gave up waiting: never wake the loop again */
@@ -135,8 +136,9 @@ _Static_assert(STORE_REC_KINDS == ENGINE_EXT_KINDS, "engine_ext has a hook per r
 
 /* ------------------------------------------------------------ committer thread */
 
-/* push_chunk hands a filled replay chunk to the loop. */
-static void push_chunk(struct store *st, struct replay_chunk *c)
+/* push_chunk hands a filled replay chunk to the loop. Returns -1 when the store is closing (the
+ * replay may stop: nobody will run the jobs), else 0. */
+static int push_chunk(struct store *st, struct replay_chunk *c)
 {
     pthread_mutex_lock(&st->mu);
     if (st->chunks_tail)
@@ -144,8 +146,10 @@ static void push_chunk(struct store *st, struct replay_chunk *c)
     else
         st->chunks = c;
     st->chunks_tail = c;
+    int closing = st->closing;
     pthread_mutex_unlock(&st->mu);
     wake_loop(st);
+    return closing ? -1 : 0;
 }
 
 /* replay_row copies one stored job into the chunk being filled. */
@@ -175,8 +179,9 @@ static int replay_row(void *ctx, const struct store_rec *r)
                              (uint32_t)r->reducer_len, (uint32_t)r->data_len, (uint32_t)meta_len,
                              (uint8_t)r->prio, b};
     if (st->filling->n == STORE_REPLAY_CHUNK) {
-        push_chunk(st, st->filling);
+        struct replay_chunk *c = st->filling;
         st->filling = NULL;
+        return push_chunk(st, c);
     }
     return 0;
 }
@@ -280,7 +285,10 @@ static void *committer(void *arg)
         st->busy = 1;
         pthread_mutex_unlock(&st->mu);
         int wrc = st->be->write_batch(st->db, b);
-        if (!st->stop && mono() - last_maintain >= 1.0) {
+        pthread_mutex_lock(&st->mu);
+        int stopping = st->stop;
+        pthread_mutex_unlock(&st->mu);
+        if (!stopping && mono() - last_maintain >= 1.0) {
             maintain(st);
             last_maintain = mono();
         }
@@ -409,10 +417,11 @@ int store_close(struct engine *e)
     if (st == NULL)
         return 0;
     double until = st->timeout > 0 ? mono() + st->timeout : 0;
-    /* the committer finishes what it is doing (a batch, the replay, maintenance), then writes the
-     * final batch and exits, all within --store-timeout: a hung database or disk never holds the
-     * stop longer */
+    /* the committer finishes what it is doing (a batch, maintenance; a replay stops at its next
+     * chunk), then writes the final batch and exits, all within --store-timeout: a hung database
+     * or disk never holds the stop longer */
     pthread_mutex_lock(&st->mu);
+    st->closing = 1;
     int waiting = until_wait(st, idle, until) == 0;
     pthread_mutex_unlock(&st->mu);
     struct store_batch *final = NULL;
