@@ -49,6 +49,7 @@ void config_defaults(struct config *c)
     c->grab_wait = 0.002;
     c->busy_poll = 0.00005;
     c->reply_batch = 0.0002;
+    c->store_timeout = STORE_TIMEOUT_DEFAULT;
     c->keepalive_idle = -1;
     c->keepalive_interval = -1;
     c->keepalive_count = -1;
@@ -121,6 +122,7 @@ enum {
     OPT_STORE_SYNC,
     OPT_STORE_RECOVER,
     OPT_STORE_WAIT,
+    OPT_STORE_TIMEOUT,
     OPT_DUMP,
     OPT_LOAD,
     OPT_SERVER_ID,
@@ -211,6 +213,7 @@ static const struct option long_opts[] = {
     {"store-sync", required_argument, NULL, OPT_STORE_SYNC},
     {"store-recover", no_argument, NULL, OPT_STORE_RECOVER},
     {"store-wait", required_argument, NULL, OPT_STORE_WAIT},
+    {"store-timeout", required_argument, NULL, OPT_STORE_TIMEOUT},
     {"dump", required_argument, NULL, OPT_DUMP},
     {"load", required_argument, NULL, OPT_LOAD},
     {"server-id", required_argument, NULL, OPT_SERVER_ID},
@@ -336,7 +339,10 @@ void config_usage(FILE *out)
         "                             normal: no fsync, safe against kill -9 but not power loss\n"
         "      --store-max-pages=N    cap the store at N pages (to test a full disk)\n"
         "      --store-wait=S         postgres: a background submit waits up to S seconds for an\n"
-        "                             unavailable database (default 0: QUEUE_ERROR at once)\n",
+        "                             unavailable database (default 0: QUEUE_ERROR at once)\n"
+        "      --store-timeout=S      a batch not written within S seconds (after --store-wait) is\n"
+        "                             given up: its submits get QUEUE_ERROR; a stop waits at most\n"
+        "                             S seconds for the store (default 10; a hung database)\n",
         out);
     fputs(
         "      --server-id=ID         postgres: this server's id in a database shared by several\n"
@@ -1058,6 +1064,12 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             if (parse_seconds(optarg, &d) != 0 || d > 3600)
                 return errf(err, errlen, "invalid --store-wait '%s' (0 to 3600 seconds)", optarg);
             c->store_wait = d;
+            break;
+        case OPT_STORE_TIMEOUT:
+            if (parse_seconds(optarg, &d) != 0 || d < 0.1 || d > 3600)
+                return errf(err, errlen, "invalid --store-timeout '%s' (0.1 to 3600 seconds)",
+                            optarg);
+            c->store_timeout = d;
             break;
         case OPT_SERVER_ID:
             if (!store_pg_valid_server_id(optarg))

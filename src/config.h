@@ -16,6 +16,7 @@ extern "C" {
 #define CONFIG_MAX_TAKEOVER 16 /* --takeover may be given this many times */
 #define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
 #define CONFIG_MAX_RETRY 256 /* --retry may be given this many times */
+#define STORE_TIMEOUT_DEFAULT 10.0 /* --store-timeout: seconds a batch may take, and a stop waits */
 
 /* struct config_retry is one --retry=FUNC:COUNT:BACKOFF:MAX (a retry policy, jobx.h). */
 struct config_retry {
@@ -144,6 +145,9 @@ struct config {
     int store_sync_normal;           /* --store-sync=normal: no fsync per batch (kill -9 safe only) */
     int store_recover;               /* --store-recover: start on a damaged store with what is readable */
     double store_wait;               /* --store-wait: seconds a batch waits for an unavailable database */
+    double store_timeout;            /* --store-timeout: seconds one write of a batch may take (past
+                                        --store-wait) before its submits are refused, and the
+                                        longest a stop waits for the store's thread */
     char *dump_file;                 /* --dump=FILE: write the store's jobs to FILE and exit */
     char *load_file;                 /* --load=FILE: add FILE's jobs to the store and exit */
     /* a postgres store shared by several servers (docs/HA.md) */

@@ -19,6 +19,7 @@
 #include "file.h"
 #include "log.h"
 #include "server.h"
+#include "store.h"
 #include "store_backend.h"
 #include "store_sqlite.h"
 
@@ -340,6 +341,16 @@ int main(int argc, char **argv)
         remove_pid_file(cfg.pid_file);
 out:
     server_destroy(&srv);
+    if (store_stuck()) {
+        /* the store's thread is still in its database or disk call: exit without the exit
+         * handlers its libraries may still need (store_close logged what is not written) */
+        code = code == 0 ? 1 : code;
+        log_notice("spurd stopped without waiting for the store (exit code %d)", code);
+        log_set_syslog(0);
+        log_close();
+        fflush(NULL);
+        _exit(code);
+    }
     log_set_syslog(0);
     log_close();
     config_free(&cfg);

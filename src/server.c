@@ -314,6 +314,28 @@ static void arm_job_timer(struct server *s)
     ev_timer_start(s->loop, &s->job_timer);
 }
 
+/* arm_store_timer starts the store timer for the oldest held reply's deadline, if it is not
+ * running: a running one fires no later than that (replies held since are newer), and when it
+ * fires early store_expire answers nothing and the timer is armed again. */
+static void arm_store_timer(struct server *s)
+{
+    if (ev_is_active(&s->store_timer))
+        return;
+    double left = store_deadline(&s->eng);
+    if (left < 0)
+        return;
+    ev_timer_set(&s->store_timer, left + 0.001, 0.);
+    ev_timer_start(s->loop, &s->store_timer);
+}
+
+static void store_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct server *s = w->data;
+    store_expire(&s->eng);
+}
+
 static void job_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
@@ -410,7 +432,8 @@ static void http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
  *     output is written right after each free. After 3, so output queued for a connection
  *     before it closed (an ERROR) was written.
  *  5. timers (arm_job_timer): the one job timer is pointed at the engine's earliest deadline,
- *     after every step that may have added or removed one.
+ *     after every step that may have added or removed one; the store timer (arm_store_timer)
+ *     at the time the oldest reply held on the store has waited --store-timeout.
  *  6. how to wait: the loop keeps polling without sleeping while listings or deferred input
  *     remain, while lazy replies wait for a poll that finds no input (lazy_cb), or while busy
  *     polling (spin.h); otherwise it sleeps in its poll. Stopping writes the lazy replies now.
@@ -476,6 +499,7 @@ static void before_sleep(struct ev_loop *loop, ev_prepare *w, int revents)
     write_output(s);                             /* 3. writes */
     size_t freed = conn_free_closed(&s->conns);  /* 4. closes */
     arm_job_timer(s);                            /* 5. timers */
+    arm_store_timer(s);
     choose_wait(s);                              /* 6. how to wait */
     stop_or_resume(s, freed);                    /* 7. stop or resume */
 }
@@ -658,6 +682,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
 
+    ev_timer_init(&s->store_timer, store_timer_cb, 0., 0.);
+    s->store_timer.data = s;
     ev_async_init(&s->store_async, store_async_cb);
     s->store_async.data = s;
     ev_async_start(s->loop, &s->store_async);
@@ -802,6 +828,7 @@ void server_destroy(struct server *s)
     /* the store first: what finished before the stop is written now, and the teardown below
      * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
     store_close(&s->eng);
+    ev_timer_stop(s->loop, &s->store_timer);
     if (s->http != NULL) { /* every HTTP request leaves the engine, before the conns (whose
                               teardown takes every peer left for a conn) */
         ev_io_stop(s->loop, &s->http_io);

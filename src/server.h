@@ -43,6 +43,8 @@ struct server {
     ev_idle listing_idle;             /* keeps the loop polling while admin listings remain */
     ev_timer job_timer;               /* armed to the engine's earliest timer deadline */
     double job_timer_at;              /* the deadline job_timer is armed for, or -1 */
+    ev_timer store_timer;             /* fires when a reply held on the store has waited
+                                         --store-wait + --store-timeout (store_expire) */
     ev_signal sig_term, sig_int, sig_hup, sig_usr1; /* signal watchers */
     struct conn_ctx conns;            /* the connections and their flush lists (conn.h) */
     ev_idle lazy_idle;                /* runs when a poll finds no input: write the lazy list? */

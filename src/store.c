@@ -26,6 +26,8 @@ struct ack {
     void *who;          /* who gets the reply (opaque owner); NULL once gone */
     uint64_t id;        /* the job's handle number */
     double due;         /* when the job may run (for the ack that created it) */
+    double held_at;     /* monotonic time it was held: answered with an error once it has waited
+                           --store-wait + --store-timeout */
     uint8_t owner;      /* 1: this submit created the job, which becomes runnable when durable */
     uint8_t added;      /* 1: this submit added a record to the batch (owner, or a conversion of
                            a foreground job to background) */
@@ -79,6 +81,11 @@ struct store {
     int replay_done;               /* the committer finished replaying */
     int replay_failed;             /* replay stopped on a read error */
     int stop;                      /* the committer should exit */
+    int closing;                   /* store_close waits: a replay stops at its next chunk */
+    int busy;                      /* the committer is replaying, writing or maintaining */
+    int exited;                    /* the committer returned (store_close waits for it on done) */
+    int detached;                  /* store_close gave up waiting: never wake the loop again */
+    pthread_cond_t done;           /* signalled when the committer is idle or has exited */
     uint64_t adopted;              /* jobs adopt handed over since the loop last looked */
     int adopt_fenced;              /* adopt found this server fenced (-2) */
     char adopt_note[256];          /* whose they were, for the log */
@@ -87,6 +94,11 @@ struct store {
     /* committer only */
     struct replay_chunk *filling;  /* chunk being filled during replay */
     /* loop only */
+    double limit;                  /* --store-wait + --store-timeout: the longest a reply is held,
+                                      0 = no limit */
+    double timeout;                /* --store-timeout: the longest store_close waits, 0 = none */
+    int stalled;                   /* held replies were refused for want of an answer from the
+                                      committer since its last successful commit */
     struct ack_list cur;           /* replies held on the current batch */
     struct ack_list flight;        /* replies held on the batch being written */
     size_t held;                   /* entries in cur and flight */
@@ -110,12 +122,23 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* wake_loop asks the loop to call store_complete (committer thread), unless store_close gave up
+ * on this thread: the loop may be gone then. */
+static void wake_loop(struct store *st)
+{
+    pthread_mutex_lock(&st->mu);
+    if (!st->detached)
+        st->notify(st->notify_arg);
+    pthread_mutex_unlock(&st->mu);
+}
+
 _Static_assert(STORE_REC_KINDS == ENGINE_EXT_KINDS, "engine_ext has a hook per record kind");
 
 /* ------------------------------------------------------------ committer thread */
 
-/* push_chunk hands a filled replay chunk to the loop. */
-static void push_chunk(struct store *st, struct replay_chunk *c)
+/* push_chunk hands a filled replay chunk to the loop. Returns -1 when the store is closing (the
+ * replay may stop: nobody will run the jobs), else 0. */
+static int push_chunk(struct store *st, struct replay_chunk *c)
 {
     pthread_mutex_lock(&st->mu);
     if (st->chunks_tail)
@@ -123,8 +146,10 @@ static void push_chunk(struct store *st, struct replay_chunk *c)
     else
         st->chunks = c;
     st->chunks_tail = c;
+    int closing = st->closing;
     pthread_mutex_unlock(&st->mu);
-    st->notify(st->notify_arg);
+    wake_loop(st);
+    return closing ? -1 : 0;
 }
 
 /* replay_row copies one stored job into the chunk being filled. */
@@ -154,8 +179,9 @@ static int replay_row(void *ctx, const struct store_rec *r)
                              (uint32_t)r->reducer_len, (uint32_t)r->data_len, (uint32_t)meta_len,
                              (uint8_t)r->prio, b};
     if (st->filling->n == STORE_REPLAY_CHUNK) {
-        push_chunk(st, st->filling);
+        struct replay_chunk *c = st->filling;
         st->filling = NULL;
+        return push_chunk(st, c);
     }
     return 0;
 }
@@ -182,7 +208,7 @@ static void maintain(struct store *st)
         snprintf(st->adopt_note, sizeof st->adopt_note, "%s",
                  n > 0 ? (note != NULL ? note : "") : st->be->error(st->db));
         pthread_mutex_unlock(&st->mu);
-        st->notify(st->notify_arg);
+        wake_loop(st);
     }
 }
 
@@ -215,8 +241,10 @@ static void *committer(void *arg)
     pthread_mutex_lock(&st->mu);
     st->replay_done = 1;
     st->replay_failed = rc != 0;
+    st->busy = 0;
+    pthread_cond_broadcast(&st->done);
     pthread_mutex_unlock(&st->mu);
-    st->notify(st->notify_arg);
+    wake_loop(st);
 
     double last_maintain = mono();
     pthread_mutex_lock(&st->mu);
@@ -227,9 +255,8 @@ static void *committer(void *arg)
                 double left = st->wake_at - mono();
                 if (left <= 0) {
                     st->wake_at = 0;
-                    pthread_mutex_unlock(&st->mu);
-                    st->notify(st->notify_arg);
-                    pthread_mutex_lock(&st->mu);
+                    if (!st->detached)
+                        st->notify(st->notify_arg);
                     continue;
                 }
                 if (left < wait)
@@ -241,30 +268,40 @@ static void *committer(void *arg)
             until.tv_sec += ns / 1000000000L;
             until.tv_nsec = ns % 1000000000L;
             pthread_cond_timedwait(&st->cv, &st->mu, &until);
-            if (st->to_write == NULL && mono() - last_maintain >= 1.0) {
+            if (st->to_write == NULL && !st->stop && mono() - last_maintain >= 1.0) {
+                st->busy = 1;
                 pthread_mutex_unlock(&st->mu);
                 maintain(st);
                 last_maintain = mono();
                 pthread_mutex_lock(&st->mu);
+                st->busy = 0;
+                pthread_cond_broadcast(&st->done);
             }
         }
         if (st->to_write == NULL && st->stop)
             break;
         struct store_batch *b = st->to_write;
         st->to_write = NULL;
+        st->busy = 1;
         pthread_mutex_unlock(&st->mu);
         int wrc = st->be->write_batch(st->db, b);
-        if (mono() - last_maintain >= 1.0) {
+        pthread_mutex_lock(&st->mu);
+        int stopping = st->stop;
+        pthread_mutex_unlock(&st->mu);
+        if (!stopping && mono() - last_maintain >= 1.0) {
             maintain(st);
             last_maintain = mono();
         }
         pthread_mutex_lock(&st->mu);
         st->written = b;
         st->written_rc = wrc;
-        pthread_mutex_unlock(&st->mu);
-        st->notify(st->notify_arg);
-        pthread_mutex_lock(&st->mu);
+        st->busy = 0;
+        pthread_cond_broadcast(&st->done);
+        if (!st->detached)
+            st->notify(st->notify_arg);
     }
+    st->exited = 1;
+    pthread_cond_broadcast(&st->done);
     pthread_mutex_unlock(&st->mu);
     return NULL;
 }
@@ -300,8 +337,12 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
     st->eng = e;
     st->notify = notify;
     st->notify_arg = arg;
+    st->limit = p->timeout > 0 ? p->wait + p->timeout : 0;
+    st->timeout = p->timeout;
+    st->busy = 1; /* replaying */
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
+    pthread_cond_init(&st->done, NULL);
     e->store_mgr = st;
     e->replaying = 1;
     st->replay_started = mono();
@@ -310,6 +351,7 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
         b->close(st->db);
         pthread_mutex_destroy(&st->mu);
         pthread_cond_destroy(&st->cv);
+        pthread_cond_destroy(&st->done);
         e->store_mgr = NULL;
         e->replaying = 0;
         free(st);
@@ -337,22 +379,95 @@ static void free_acks(struct ack_list *l)
     l->tail = NULL;
 }
 
-void store_close(struct engine *e)
+/* idle tells whether the committer waits for work (no batch handed over or being written, no
+ * replay or maintenance); exited whether it returned. Under st->mu. */
+static int idle(const struct store *st) { return !st->busy && st->to_write == NULL; }
+
+static int exited(const struct store *st) { return st->exited; }
+
+/* until_wait waits on st->done until cond(st), or until the monotonic time `until` (0 = no
+ * limit). Called and returns with st->mu held. Returns 0, or -1 past until. */
+static int until_wait(struct store *st, int (*cond)(const struct store *st), double until)
+{
+    while (!cond(st)) {
+        if (until <= 0) {
+            pthread_cond_wait(&st->done, &st->mu);
+            continue;
+        }
+        double left = until - mono();
+        if (left <= 0)
+            return -1;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + (long)((left - (double)(long)left) * 1e9);
+        ts.tv_sec += (time_t)left + ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&st->done, &st->mu, &ts);
+    }
+    return 0;
+}
+
+/* the store whose committer store_close gave up waiting for: it still uses it until the process
+ * exits (kept reachable, not leaked) */
+static struct store *stuck_store;
+
+int store_close(struct engine *e)
 {
     struct store *st = mgr(e);
     if (st == NULL)
-        return;
+        return 0;
+    double until = st->timeout > 0 ? mono() + st->timeout : 0;
+    /* the committer finishes what it is doing (a batch, maintenance; a replay stops at its next
+     * chunk), then writes the final batch and exits, all within --store-timeout: a hung database
+     * or disk never holds the stop longer */
     pthread_mutex_lock(&st->mu);
+    st->closing = 1;
+    int waiting = until_wait(st, idle, until) == 0;
+    pthread_mutex_unlock(&st->mu);
+    struct store_batch *final = NULL;
+    size_t unanswered = st->held;
+    if (waiting) {
+        /* what the committer finished is settled here (its replies are not sent); the final
+         * batch has the deletions of a failed last batch put back into it */
+        pthread_mutex_lock(&st->mu);
+        struct store_batch *w = st->written;
+        int wrc = st->written_rc;
+        st->written = NULL;
+        pthread_mutex_unlock(&st->mu);
+        if (w != NULL && wrc != 0)
+            store_queue_retry_dones(&st->q, w);
+        store_batch_free(w);
+        final = store_queue_take_final(&st->q);
+    }
+    pthread_mutex_lock(&st->mu);
+    if (waiting)
+        st->to_write = final;
     st->stop = 1;
     pthread_cond_signal(&st->cv);
+    int done = waiting && until_wait(st, exited, until) == 0;
+    if (!done)
+        st->detached = 1; /* the loop goes away: the committer must not wake it */
     pthread_mutex_unlock(&st->mu);
+    if (!done) {
+        /* never pretend: what the committer holds may or may not be written, and nothing more is */
+        log_error("store: the %s store's thread did not finish within %.1f s (--store-timeout; a "
+                  "hung database or disk): stopping without waiting for it. The batch it was "
+                  "writing may or may not be durable; %zu background submits waiting for it were "
+                  "never acknowledged; %zu later operations (deletions of finished jobs, updates) "
+                  "are not written: those jobs may run again after a restart",
+                  st->be->name, st->timeout, unanswered,
+                  store_queue_pending(&st->q) + (final != NULL ? store_batch_ops(final) : 0));
+        pthread_detach(st->thread);
+        stuck_store = st;
+        e->store_mgr = NULL;
+        e->replaying = 0;
+        return -1;
+    }
     pthread_join(st->thread, NULL);
-    /* what the committer finished, or never took, is dropped here; close writes the current batch,
-     * with the deletions of a failed last batch put back into it */
-    if (st->written != NULL && st->written_rc != 0)
-        store_queue_retry_dones(&st->q, st->written);
+    if (st->written != NULL && st->written_rc != 0) /* best effort: left to a later replay */
+        log_error("store: writing the last %zu operations failed: %s", store_batch_ops(st->written),
+                  store_batch_error(st->written));
     store_batch_free(st->written);
-    store_batch_free(st->to_write);
     store_batch_free(st->records);
     while (st->chunks != NULL) {
         struct replay_chunk *c = st->chunks;
@@ -361,20 +476,18 @@ void store_close(struct engine *e)
     }
     free_acks(&st->cur);
     free_acks(&st->flight);
-    /* best effort: a failure leaves the deletions to a later replay */
-    struct store_batch *b = store_queue_take_final(&st->q);
-    if (b != NULL && st->be->write_batch(st->db, b) != 0)
-        log_error("store: writing the last %zu operations failed: %s", store_batch_ops(b),
-                  store_batch_error(b));
-    store_batch_free(b);
     store_queue_clear(&st->q);
     st->be->close(st->db);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
+    pthread_cond_destroy(&st->done);
     free(st);
     e->store_mgr = NULL;
     e->replaying = 0;
+    return 0;
 }
+
+int store_stuck(void) { return stuck_store != NULL; }
 
 /* hold appends a held reply to the current batch's list. */
 static int hold(struct store *st, uint64_t id, void *who, double due, int owner, int added)
@@ -382,7 +495,8 @@ static int hold(struct store *st, uint64_t id, void *who, double due, int owner,
     struct ack *a = malloc(sizeof *a);
     if (a == NULL)
         return -1;
-    *a = (struct ack){NULL, who, id, due, (uint8_t)owner, (uint8_t)added};
+    *a = (struct ack){NULL, who, id, due, st->limit > 0 ? mono() : 0, (uint8_t)owner,
+                      (uint8_t)added};
     if (st->cur.tail)
         st->cur.tail->next = a;
     else
@@ -483,8 +597,13 @@ static void activate(struct engine *e, struct job *j, double due)
         func_push(e, j, 0);
 }
 
-/* answer settles the held reply of a, given whether its batch was written, and tells its owner. */
-static void answer(struct engine *e, struct store *st, struct ack *a, int ok, const char *errtext)
+/* answer settles the held reply of a, given whether its batch was written, and tells its owner.
+ * maybe: the write was given up on while the committer may still store it (store_expire): the
+ * refused job's deletion is queued behind it (or its add cancelled, when its batch was never
+ * handed over), and a foreground job made background stays flagged stored, so the deletion of
+ * its row follows when it finishes. */
+static void answer(struct engine *e, struct store *st, struct ack *a, int ok, const char *errtext,
+                   int maybe)
 {
     struct job *j = job_find_id(e, a->id);
     if (a->owner && j != NULL && j->state == JOB_PENDING) {
@@ -492,10 +611,13 @@ static void answer(struct engine *e, struct store *st, struct ack *a, int ok, co
             activate(e, j, a->due);
         } else {
             j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
+            if (maybe && store_queue_done(&st->q, j->id) != 0)
+                log_error("store: out of memory recording that job %llu was refused: it may run "
+                          "after a restart", (unsigned long long)j->id);
             job_fail(e, j);
             j = NULL;
         }
-    } else if (!ok && a->added && j != NULL) {
+    } else if (!ok && a->added && j != NULL && !maybe) {
         j->flags &= (uint8_t)~JOB_STORED; /* the conversion to background was not stored */
     }
     if (!ok && a->added)
@@ -504,8 +626,8 @@ static void answer(struct engine *e, struct store *st, struct ack *a, int ok, co
         st->sink->acked(e, a->who, a->id, !ok && (a->added || j == NULL) ? errtext : NULL);
 }
 
-/* answer_all answers every held reply of l in order and empties it. */
-static void answer_all(struct engine *e, struct ack_list *l, int ok, const char *errtext)
+/* answer_all answers every held reply of l in order and empties it (maybe: as answer). */
+static void answer_all(struct engine *e, struct ack_list *l, int ok, const char *errtext, int maybe)
 {
     struct store *st = mgr(e);
     while (l->head != NULL) {
@@ -514,7 +636,7 @@ static void answer_all(struct engine *e, struct ack_list *l, int ok, const char 
         if (l->head == NULL)
             l->tail = NULL;
         st->held--;
-        answer(e, st, a, ok, errtext);
+        answer(e, st, a, ok, errtext, maybe);
         free(a);
     }
 }
@@ -532,7 +654,7 @@ void store_flush(struct engine *e)
     struct store_batch *b = store_queue_take(&st->q);
     if (b == NULL) {
         /* replies held only behind earlier ones (joins of durable jobs): nothing to write */
-        answer_all(e, &st->cur, 1, "");
+        answer_all(e, &st->cur, 1, "", 0);
         return;
     }
     st->flight = st->cur;
@@ -719,7 +841,9 @@ void store_complete(struct engine *e)
                 log_error("store: out of memory keeping failed deletions for a retry");
         }
         st->in_flight = 0;
-        answer_all(e, &st->flight, rc == 0, store_batch_error(b));
+        answer_all(e, &st->flight, rc == 0, store_batch_error(b), 0);
+        if (rc == 0)
+            st->stalled = 0;
         if (rc == 0 && st->fails > 0) {
             log_notice("store: writing works again after %llu failed commits (down %.1fs; %llu "
                        "background submits refused meanwhile)", (unsigned long long)st->fails,
@@ -756,4 +880,56 @@ void store_get_state(const struct engine *e, struct store_state *s)
     s->held = st->held;
     s->fails = st->fails;
     s->retry_gap = st->retry_gap;
+}
+
+double store_deadline(const struct engine *e)
+{
+    const struct store *st = mgr(e);
+    if (st == NULL || st->limit <= 0 || st->held == 0)
+        return -1;
+    double t = -1;
+    if (st->in_flight && st->flight.head != NULL)
+        t = st->flight.head->held_at;
+    if (st->cur.head != NULL && (t < 0 || st->cur.head->held_at < t))
+        t = st->cur.head->held_at;
+    if (t < 0)
+        return -1;
+    double left = t + st->limit - mono();
+    return left > 0 ? left : 0;
+}
+
+void store_expire(struct engine *e)
+{
+    struct store *st = mgr(e);
+    if (st == NULL || st->limit <= 0 || st->held == 0)
+        return;
+    double now = mono();
+    char why[200];
+    snprintf(why, sizeof why, "no answer from the store within %g s (--store-wait + "
+             "--store-timeout; the database or disk hangs?)", st->limit);
+    size_t n = 0;
+    /* the batch with the committer: its replies go now, whatever it becomes (answer's maybe) */
+    if (st->in_flight && st->flight.head != NULL && st->flight.head->held_at + st->limit <= now) {
+        for (const struct ack *a = st->flight.head; a != NULL; a = a->next)
+            n++;
+        answer_all(e, &st->flight, 0, why, 1);
+    }
+    /* replies behind it, in the batch being filled: each when it has waited as long */
+    while (st->cur.head != NULL && st->cur.head->held_at + st->limit <= now) {
+        struct ack *a = st->cur.head;
+        st->cur.head = a->next;
+        if (st->cur.head == NULL)
+            st->cur.tail = NULL;
+        st->held--;
+        answer(e, st, a, 0, why, 1);
+        free(a);
+        n++;
+    }
+    if (n > 0 && !st->stalled) {
+        st->stalled = 1;
+        if (st->fails++ == 0)
+            st->down_since = now;
+        log_error("store: %s: held background submits are refused with QUEUE_ERROR until a "
+                  "commit succeeds", why);
+    }
 }

@@ -61,8 +61,27 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
                 size_t errlen);
 
 /* store_close stops the committer thread after its current batch, writes what is left (its
- * replies are not sent), and closes the store. */
-void store_close(struct engine *e);
+ * replies are not sent), and closes the store. It waits for the committer at most --store-timeout
+ * seconds in all (a hung database or disk): past that it logs what may not be written, leaves the
+ * thread and its store to the process's exit, and returns -1 (store_stuck then says so).
+ * Returns 0 otherwise. */
+int store_close(struct engine *e);
+
+/* store_stuck reports whether a store_close gave up waiting for its committer: the process should
+ * then exit without its exit handlers (_exit), which the committer's libraries may still need. */
+int store_stuck(void);
+
+/* store_deadline returns the seconds until the oldest held reply has waited --store-wait +
+ * --store-timeout (0 when it has), or -1 when no reply is held or there is no limit. The shell
+ * calls store_expire then. */
+double store_deadline(const struct engine *e);
+
+/* store_expire answers every held reply that has waited --store-wait + --store-timeout with a
+ * QUEUE_ERROR, although its batch may still be with the committer (a hung database). The refused
+ * job's deletion is queued behind that batch (its add cancelled if its batch was never handed
+ * over): a late commit leaves no job that was refused. Called on the loop when store_deadline
+ * says so. */
+void store_expire(struct engine *e);
 
 /* store_add records background job j in the current batch and holds the reply to owner (NULL for
  * none) until the batch is durable; due is when j may run (0 = now). A j in limbo becomes

@@ -45,6 +45,8 @@ struct store_params {
     long max_pages;           /* --store-max-pages, 0 = no cap (tests a full disk) */
     double wait;              /* --store-wait: seconds a write may wait for an unavailable
                                  database before it fails (postgres), 0 = fail at once */
+    double timeout;           /* --store-timeout: seconds one write (postgres: one statement, or
+                                 one batch) may take before it is given up, 0 = no limit */
     size_t max_function;      /* --max-function-name: longest name a replayed row may have */
     /* a store shared by several servers (postgres; docs/HA.md) */
     const char *server_id;    /* --server-id: whose rows this server owns, never NULL for postgres */

@@ -331,6 +331,8 @@ void store_queue_clear(struct store_queue *q)
 
 size_t store_batch_nadds(const struct store_batch *b) { return b->nadds; }
 
+int store_batch_add_is_update(const struct store_batch *b, size_t i) { return b->adds[i].update; }
+
 int store_batch_add_at(const struct store_batch *b, size_t i, struct store_rec *r)
 {
     const struct batch_add *a = &b->adds[i];

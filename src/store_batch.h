@@ -120,6 +120,10 @@ size_t store_batch_nadds(const struct store_batch *b);
  * b is freed. Adds come in the order they were queued. */
 int store_batch_add_at(const struct store_batch *b, size_t i, struct store_rec *r);
 
+/* store_batch_add_is_update tells whether add number i of b is a new version of a job that may be
+ * stored already (store_queue_update), not the first write of a new job. */
+int store_batch_add_is_update(const struct store_batch *b, size_t i);
+
 /* store_batch_nrecords returns the number of record operations in b; store_batch_record_at fills
  * r with number i (its pointers valid until b is freed; value NULL for a deletion). */
 size_t store_batch_nrecords(const struct store_batch *b);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
 #include "store_backend.h"
@@ -254,6 +255,12 @@ static int mem_write_batch(void *db, struct store_batch *b)
     for (size_t i = 0; i < nadds && !has_add; i++)
         has_add = store_batch_add_at(b, i, &r) == 0;
     pthread_mutex_lock(&mu);
+    while (m->faults.stall) { /* a hung write: poll the fault every millisecond */
+        pthread_mutex_unlock(&mu);
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+        pthread_mutex_lock(&mu);
+    }
     const char *why = NULL;
     if (m->faults.fail_writes > 0) {
         m->faults.fail_writes--;

@@ -33,6 +33,8 @@ struct store_mem_faults {
                              of deletions alone is written, as on a full file system */
     int fail_replay;      /* replay fails ("injected read failure") after this many jobs, and
                              the rest are not replayed; 0 = never */
+    int stall;            /* while set, write_batch does not return (a hung disk or database):
+                             it waits, without the mutex, until the fault is cleared */
 };
 
 /* store_mem_set_faults sets the faults of store name (created empty if new). */

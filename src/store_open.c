@@ -50,6 +50,7 @@ const struct store_backend *store_backend_choose(const struct config *c, struct 
     p->sync_normal = c->store_sync_normal;
     p->max_pages = c->store_max_pages;
     p->wait = c->store_wait;
+    p->timeout = c->store_timeout;
     p->max_function = c->max_function;
     p->server_id = c->server_id;
     p->takeover = c->takeover;

@@ -7,12 +7,15 @@
  * orders them: no lock. */
 #include "store_pg.h"
 
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "buf.h"
@@ -46,6 +49,10 @@ struct pgstore {
     PGconn *conn;            /* the session, NULL while the database is unavailable */
     int sync_normal;         /* synchronous_commit=off */
     double wait;             /* --store-wait: seconds a batch waits for an unavailable database */
+    double timeout;          /* --store-timeout: seconds a statement, or a batch, may take before
+                                it is cancelled and the session closed, 0 = no limit */
+    int timed_out;           /* the session was closed because the server did not answer in time
+                                (conn_msg says so instead of libpq's text) */
     size_t max_func;         /* longest function or reducer name a replayed row may have */
     double next_try;         /* monotonic time before which no reconnect is attempted */
     double gap;              /* the current pause between reconnect attempts, 0 after success */
@@ -98,18 +105,151 @@ static const char *pq_msg(const char *m, char *buf, size_t len)
     return buf;
 }
 
-/* exec runs one SQL command without parameters (fixed text only) and checks its status. */
-static int exec(struct pgstore *s, const char *sql, const char *what)
+/* conn_msg is the session's last error for a message: libpq's text, or that the server did not
+ * answer in time. */
+static const char *conn_msg(const struct pgstore *s, char *buf, size_t len)
 {
-    PGresult *r = PQexec(s->conn, sql);
+    if (s->timed_out) {
+        snprintf(buf, len, "no answer from the server within %g s (--store-timeout): query "
+                 "cancelled, session closed", s->timeout);
+        return buf;
+    }
+    return pq_msg(PQerrorMessage(s->conn), buf, len);
+}
+
+/* deadline is the monotonic time by which a statement started now must be answered (extra
+ * seconds more: a statement that waits for a lock by design), 0 = no limit. */
+static double deadline(const struct pgstore *s, double extra)
+{
+    return s->timeout > 0 ? mono() + s->timeout + extra : 0;
+}
+
+/* give_up ends a session whose server did not answer in time: the query is cancelled (best
+ * effort: PQcancel opens a connection of its own, which a dead host may keep waiting for the TCP
+ * connect timeout) and the socket shut down, so every later libpq call on the session fails at
+ * once and the usual error paths drop it. */
+static void give_up(struct pgstore *s)
+{
+    char m[256];
+    PGcancel *k = PQgetCancel(s->conn);
+    if (k != NULL) {
+        PQcancel(k, m, sizeof m);
+        PQfreeCancel(k);
+    }
+    if (PQsocket(s->conn) >= 0)
+        shutdown(PQsocket(s->conn), SHUT_RDWR);
+    s->timed_out = 1;
+}
+
+/* await waits until the session has sent what it holds and a result can be read without
+ * blocking, at most until the monotonic time until (0: no limit). The session is non-blocking
+ * (connect_db), so this is the only place that waits for the server. Returns 0, or -1 when the
+ * session broke or timed out: its socket is then shut down (give_up), so PQgetResult returns at
+ * once. */
+static int await(struct pgstore *s, double until)
+{
+    PGconn *c = s->conn;
+    for (;;) {
+        int f = PQflush(c);
+        if (f < 0)
+            break;
+        if (f == 0 && !PQisBusy(c))
+            return 0;
+        int ms = -1;
+        if (until > 0) {
+            double left = until - mono();
+            if (left <= 0) {
+                give_up(s);
+                return -1;
+            }
+            ms = (int)(left * 1000) + 1;
+        }
+        struct pollfd p = {PQsocket(c), (short)(POLLIN | (f ? POLLOUT : 0)), 0};
+        int n = poll(&p, 1, ms);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(c))
+            break;
+    }
+    if (PQsocket(c) >= 0)
+        shutdown(PQsocket(c), SHUT_RDWR);
+    return -1;
+}
+
+/* get_result is PQgetResult waiting at most until until (see await). */
+static PGresult *get_result(struct pgstore *s, double until)
+{
+    await(s, until);
+    return PQgetResult(s->conn);
+}
+
+/* collect reads every result of the query just sent, as PQexec does (the last one, or the first
+ * error), waiting at most --store-timeout (plus extra seconds). NULL when nothing came back. */
+static PGresult *collect(struct pgstore *s, double extra)
+{
+    double until = deadline(s, extra);
+    PGresult *keep = NULL, *r;
+    while ((r = get_result(s, until)) != NULL) {
+        if (keep != NULL && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+        } else {
+            PQclear(keep);
+            keep = r;
+        }
+        if (PQstatus(s->conn) == CONNECTION_BAD)
+            break;
+    }
+    return keep;
+}
+
+/* pq_exec_for, pq_params, pq_prepared and pq_prepare are PQexec, PQexecParams, PQexecPrepared
+ * and PQprepare bounded by --store-timeout (pq_exec_for: plus extra seconds). */
+static PGresult *pq_exec_for(struct pgstore *s, const char *sql, double extra)
+{
+    return s->conn != NULL && PQsendQuery(s->conn, sql) ? collect(s, extra) : NULL;
+}
+
+static PGresult *pq_params(struct pgstore *s, const char *sql, int n, const char *const *v,
+                           int result_format)
+{
+    return s->conn != NULL && PQsendQueryParams(s->conn, sql, n, NULL, v, NULL, NULL, result_format)
+               ? collect(s, 0)
+               : NULL;
+}
+
+static PGresult *pq_prepared(struct pgstore *s, const char *name, int n, const char *const *v,
+                             int result_format)
+{
+    return s->conn != NULL &&
+                   PQsendQueryPrepared(s->conn, name, n, v, NULL, NULL, result_format)
+               ? collect(s, 0)
+               : NULL;
+}
+
+static PGresult *pq_prepare(struct pgstore *s, const char *name, const char *sql, int n,
+                            const Oid *types)
+{
+    return s->conn != NULL && PQsendPrepare(s->conn, name, sql, n, types) ? collect(s, 0) : NULL;
+}
+
+/* exec_for runs one SQL command without parameters (fixed text only) and checks its status,
+ * waiting up to --store-timeout plus extra seconds; exec waits --store-timeout. */
+static int exec_for(struct pgstore *s, const char *sql, const char *what, double extra)
+{
+    PGresult *r = pq_exec_for(s, sql, extra);
     ExecStatusType st = PQresultStatus(r);
     int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
     if (!ok) {
         char m[400];
-        set_err(s, "%s: %s", what, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "%s: %s", what, conn_msg(s, m, sizeof m));
     }
     PQclear(r);
     return ok ? 0 : -1;
+}
+
+static int exec(struct pgstore *s, const char *sql, const char *what)
+{
+    return exec_for(s, sql, what, 0);
 }
 
 static const char *const schema =
@@ -201,11 +341,11 @@ static int64_t get_int64(PGresult *r, int row, int col)
 static PGresult *query(struct pgstore *s, const char *sql, int n, const char *const *v,
                        const char *what, int *nrows)
 {
-    PGresult *r = PQexecParams(s->conn, sql, n, NULL, v, NULL, NULL, 0);
+    PGresult *r = pq_params(s, sql, n, v, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         char m[400];
-        set_err(s, "%s: %s", what, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "%s: %s", what, conn_msg(s, m, sizeof m));
         PQclear(r);
         return NULL;
     }
@@ -221,7 +361,7 @@ static int setup(struct pgstore *s)
     char lock[200];
     snprintf(lock, sizeof lock, "SET lock_timeout = '%dms'; BEGIN; SELECT pg_advisory_xact_lock(%lld)",
              STORE_PG_LOCK_WAIT_MS, (long long)STORE_PG_LOCK_KEY);
-    if (exec(s, lock, "waiting for the schema lock") != 0 || exec(s, schema, "creating the tables") != 0)
+    if (exec_for(s, lock, "waiting for the schema lock", STORE_PG_LOCK_WAIT_MS / 1000.0) != 0 || exec(s, schema, "creating the tables") != 0)
         goto fail;
     int n;
     PGresult *r = query(s, "SELECT value FROM spur_meta WHERE key = 'schema'", 0, NULL,
@@ -274,7 +414,7 @@ static int take_lease(struct pgstore *s)
     char lock[200], m[400];
     snprintf(lock, sizeof lock, "SET lock_timeout = '%dms'; SELECT pg_advisory_lock(%d, %d)",
              STORE_PG_LOCK_WAIT_MS, STORE_PG_LEASE_CLASS, s->slot);
-    PGresult *r = PQexec(s->conn, lock);
+    PGresult *r = pq_exec_for(s, lock, STORE_PG_LOCK_WAIT_MS / 1000.0);
     int got = PQresultStatus(r) == PGRES_TUPLES_OK;
     if (!got) {
         const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -283,7 +423,7 @@ static int take_lease(struct pgstore *s)
                        "lock (%d, %d) of database %s)", s->me, STORE_PG_LEASE_CLASS, s->slot,
                     PQdb(s->conn));
         else
-            set_err(s, "database unavailable: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+            set_err(s, "database unavailable: %s", conn_msg(s, m, sizeof m));
     }
     PQclear(r);
     if (!got || exec(s, "SET lock_timeout = 0", "set lock_timeout") != 0)
@@ -317,20 +457,35 @@ static int take_lease(struct pgstore *s)
  * session. */
 static int connect_db(struct pgstore *s)
 {
-    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *vals[] = {STORE_PG_CONNECT_TIMEOUT, "spurd", s->conninfo, NULL};
+    /* defaults before dbname, which CONNINFO expands into: its own settings win. Keepalives and
+     * tcp_user_timeout notice a dead peer or a silent partition; a server that is alive but does
+     * not answer (a stopped backend) is the --store-timeout deadline's (await) */
+    char user_timeout[24];
+    snprintf(user_timeout, sizeof user_timeout, "%.0f", s->timeout * 1000);
+    const char *keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "application_name", "dbname",
+                          NULL};
+    const char *vals[] = {STORE_PG_CONNECT_TIMEOUT, "1", STORE_PG_KEEPALIVES_IDLE,
+                          STORE_PG_KEEPALIVES_INTERVAL, STORE_PG_KEEPALIVES_COUNT, user_timeout,
+                          "spurd", s->conninfo, NULL};
     char m[400];
+    s->timed_out = 0;
     s->conn = PQconnectdbParams(keys, vals, 1);
     if (s->conn == NULL) {
         set_err(s, "database unavailable: out of memory");
         return -1;
     }
     if (PQstatus(s->conn) != CONNECTION_OK) {
-        set_err(s, "database unavailable: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "database unavailable: %s", conn_msg(s, m, sizeof m));
         drop(s);
         return -1;
     }
     PQsetNoticeProcessor(s->conn, quiet, NULL);
+    if (PQsetnonblocking(s->conn, 1) != 0) {
+        set_err(s, "database unavailable: %s", conn_msg(s, m, sizeof m));
+        drop(s);
+        return -1;
+    }
     if (exec(s, "SET client_min_messages = warning", "set client_min_messages") != 0 ||
         exec(s, s->sync_normal ? "SET synchronous_commit = off" : "SET synchronous_commit = on",
              "set synchronous_commit") != 0 ||
@@ -340,10 +495,10 @@ static int connect_db(struct pgstore *s)
     }
     PGresult *r;
     for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
-        r = PQprepare(s->conn, stmts[i].name, stmts[i].sql, stmts[i].n, stmts[i].types);
+        r = pq_prepare(s, stmts[i].name, stmts[i].sql, stmts[i].n, stmts[i].types);
         int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
-            set_err(s, "preparing %s: %s", stmts[i].name, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+            set_err(s, "preparing %s: %s", stmts[i].name, conn_msg(s, m, sizeof m));
         PQclear(r);
         if (!ok) {
             drop(s);
@@ -431,20 +586,19 @@ static int import_gearmand(struct pgstore *s, const char *table, uint64_t *next_
         return -1;
     }
     const char *pv[1] = {table};
-    PGresult *r = PQexecParams(s->conn,
-                               "SELECT (SELECT count(*) FROM information_schema.columns WHERE "
-                               "table_schema = current_schema() AND table_name = $1 AND column_name "
-                               "IN ('unique_key', 'function_name', 'priority', 'data')),"
-                               " (SELECT count(*) FROM information_schema.columns WHERE "
-                               "table_schema = current_schema() AND table_name = $1 AND column_name "
-                               "= 'when_to_run'),"
-                               " (SELECT count(*) FROM information_schema.tables WHERE "
-                               "table_schema = current_schema() AND table_name = $1),"
-                               " (SELECT count(*) FROM spur_import WHERE table_name = $1)",
-                               1, NULL, pv, NULL, NULL, 0);
+    PGresult *r = pq_params(s,
+                            "SELECT (SELECT count(*) FROM information_schema.columns WHERE "
+                            "table_schema = current_schema() AND table_name = $1 AND column_name "
+                            "IN ('unique_key', 'function_name', 'priority', 'data')),"
+                            " (SELECT count(*) FROM information_schema.columns WHERE "
+                            "table_schema = current_schema() AND table_name = $1 AND column_name "
+                            "= 'when_to_run'),"
+                            " (SELECT count(*) FROM information_schema.tables WHERE "
+                            "table_schema = current_schema() AND table_name = $1),"
+                            " (SELECT count(*) FROM spur_import WHERE table_name = $1)", 1, pv, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         set_err(s, "looking for gearmand's table %s: %s", table,
-                pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+                conn_msg(s, m, sizeof m));
         PQclear(r);
         return -1;
     }
@@ -481,10 +635,10 @@ static int import_gearmand(struct pgstore *s, const char *table, uint64_t *next_
     const char *iv[1] = {first};
     if (exec(s, "BEGIN", "import") != 0)
         return -1;
-    r = PQexecParams(s->conn, sql, 1, NULL, iv, NULL, NULL, 0);
+    r = pq_params(s, sql, 1, iv, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         set_err(s, "importing gearmand's table %s: %s", table,
-                pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+                conn_msg(s, m, sizeof m));
         PQclear(r);
         exec(s, "ROLLBACK", "import");
         return -1;
@@ -504,21 +658,20 @@ static int import_gearmand(struct pgstore *s, const char *table, uint64_t *next_
         exec(s, "ROLLBACK", "import");
         return -1;
     }
-    r = PQexecParams(s->conn,
-                     "INSERT INTO spur_import VALUES ($1, $2, extract(epoch FROM now())::bigint,"
-                     " $3::bigint, $4::bigint, $5::bigint, $6::bigint)",
-                     6, NULL, rv, NULL, NULL, 0);
+    r = pq_params(s,
+                  "INSERT INTO spur_import VALUES ($1, $2, extract(epoch FROM now())::bigint,"
+                  " $3::bigint, $4::bigint, $5::bigint, $6::bigint)", 6, rv, 0);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
-        set_err(s, "recording the import: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "recording the import: %s", conn_msg(s, m, sizeof m));
     PQclear(r);
     if (ok && jobs > 0) {
         const char *sv[2] = {last, s->me};
-        r = PQexecParams(s->conn, "UPDATE spur_servers SET max_id = greatest(max_id, $1::bigint)"
-                         " WHERE server_id = $2", 2, NULL, sv, NULL, NULL, 0);
+        r = pq_params(s, "UPDATE spur_servers SET max_id = greatest(max_id, $1::bigint)"
+                         " WHERE server_id = $2", 2, sv, 0);
         ok = PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
-            set_err(s, "recording the import: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+            set_err(s, "recording the import: %s", conn_msg(s, m, sizeof m));
         PQclear(r);
     }
     if (!ok || exec(s, "COMMIT", "committing the import") != 0) {
@@ -644,6 +797,7 @@ static void *pg_open(const struct store_params *p, uint64_t *next_id, char *err,
     }
     s->sync_normal = p->sync_normal;
     s->wait = p->wait;
+    s->timeout = p->timeout;
     s->max_func = p->max_function ? p->max_function : MAX_FUNC_DEFAULT;
     s->takeover_after = p->takeover_after;
     snprintf(s->me, sizeof s->me, "%s", p->server_id != NULL ? p->server_id : "spurd");
@@ -732,13 +886,15 @@ static char *id_array(const struct pgstore *s, const struct store_batch *b, int 
     return a;
 }
 
-/* remember_doubt keeps the ids of b's live adds, whose commit outcome is unknown, to be deleted by
- * the next successful batch (they were answered with an error). */
+/* remember_doubt keeps the ids of b's live new jobs, whose commit outcome is unknown, to be deleted
+ * by the next successful batch (they were answered with an error). Not an update's: that job is
+ * stored either way, live, and its update is written again by the next batch (a deletion there
+ * would follow it and lose the job). */
 static void remember_doubt(struct pgstore *s, const struct store_batch *b)
 {
     struct store_rec r;
     for (size_t i = 0, n = store_batch_nadds(b); i < n; i++) {
-        if (store_batch_add_at(b, i, &r) != 0)
+        if (store_batch_add_at(b, i, &r) != 0 || store_batch_add_is_update(b, i))
             continue;
         if (s->ndoubt == s->capdoubt) {
             size_t cap = s->capdoubt ? s->capdoubt * 2 : 64;
@@ -769,6 +925,7 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
         return -1;
     }
     PGconn *c = s->conn;
+    double until = deadline(s, 0); /* the whole batch: sent, committed and answered */
     int synced = 0, sent = 0;
     const char *fail = NULL; /* what failed, NULL while all is well */
     char why[400] = "";      /* the first error the server reported, "" for libpq's */
@@ -842,7 +999,7 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
     synced = 1;
     /* read: one result (then NULL) per query, PGRES_PIPELINE_SYNC last */
     for (int nulls = 0;;) {
-        PGresult *res = PQgetResult(c);
+        PGresult *res = get_result(s, until);
         if (res == NULL) {
             if (PQstatus(c) != CONNECTION_OK || ++nulls > sent + 2) {
                 if (fail == NULL)
@@ -870,8 +1027,8 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
 out:
     free(ids);
     if (fail != NULL) {
-        if (why[0] == '\0')
-            pq_msg(PQerrorMessage(c), why, sizeof why);
+        if (why[0] == '\0' || s->timed_out)
+            conn_msg(s, why, sizeof why);
         *lost = PQstatus(c) != CONNECTION_OK;
         set_err(s, "%s%s: %s", *lost ? "database unavailable: " : "", fail, why);
         if (*lost || synced != 2 || PQpipelineStatus(c) != PQ_PIPELINE_OFF) {
@@ -967,17 +1124,16 @@ static int quarantine(struct pgstore *s, const struct bad_row *bad, size_t n)
         char id[24];
         snprintf(id, sizeof id, "%lld", (long long)bad[i].id);
         const char *v[2] = {id, bad[i].reason};
-        PGresult *r = PQexecParams(s->conn,
-                                   "WITH m AS (DELETE FROM spur_jobs WHERE id = $1::bigint RETURNING *)"
-                                   " INSERT INTO spur_quarantine SELECT m.id, m.prio, m.run_at,"
-                                   " m.func, m.uniq, m.reducer, m.data, $2::text,"
-                                   " extract(epoch FROM now())::bigint FROM m",
-                                   2, NULL, v, NULL, NULL, 0);
+        PGresult *r = pq_params(s,
+                                "WITH m AS (DELETE FROM spur_jobs WHERE id = $1::bigint RETURNING *)"
+                                " INSERT INTO spur_quarantine SELECT m.id, m.prio, m.run_at,"
+                                " m.func, m.uniq, m.reducer, m.data, $2::text,"
+                                " extract(epoch FROM now())::bigint FROM m", 2, v, 0);
         int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok) {
             char m[400];
             set_err(s, "moving invalid rows to spur_quarantine: %s",
-                    pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+                    conn_msg(s, m, sizeof m));
         }
         PQclear(r);
         if (!ok) {
@@ -997,7 +1153,7 @@ static int read_rows(struct pgstore *s, const char *what,
     char m[400];
     int ret = 0;
     PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) {
+    while ((res = get_result(s, deadline(s, 0))) != NULL) {
         ExecStatusType st = PQresultStatus(res);
         if (st == PGRES_SINGLE_TUPLE) {
             if (ret == 0)
@@ -1009,7 +1165,7 @@ static int read_rows(struct pgstore *s, const char *what,
         PQclear(res);
     }
     if (ret == 0 && PQstatus(s->conn) != CONNECTION_OK) {
-        set_err(s, "%s: %s", what, pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "%s: %s", what, conn_msg(s, m, sizeof m));
         ret = -1;
     }
     return ret;
@@ -1051,7 +1207,7 @@ static int pg_replay(void *db, int (*cb)(void *ctx, const struct store_rec *r), 
     const char *me[1] = {s->me};
     if (!PQsendQueryPrepared(s->conn, "spur_sel", 1, me, NULL, NULL, 1) ||
         !PQsetSingleRowMode(s->conn)) {
-        set_err(s, "replay: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "replay: %s", conn_msg(s, m, sizeof m));
         return -1;
     }
     struct replay_ctx rc = {cb, ctx, NULL, 0, 0};
@@ -1074,9 +1230,9 @@ static int pg_replay_records(void *db, int (*cb)(void *ctx, const struct store_r
     if (ensure(s) != 0)
         return -1;
     const char *me[1] = {s->me};
-    PGresult *res = PQexecPrepared(s->conn, "spur_rsel", 1, me, NULL, NULL, 1);
+    PGresult *res = pq_prepared(s, "spur_rsel", 1, me, 1);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        set_err(s, "replaying the records: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "replaying the records: %s", conn_msg(s, m, sizeof m));
         PQclear(res);
         return -1;
     }
@@ -1105,7 +1261,7 @@ static void pg_maintain(void *db)
     if (ensure(s) != 0)
         return;
     const char *v[1] = {s->me};
-    PGresult *r = PQexecPrepared(s->conn, "spur_renew", 1, v, NULL, NULL, 0);
+    PGresult *r = pq_prepared(s, "spur_renew", 1, v, 0);
     PQclear(r); /* a failure shows in the next ensure */
 }
 
@@ -1138,7 +1294,7 @@ static int hand_over(struct pgstore *s, int (*cb)(void *ctx, const struct store_
                            " spur_jobs WHERE owner = $1 AND claim = $2::bigint AND id > $3::bigint"
                            " ORDER BY id", 3, NULL, v, NULL, NULL, 1) ||
         !PQsetSingleRowMode(s->conn)) {
-        set_err(s, "reading the jobs taken over: %s", pq_msg(PQerrorMessage(s->conn), m, sizeof m));
+        set_err(s, "reading the jobs taken over: %s", conn_msg(s, m, sizeof m));
         return -1;
     }
     struct replay_ctx rc = {cb, ctx, NULL, 0, 0};

@@ -28,7 +28,16 @@
  * idle), with a pause between attempts that doubles from STORE_PG_RETRY_FIRST to
  * STORE_PG_RETRY_MAX seconds. The ids added by a batch whose commit outcome is unknown (the
  * connection broke after the Sync was sent) are deleted by the next successful batch, so a job
- * answered with an error is never run later from the database. */
+ * answered with an error is never run later from the database.
+ *
+ * A server that hangs without closing (a stopped backend, a hung host, a silent partition): the
+ * session is non-blocking and every wait for the server is bounded by params->timeout
+ * (--store-timeout: a statement, or a whole batch; a statement that waits for a lock by design
+ * gets STORE_PG_LOCK_WAIT_MS more). Past it the query is cancelled (PQcancel), the socket shut
+ * down and the session dropped: an outage like any other, the outcome of a batch whose Sync was
+ * sent unknown. A late commit of that batch cannot follow the deletion of its ids: the new session
+ * gets the lease only once the old backend has ended. TCP keepalives and tcp_user_timeout (=
+ * --store-timeout) are connection defaults that CONNINFO may override. */
 #ifndef SPUR_STORE_PG_H
 #define SPUR_STORE_PG_H
 
@@ -42,6 +51,9 @@ extern "C" {
 #define STORE_PG_RETRY_FIRST 0.05             /* seconds before the second reconnect attempt */
 #define STORE_PG_RETRY_MAX 2.0                /* longest pause between reconnect attempts */
 #define STORE_PG_CONNECT_TIMEOUT "10"         /* libpq connect_timeout unless CONNINFO sets one */
+#define STORE_PG_KEEPALIVES_IDLE "5"          /* libpq keepalives_idle (seconds), unless CONNINFO */
+#define STORE_PG_KEEPALIVES_INTERVAL "2"      /* keepalives_interval (seconds), unless CONNINFO */
+#define STORE_PG_KEEPALIVES_COUNT "3"         /* keepalives_count, unless CONNINFO sets one */
 #define STORE_PG_LOCK_WAIT_MS 15000           /* how long a session waits for its lease lock */
 #define STORE_PG_LEASE_CLASS 0x53707572       /* pg_advisory_lock(CLASS, slot) is a lease: "Spur" */
 #define STORE_PG_SLOT_BITS 56                 /* server slot k owns ids [k << 56, (k + 1) << 56) */

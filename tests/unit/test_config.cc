@@ -73,6 +73,25 @@ TEST(Config, GrabWaitAndBusyPoll)
     config_free(&p.c);
 }
 
+TEST(Config, StoreTimeout)
+{
+    Parsed p = parse({});
+    ASSERT_EQ(p.rc, 0);
+    EXPECT_DOUBLE_EQ(p.c.store_timeout, 10.0);
+    config_free(&p.c);
+    p = parse({"--store-timeout=2.5"});
+    ASSERT_EQ(p.rc, 0) << p.err;
+    EXPECT_DOUBLE_EQ(p.c.store_timeout, 2.5);
+    config_free(&p.c);
+    for (const char *bad : {"--store-timeout=0", "--store-timeout=0.05", "--store-timeout=3601",
+                            "--store-timeout=x", "--store-timeout=-1"}) {
+        p = parse({bad});
+        EXPECT_EQ(p.rc, -1) << bad;
+        EXPECT_NE(p.err.find("invalid --store-timeout"), std::string::npos) << p.err;
+        config_free(&p.c);
+    }
+}
+
 TEST(Config, CanDoTimeoutFailOrRequeue)
 {
     Parsed p = parse({});

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -43,6 +44,7 @@ struct Rig {
     std::map<void *, int> held;
     int replay_dones = 0;
     bool open = false;
+    double timeout = 0; // --store-timeout for start, 0 = none
 
     explicit Rig(const std::string &n) : name(n)
     {
@@ -93,6 +95,7 @@ struct Rig {
         memset(&p, 0, sizeof p);
         p.location = name.c_str();
         p.max_function = 512;
+        p.timeout = timeout;
         char buf[256] = "";
         int rc = store_start(&eng, &store_mem_backend, &p, &sink, on_notify, this, buf, sizeof buf);
         if (err)
@@ -155,11 +158,25 @@ struct Rig {
         job_free(&eng, j);
     }
 
-    void close()
+    int close()
     {
-        if (open)
-            store_close(&eng);
+        int rc = open ? store_close(&eng) : 0;
         open = false;
+        return rc;
+    }
+
+    void faults(const store_mem_faults &f) { store_mem_set_faults(name.c_str(), &f); }
+
+    // expire waits (bounded) until the oldest held reply is due, then lets the store answer it.
+    void expire()
+    {
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (store_deadline(&eng) != 0) {
+            ASSERT_GE(store_deadline(&eng), 0) << "no reply is held";
+            ASSERT_LT(std::chrono::steady_clock::now(), until);
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        store_expire(&eng);
     }
 
     void check()
@@ -658,4 +675,94 @@ TEST(StorePgText, PasswordsAreRedactedForLogs)
         EXPECT_LT(r.size(), n);
         EXPECT_EQ(r.find("s3c"), std::string::npos) << n;
     }
+}
+
+// A write that never returns (a hung database or NFS mount): each held reply is answered with an
+// error once it has waited --store-timeout, whether its batch is with the committer or behind it;
+// a late commit of the given-up batch is undone by the next one, so no refused job stays stored.
+TEST_F(StoreTest, HeldRepliesAreRefusedWhileAWriteHangsAndALateCommitIsUndone)
+{
+    Rig r("hang");
+    r.timeout = 0.2;
+    r.replayed();
+    store_mem_faults f = {};
+    f.stall = 1;
+    r.faults(f);
+    job *j1 = r.submit("f", &A);
+    uint64_t id1 = j1->id;
+    store_flush(&r.eng); // with the committer, which hangs
+    EXPECT_TRUE(r.state().in_flight);
+    r.expire();
+    ASSERT_EQ(r.acks.size(), 1u);
+    EXPECT_FALSE(r.acks[0].ok);
+    EXPECT_NE(r.acks[0].error.find("no answer from the store within"), std::string::npos)
+        << r.acks[0].error;
+    EXPECT_EQ(job_find_id(&r.eng, id1), nullptr) << "the refused job is gone";
+    job *j2 = r.submit("f", &B); // behind the hung batch
+    uint64_t id2 = j2->id;
+    store_flush(&r.eng);
+    r.expire();
+    ASSERT_EQ(r.acks.size(), 2u);
+    EXPECT_FALSE(r.acks[1].ok);
+    EXPECT_EQ(job_find_id(&r.eng, id2), nullptr);
+    r.check();
+    f.stall = 0; // the write goes through after all: j1 is stored although refused
+    r.faults(f);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!store_mem_has(r.name.c_str(), id1)) // the loop's side has not run: it stays there
+        ASSERT_LT(std::chrono::steady_clock::now(), until) << "the late write never landed";
+    r.commit(); // the next batch deletes it; j2's add was cancelled before it was ever written
+    EXPECT_FALSE(store_mem_has(r.name.c_str(), id1));
+    EXPECT_FALSE(store_mem_has(r.name.c_str(), id2));
+    EXPECT_EQ(store_mem_count(r.name.c_str()), 0u);
+    EXPECT_EQ(r.acks.size(), 2u);
+    r.check();
+}
+
+// A stop while a write hangs waits at most --store-timeout, then gives the committer up (it
+// still holds the store) and says so; without a hang it writes the last batch as before.
+TEST_F(StoreTest, StopIsBoundedWhileAWriteHangs)
+{
+    {
+        Rig r("stop-ok");
+        r.timeout = 0.2;
+        r.replayed();
+        job *j = r.submit("f", &A);
+        r.commit();
+        r.done(j); // a deletion only the final batch writes
+        EXPECT_EQ(r.close(), 0);
+        EXPECT_EQ(store_mem_count("stop-ok"), 0u);
+        EXPECT_FALSE(store_stuck());
+    }
+    Rig r("stop-hang");
+    r.timeout = 0.3;
+    r.replayed();
+    store_mem_faults f = {};
+    f.stall = 1;
+    r.faults(f);
+    r.submit("f", &A);
+    store_flush(&r.eng);
+    // a close that waits for the write would fail, not hang: the stall ends after 20 s at most
+    std::mutex mu;
+    std::condition_variable cv;
+    bool closed = false;
+    std::thread unstall([&] {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait_for(lk, std::chrono::seconds(20), [&] { return closed; });
+        store_mem_faults g = {};
+        store_mem_set_faults("stop-hang", &g);
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = r.close();
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        closed = true;
+    }
+    cv.notify_all();
+    EXPECT_EQ(rc, -1);
+    EXPECT_LT(took, 10.0);
+    EXPECT_TRUE(store_stuck());
+    EXPECT_EQ(r.eng.store_mgr, nullptr);
+    unstall.join(); // the abandoned committer finishes its write and exits without waking anyone
 }

@@ -5,6 +5,7 @@ acknowledged job is lost and no job answered with an error stays stored), gearma
 and its queue table imported once, no SQL built from job data, rows that are not jobs set aside.
 The tests every backend passes are parametrized in test_store.py."""
 import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -12,10 +13,10 @@ import time
 
 import pytest
 
-from conftest import PG_SCRIPT, start_gearmand, start_spurd
-from gearman_wire import (CAN_DO, ERROR, GRAB_JOB_UNIQ, JOB_ASSIGN_UNIQ, JOB_CREATED,
-                          SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG, foreground_job_runs,
-                          packet)
+from conftest import PG_SCRIPT, poll, start_gearmand, start_spurd
+from gearman_wire import (CAN_DO, ERROR, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN, JOB_ASSIGN_UNIQ,
+                          JOB_CREATED, SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG,
+                          WORK_FAIL, foreground_job_runs, packet)
 from test_store import PgStore, ask, grab_all, restart, wait_replayed
 
 pytestmark = pytest.mark.spur_only
@@ -325,3 +326,100 @@ def test_pg_cluster_script_is_silent_from_a_directory_its_owner_cannot_enter(tmp
             assert (r.returncode, r.stderr) == (0, b""), (cmd, r.stderr)
     finally:
         subprocess.run([PG_SCRIPT, "destroy", d], capture_output=True, timeout=300)
+
+
+def spurd_backend(pg):
+    """The pid of the PostgreSQL backend serving spurd's session (bounded wait: it reconnects)."""
+    def pid():
+        out = pg.sql("SELECT pid FROM pg_stat_activity WHERE application_name = 'spurd'"
+                     " AND datname = current_database()").split()
+        return int(out[0]) if len(out) == 1 else None
+    return poll(pid, "spurd's database session")
+
+
+@pytest.mark.slow
+def test_hung_database_session_bounds_submits_and_the_stop(server_factory, pg):
+    """The backend serving spurd is stopped (SIGSTOP: the session hangs without closing, the kernel
+    still acknowledges). ECHO answers; each background submit gets QUEUE_ERROR within
+    --store-timeout (never JOB_CREATED for a job that may not be stored); once the backend goes on,
+    submits are stored again; a SIGTERM during a hang stops spurd within --store-timeout; after a
+    restart every acknowledged job is there and no refused one."""
+    timeout, margin = 2, 20  # margin: ASan and a CPU hog
+    s = server_factory(pg.arg, "--store-timeout=%d" % timeout)
+    c = s.connect(timeout=60)
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"before")
+    acked = [c.expect(JOB_CREATED)]
+    pid = spurd_backend(pg)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        s.connect().echo_roundtrip()
+        for what in (b"in flight", b"behind it"):  # the batch written, then one waiting behind
+            t0 = time.monotonic()
+            c.send_packet(SUBMIT_JOB_BG, b"f", b"", what)
+            _, cmd, body = c.read_packet(timeout=timeout + margin)
+            waited = time.monotonic() - t0
+            assert cmd == ERROR and body.startswith(b"QUEUE_ERROR\0"), (cmd, body)
+            assert b"no answer from the store within" in body, body
+            assert waited < timeout + margin, waited
+        c.echo_roundtrip()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    h, _ = submit_until_stored(c)
+    acked.append(h)
+    assert stored_ids(pg) == handle_ids(acked), "refused jobs stored, or acknowledged ones lost"
+    log = s.stderr_text()
+    assert "no answer from the store within" in log and "writing works again" in log, log
+
+    # a stop during a hang ends within --store-timeout, saying what may not be written
+    pid = spurd_backend(pg)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"at the stop")
+        admin = s.connect()
+        want = b"f\t%d\t0\t0\n.\n" % (len(acked) + 1)  # its batch is with the store's thread
+        poll(lambda: ask(admin, b"status\n") == want, "the submit reached the store")
+        t0 = time.monotonic()
+        s.proc.terminate()
+        rc = s.proc.wait(timeout=timeout + margin)
+        stopped = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert rc == 1 and stopped < timeout + margin, (rc, stopped)
+    assert "did not finish within" in s.stderr_text()
+    s.proc = None  # checked here
+    s2 = server_factory(pg.arg, "--store-timeout=%d" % timeout)
+    wait_replayed(s2)
+    stored = stored_ids(pg)
+    assert handle_ids(acked) <= stored, "an acknowledged job was lost"
+    # the submit that was never answered may or may not have been stored; nothing else was
+    extra = stored - handle_ids(acked)
+    for i in extra:
+        assert pg.sql("SELECT convert_from(data, 'UTF8') FROM spur_jobs WHERE id = %d" % i) \
+            .strip() == "at the stop", i
+    assert {h for h, _, _ in grab_all(s2, b"f", len(stored))} >= set(acked)
+
+
+@pytest.mark.slow
+def test_a_stored_jobs_update_cut_off_by_a_hung_database_is_not_deleted(server_factory, pg):
+    """A retried job's new version (its backoff) is in a batch that the hung database never
+    answers: the outcome is unknown, the update is written again by the next batch, and the
+    deletion of the batch's doubtful ids must not take that live, stored job with it."""
+    timeout = 2
+    s = server_factory(pg.arg, "--store-timeout=%d" % timeout, "--retry=F:3:3600:3600")
+    c, w = s.connect(timeout=60), s.connect(timeout=60)
+    c.send_packet(SUBMIT_JOB_BG, b"F", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    w.send_packet(CAN_DO, b"F")
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN).split(b"\0")[0] == h
+    pid = spurd_backend(pg)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        w.send_packet(WORK_FAIL, h)  # retried in an hour: its row is rewritten (store_update)
+        w.echo_roundtrip()
+        poll(lambda: "no answer from the server within" in s.stderr_text(),
+             "the hung batch given up", timeout=120)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    submit_until_stored(c)
+    assert handle_ids([h]) <= stored_ids(pg), "the retried job's row was deleted"
