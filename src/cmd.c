@@ -555,8 +555,8 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
         not_expected(p);
         break;
     }
-    /* wake-ups the handler asked for happen now that it has returned */
-    engine_drain_ready(p->eng);
+    /* the wake-ups the handler asked for wait until the session has handled the rest of the
+     * read (session.c run): a held GRAB then takes the best job of a whole pipelined burst */
 }
 
 void cmd_peer_gone(struct peer *p)
