@@ -392,13 +392,16 @@ void cmd_grab_release(struct engine *e, struct worker *w)
     worker_grab_release(e, w);
 }
 
-/* owned_job returns the running job named by the handle if p's worker holds it, else NULL. */
+/* owned_job returns the running job named by the handle if p's worker holds it, or takes it
+ * back for it after it passed its CAN_DO_TIMEOUT (worker_reclaim); else NULL. */
 static struct job *owned_job(struct peer *p, const struct pb_packet *pkt)
 {
     struct job *j = job_find_handle(p->eng, pkt->arg[0], pkt->len[0]);
-    if (j == NULL || j->state != JOB_RUNNING || p->worker == NULL || j->worker != p->worker)
+    if (j == NULL || p->worker == NULL)
         return NULL;
-    return j;
+    if (j->state == JOB_RUNNING && j->worker == p->worker)
+        return j;
+    return worker_reclaim(p->eng, p->worker, j) ? j : NULL;
 }
 
 /* forward sends the worker's packet, as received, to every client of j. Large data is copied
@@ -555,8 +558,8 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
         not_expected(p);
         break;
     }
-    /* wake-ups the handler asked for happen now that it has returned */
-    engine_drain_ready(p->eng);
+    /* the wake-ups the handler asked for wait until the session has handled the rest of the
+     * read (session.c run): a held GRAB then takes the best job of a whole pipelined burst */
 }
 
 void cmd_peer_gone(struct peer *p)

@@ -387,7 +387,8 @@ void config_usage(FILE *out)
         "                             (default 200; 0 = write in every loop iteration)\n"
         "      --can-do-timeout=WHAT  a job whose worker passes its CAN_DO_TIMEOUT: fail\n"
         "                             (default) sends WORK_FAIL; requeue re-queues it as a lost\n"
-        "                             job, counted against -j, as gearmand\n"
+        "                             job, counted against -j, as gearmand (a late result from\n"
+        "                             the slow worker still finishes it)\n"
         "      --admin-shutdown=WHO   who may run 'shutdown': local (default), any, none\n",
         out);
     fputs(

@@ -248,9 +248,10 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 void engine_set_sink(struct engine *e, const struct engine_sink *sink);
 
 /* engine_drain_ready does the wake-ups asked for since the last drain (func_wake): held GRABs
- * get their jobs, sleepers a NOOP. Called after each handler returns (cmd_dispatch, a peer's
- * teardown, timers) and by the shell before the loop flushes and sleeps; it is cheap when
- * nothing waits. */
+ * get their jobs, sleepers a NOOP. Called once the session has handled a whole read (not after
+ * each packet, so a held GRAB takes the best job of a pipelined burst), after a peer's teardown
+ * and the timers, and by the shell before the loop flushes and sleeps; it is cheap when nothing
+ * waits. */
 void engine_drain_ready(struct engine *e);
 
 /* engine_begin_shutdown starts a graceful shutdown: nothing new is assigned, every held GRAB is

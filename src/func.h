@@ -132,8 +132,9 @@ void func_free_all(struct engine *e);
 void func_push(struct engine *e, struct job *j, int at_head);
 
 /* func_wake asks for f's workers to be woken. The wake-up is deferred: f goes on the engine's
- * ready list, and engine_drain_ready does it after the current handler returns, so a push never
- * answers another worker's held GRAB from inside the handler that pushed. O(1). */
+ * ready list, and engine_drain_ready does it after the current handler returns (for packets,
+ * once the whole read is handled), so a push never answers another worker's held GRAB from
+ * inside the handler that pushed. O(1). */
 void func_wake(struct engine *e, struct func *f);
 
 /* func_wake_now wakes f's workers through the sink, rotating: a held GRAB gets a ready job at

@@ -213,12 +213,17 @@ static int run(struct peer *p, const char *data, size_t n, size_t *left)
         long used = step(p, data + off, n - off);
         if (used < 0) {
             peer_close(p);
+            engine_drain_ready(p->eng); /* what the packets before it asked for */
             return -1;
         }
         if (used == 0)
             break;
         off += (size_t)used;
     }
+    /* the wake-ups the packets asked for happen once the whole read is handled, not after
+     * each packet: a GRAB another worker holds then gets the best job of a pipelined burst of
+     * submits, as a GRAB sent after the burst would, not the first one read */
+    engine_drain_ready(p->eng);
     *left = (p->flags & PEER_CLOSING) ? 0 : n - off;
     return 0;
 }

@@ -2,8 +2,9 @@
 /* session: one connection's input side. It recognises the protocol at each packet boundary from
  * a table (session_protos), frames the bytes (proto_bin, proto_admin), hands each packet or line
  * to its handler (cmd, admin), holds input back while replies wait (the store, a replay, a quota),
- * releases a worker's held GRAB on any input, and fans a connection's teardown out to cmd, admin
- * and store. Pure: the shell (conn) owns the socket and calls session_feed with what it read. The
+ * releases a worker's held GRAB on any input, does the wake-ups a read's packets asked for once
+ * the whole read is handled (so a held GRAB takes a burst's best job), and fans a connection's
+ * teardown out to cmd, admin and store. Pure: the shell (conn) owns the socket and calls session_feed with what it read. The
  * output side, and the connection's state, are peer.h's. */
 #ifndef SPUR_SESSION_H
 #define SPUR_SESSION_H

@@ -322,6 +322,39 @@ void worker_requeue(struct engine *e, struct job *j)
     func_push(e, j, 1);
 }
 
+/* late_find returns the slot of job id in w's late jobs, or -1. */
+static int late_find(const struct worker *w, uint64_t id)
+{
+    for (int i = 0; i < WORKER_LATE_JOBS; i++)
+        if (w->late[i] == id)
+            return i;
+    return -1;
+}
+
+/* late_note remembers job id as one w passed the CAN_DO_TIMEOUT of, forgetting the oldest. */
+static void late_note(struct worker *w, uint64_t id)
+{
+    if (late_find(w, id) >= 0)
+        return;
+    w->late[w->late_next] = id;
+    w->late_next = (uint8_t)((w->late_next + 1) % WORKER_LATE_JOBS);
+}
+
+int worker_reclaim(struct engine *e, struct worker *w, struct job *j)
+{
+    int i = late_find(w, j->id);
+    if (i < 0 || (j->state != JOB_READY && j->state != JOB_RUNNING) || j->worker == w)
+        return 0;
+    w->late[i] = 0;
+    log_info("job %llu: its worker's late result is taken (it passed the CAN_DO_TIMEOUT)%s",
+             (unsigned long long)j->id,
+             j->state == JOB_RUNNING ? ", the worker it was handed to loses it" : "");
+    job_detach(e, j); /* out of its queue, or off the other worker */
+    const struct ability *a = worker_find(e, w, j->func);
+    job_start(e, j, w, a != NULL ? a->timeout_ms : 0);
+    return 1;
+}
+
 void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
@@ -334,6 +367,7 @@ void worker_job_timeout(struct engine *e, struct job *j)
     if (e->cfg->can_do_timeout_requeue) {
         log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
                  (unsigned long long)j->id);
+        late_note(j->worker, j->id); /* its result may still come: worker_reclaim */
         worker_requeue(e, j);
         return;
     }

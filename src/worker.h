@@ -34,6 +34,10 @@ struct ability {
     uint32_t timeout_ms;                /* CAN_DO_TIMEOUT, 0 = none */
 };
 
+/* WORKER_LATE_JOBS is how many jobs a worker passed the CAN_DO_TIMEOUT of are remembered for it
+ * (--can-do-timeout=requeue): its late result still finishes the last ones (worker_reclaim). */
+#define WORKER_LATE_JOBS 8
+
 /* struct worker is the worker side of a connection, created on its first worker packet. */
 struct worker {
     struct peer *peer;                  /* the connection: opaque to the core, handed to the
@@ -54,6 +58,10 @@ struct worker {
                                            kind, handed back to sink.assign), 0 if none */
     uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
     uint8_t noop_sent;                  /* woken with a NOOP since it slept */
+    uint8_t late_next;                  /* the slot of late[] written next (the oldest) */
+    uint64_t late[WORKER_LATE_JOBS];    /* ids of the last jobs re-queued because it passed their
+                                           CAN_DO_TIMEOUT (--can-do-timeout=requeue), 0 = none;
+                                           a freed job's id is never reused */
 };
 
 /* ability_of_wnode / worker_of_held turn list nodes back into their objects. */
@@ -110,6 +118,13 @@ struct job *worker_take(struct engine *e, struct worker *w, struct ability **via
 
 /* worker_has_work reports whether any of w's functions has a ready job. */
 int worker_has_work(const struct worker *w);
+
+/* worker_reclaim is for a WORK_* packet from w about j, which is not running on w: if j was
+ * re-queued because w passed its CAN_DO_TIMEOUT (--can-do-timeout=requeue, one of the last
+ * WORKER_LATE_JOBS such jobs of w) and is still queued or running on another worker, w takes it
+ * back (it runs on w again, the other worker no longer holds it) and 1 is returned: the late
+ * result counts, as long as no other worker has finished the job. Otherwise 0. O(1). */
+int worker_reclaim(struct engine *e, struct worker *w, struct job *j);
 
 /* worker_grab decides a GRAB of kind `grab` (a nonzero code the caller chooses, handed back to
  * sink.assign if the GRAB is held): assign the next job (started, *job set), hold the GRAB

@@ -576,6 +576,69 @@ TEST(Core, CanDoTimeoutFailsOrRequeues)
     }
 }
 
+// Issue 27 item 12: with --can-do-timeout=requeue, the worker that passed the timeout takes the
+// job back with its late result, from the queue or from the worker it was handed to; in fail mode
+// and for a worker that never held the job, nothing is taken.
+TEST(Core, LateWorkerReclaimsAJobItPassedTheTimeoutOf)
+{
+    for (int requeue = 0; requeue < 2; requeue++) {
+        Core c;
+        c.cfg.can_do_timeout_requeue = requeue;
+        c.cfg.job_retries = -1;
+        c.start();
+        worker *slow = c.new_worker(0, {"f"}, 100);
+        worker *other = c.new_worker(1, {"f"});
+        job *j = c.submit("f", "x", 1);
+        EXPECT_EQ(c.grab(slow), "x");
+        engine_run_timers(&c.eng, c.clock + 0.2);
+        if (!requeue) { // failed and freed: nothing to take back
+            EXPECT_EQ(c.eng.njobs, 0u);
+            c.gone(slow);
+            c.gone(other);
+            continue;
+        }
+        ASSERT_EQ(j->state, JOB_READY);
+        EXPECT_EQ(worker_reclaim(&c.eng, other, j), 0) << "other never passed its timeout";
+        EXPECT_EQ(worker_reclaim(&c.eng, slow, j), 1) << "from the queue";
+        EXPECT_EQ(j->state, JOB_RUNNING);
+        EXPECT_EQ(j->worker, slow);
+        c.check();
+        // once more: it times out again, another worker takes it, the slow one takes it back
+        engine_run_timers(&c.eng, c.clock + 1.0);
+        ASSERT_EQ(j->state, JOB_READY);
+        EXPECT_EQ(c.grab(other), "x");
+        EXPECT_EQ(worker_reclaim(&c.eng, slow, j), 1) << "from the other worker";
+        EXPECT_EQ(j->worker, slow);
+        EXPECT_EQ(other->nrunning, 0u);
+        EXPECT_EQ(worker_reclaim(&c.eng, slow, j), 0) << "it holds it: nothing to take";
+        c.check();
+        c.take();
+        c.gone(slow);
+        c.gone(other);
+    }
+}
+
+TEST(Core, LateWorkerRemembersOnlyItsLastTimedOutJobs)
+{
+    Core c;
+    c.cfg.can_do_timeout_requeue = 1;
+    c.cfg.job_retries = -1;
+    c.start();
+    worker *w = c.new_worker(0, {"f"}, 100);
+    vector<job *> jobs;
+    for (int i = 0; i <= WORKER_LATE_JOBS; i++) {
+        jobs.push_back(c.submit("f", std::to_string(i), 1));
+        EXPECT_EQ(c.grab(w), std::to_string(i));
+        c.clock += 0.001; // one deadline after another
+    }
+    engine_run_timers(&c.eng, c.clock + 1.0);
+    EXPECT_EQ(worker_reclaim(&c.eng, w, jobs[0]), 0) << "the oldest was forgotten";
+    for (int i = 1; i <= WORKER_LATE_JOBS; i++)
+        EXPECT_EQ(worker_reclaim(&c.eng, w, jobs[i]), 1) << i;
+    c.check();
+    c.gone(w);
+}
+
 TEST(Core, FutureJobBecomesReadyAndWakesAtItsTime)
 {
     Core c;

@@ -6,9 +6,12 @@ import time
 
 import pytest
 
+from conftest import poll
 from engine_wire import expect_assign, fname, sleep_worker, submit, worker
-from gearman_wire import (ECHO_REQ, ECHO_RES, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN,
-                          JOB_ASSIGN_UNIQ, NO_JOB, NOOP, PRE_SLEEP, SUBMIT_JOB_BG, WORK_COMPLETE)
+from gearman_wire import (ECHO_REQ, ECHO_RES, GRAB_JOB, GRAB_JOB_ALL, GRAB_JOB_UNIQ, JOB_ASSIGN,
+                          JOB_ASSIGN_ALL, JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB, NOOP, PRE_SLEEP,
+                          SUBMIT_JOB, SUBMIT_JOB_BG, SUBMIT_JOB_HIGH, SUBMIT_JOB_LOW, WORK_COMPLETE,
+                          packet)
 
 pytestmark = pytest.mark.spur_only
 
@@ -119,3 +122,52 @@ def test_grab_wait_zero_answers_no_job_at_once(server_factory):
 def test_bad_grab_wait_is_refused(server_factory, value):
     with pytest.raises(RuntimeError, match="grab-wait"):
         server_factory("--grab-wait=" + value)
+
+
+def held_grabs(srv):
+    """The held_grabs counter of admin `stats`."""
+    a = srv.connect()
+    try:
+        raw = a.admin(b"stats\n", terminator=b"END\r\n")
+    finally:
+        a.close()
+    for line in raw.split(b"\r\n"):
+        if line.startswith(b"STAT held_grabs "):
+            return int(line.split()[2])
+    raise AssertionError("no held_grabs in stats: %r" % raw)
+
+
+# One write of six submits, lowest priority first (libgearman runTasks, PHP's addTask*).
+BURST = [(SUBMIT_JOB_LOW, b"low1"), (SUBMIT_JOB, b"normal1"), (SUBMIT_JOB_HIGH, b"high1"),
+         (SUBMIT_JOB_LOW, b"low2"), (SUBMIT_JOB, b"normal2"), (SUBMIT_JOB_HIGH, b"high2")]
+BY_PRIORITY = [b"high1", b"high2", b"normal1", b"normal2", b"low1", b"low2"]
+
+
+@pytest.mark.parametrize("grab_cmd", [GRAB_JOB, GRAB_JOB_UNIQ, GRAB_JOB_ALL],
+                         ids=["GRAB_JOB", "GRAB_JOB_UNIQ", "GRAB_JOB_ALL"])
+def test_burst_in_one_write_answers_a_held_grab_by_priority(server_factory, grab_cmd):
+    """Issue 27 item 11: a held GRAB is answered after the whole read is handled, so the first
+    job the worker gets from a pipelined burst is its HIGH job, not the first submit read."""
+    srv = server_factory("--grab-wait=1000")
+    payload_at = {JOB_ASSIGN: 2, JOB_ASSIGN_UNIQ: 3, JOB_ASSIGN_ALL: 4}
+    for attempt in range(20):
+        f = fname()
+        w = worker(srv, f)
+        w.send_packet(grab_cmd)
+        poll(lambda: held_grabs(srv) == 1, "the GRAB to be held", timeout=30)
+        c = srv.connect()
+        c.send(b"".join(packet(cmd, f, b"", data) for cmd, data in BURST))
+        handles = [c.expect(JOB_CREATED) for _ in BURST]
+        assert len(set(handles)) == len(BURST)
+        magic, cmd, body = w.read_packet(timeout=10)
+        if cmd == NO_JOB:  # the hold (1 s) ran out before the burst came: try again
+            w.close()
+            c.close()
+            continue
+        assert cmd in payload_at, (cmd, body)
+        first = body.split(b"\0", payload_at[cmd])[-1]
+        assert first == b"high1", "a held GRAB took %r out of a burst before its HIGH jobs" % first
+        rest = [expect_assign(w, GRAB_JOB)[-1] for _ in BURST[1:]]
+        assert [first] + rest == BY_PRIORITY
+        return
+    pytest.fail("the GRAB was never still held when the burst arrived")

@@ -7,9 +7,9 @@ import pytest
 from engine_wire import (NOT_FOUND_DATA, NOT_FOUND_RESULT, expect_assign, expect_error,
                          expect_no_job, expect_noop, fname, grab_until_assign, kill,
                          sleep_worker, status_of, submit, uniq, wait_status, worker)
-from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CANT_DO, GET_STATUS, PRE_SLEEP,
-                          RESET_ABILITIES, STATUS_RES, SUBMIT_JOB_BG, WORK_COMPLETE, WORK_DATA,
-                          WORK_FAIL, WORK_STATUS)
+from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CANT_DO, ECHO_REQ, ECHO_RES, ERROR,
+                          GET_STATUS, PRE_SLEEP, RESET_ABILITIES, STATUS_RES, SUBMIT_JOB_BG,
+                          WORK_COMPLETE, WORK_DATA, WORK_FAIL, WORK_STATUS)
 
 UNKNOWN = b"\x000\x000\x000\x000"
 
@@ -402,7 +402,8 @@ def test_can_do_timeout_applies_only_to_its_function(server):
 
 def test_can_do_timeout_requeue_gives_the_job_to_another_worker(both_factory):
     """Differential: spurd --can-do-timeout=requeue against gearmand, which always re-queues. The
-    clients are told nothing; a late result from the slow worker is refused."""
+    clients are told nothing; once the other worker has completed the job, a late result from
+    the slow worker is refused (the job no longer exists)."""
     s = both_factory("--can-do-timeout=requeue")
     f = fname()
     c = s.connect()
@@ -412,12 +413,126 @@ def test_can_do_timeout_requeue_gives_the_job_to_another_worker(both_factory):
     wait_status(s, f, (1, 0, 1), timeout=10)      # back in the queue after the deadline
     other = worker(s, f)
     assert grab_until_assign(other) == [h, f, b"slow"]
-    w.send_packet(WORK_COMPLETE, h, b"late")
-    expect_error(w, NOT_FOUND_RESULT)
     c.assert_silent(0.1)                          # no WORK_FAIL, nothing at all
     other.send_packet(WORK_COMPLETE, h, b"ok")
     assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+    c.assert_silent(0.1)
     wait_status(s, f, (0, 0, 2))
+
+
+def requeued_by_timeout(s, f, ms=200):
+    """A client's job of f whose worker passed its CAN_DO_TIMEOUT (--can-do-timeout=requeue): the
+    job is back in the queue (polled with `status`, not slept for). Returns (client, handle,
+    slow worker)."""
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, ms)
+    assert expect_assign(w)[0] == h
+    wait_status(s, f, (1, 0, 1), timeout=30)
+    return c, h, w
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_requeue_late_result_completes_the_queued_job(server_factory):
+    """Issue 27 item 12: in requeue mode a worker that passed its CAN_DO_TIMEOUT and then sends
+    its results completes the job (gearmand refuses them and runs the job again, so a job that
+    always takes longer than its timeout never ends: its own gearman_worker_timeout test)."""
+    s = server_factory("--can-do-timeout=requeue")
+    f = fname()
+    c, h, w = requeued_by_timeout(s, f)
+    w.send_packet(WORK_DATA, h, b"slept")
+    assert c.expect(WORK_DATA) == h + b"\0slept"
+    wait_status(s, f, (1, 1, 1))                  # the slow worker has it back: no one else
+    w.send_packet(WORK_COMPLETE, h, b"done")
+    assert c.expect(WORK_COMPLETE) == h + b"\0done"
+    wait_status(s, f, (0, 0, 1))
+    c.send_packet(GET_STATUS, h)
+    assert c.expect(STATUS_RES) == h + UNKNOWN
+    expect_no_job(w)                              # it is not handed out again
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_requeue_late_result_wins_over_the_new_worker(server_factory):
+    """Issue 27 item 12: the job was handed to another worker after the timeout; the slow worker's
+    late WORK_COMPLETE still completes it, and the other worker's result then gets the answer
+    for a job that no longer exists."""
+    s = server_factory("--can-do-timeout=requeue")
+    f = fname()
+    c, h, w = requeued_by_timeout(s, f)
+    other = worker(s, f)
+    assert grab_until_assign(other) == [h, f, b"slow"]
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    assert c.expect(WORK_COMPLETE) == h + b"\0late"
+    wait_status(s, f, (0, 0, 2))
+    other.send_packet(WORK_DATA, h, b"more")
+    expect_error(other, NOT_FOUND_DATA)
+    other.send_packet(WORK_COMPLETE, h, b"ok")
+    expect_error(other, NOT_FOUND_RESULT)
+    c.assert_silent(0.1)
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_requeue_late_data_takes_the_job_back(server_factory):
+    """A late WORK_DATA (or WORK_STATUS) shows the slow worker is still at it: it takes the job
+    back from the worker it was handed to, whose packets about it are refused from then on."""
+    s = server_factory("--can-do-timeout=requeue")
+    f = fname()
+    c, h, w = requeued_by_timeout(s, f)
+    other = worker(s, f)
+    assert grab_until_assign(other) == [h, f, b"slow"]
+    w.send_packet(WORK_STATUS, h, b"1", b"2")
+    assert c.expect(WORK_STATUS) == h + b"\x001\x002"
+    other.send_packet(WORK_DATA, h, b"other")
+    expect_error(other, NOT_FOUND_DATA)
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    assert c.expect(WORK_COMPLETE) == h + b"\0late"
+    c.assert_silent(0.1)
+    wait_status(s, f, (0, 0, 2))
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_fail_mode_refuses_late_results(server_factory):
+    """Without requeue the job failed at its deadline: a late result is refused, as before."""
+    s = server_factory("--can-do-timeout=fail")
+    f = fname()
+    c = s.connect()
+    h = submit(c, f, b"slow")
+    w = timeout_worker(s, f, 200)
+    assert expect_assign(w)[0] == h
+    assert c.expect(WORK_FAIL, timeout=30) == h
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    expect_error(w, NOT_FOUND_RESULT)
+    c.assert_silent(0.1)
+
+
+@pytest.mark.spur_only
+def test_can_do_timeout_requeue_remembers_the_last_8_late_jobs_per_worker(server_factory):
+    """The limit (LIMITS.md): a worker's late results are taken for the last 8 jobs it passed the
+    timeout on; for an older one it gets JOB_NOT_FOUND, as gearmand answers."""
+    s = server_factory("--can-do-timeout=requeue")
+    f = fname()
+    c = s.connect()
+    handles = [submit(c, f, b"job%d" % i, unique=uniq()) for i in range(9)]
+    w = timeout_worker(s, f, 200)
+    assert sorted(expect_assign(w)[0] for _ in handles) == sorted(handles)
+    wait_status(s, f, (9, 0, 1), timeout=30)      # all nine passed their deadline
+    refused = []
+    for h in handles:
+        w.send_packet(WORK_COMPLETE, h, b"late")
+        w.send_packet(ECHO_REQ, h)
+        magic, cmd, body = w.read_packet()
+        if cmd == ERROR:
+            assert body == NOT_FOUND_RESULT
+            refused.append(h)
+            assert w.expect(ECHO_RES) == h
+        else:
+            assert (cmd, body) == (ECHO_RES, h)
+            assert c.expect(WORK_COMPLETE) == h + b"\0late"
+    # the first to pass its deadline is forgotten (the deadlines are a round trip apart)
+    assert refused == [handles[0]]
+    wait_status(s, f, (1, 0, 1))
 
 
 @pytest.mark.parametrize("cmd", [None, SUBMIT_JOB_BG])
