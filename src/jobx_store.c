@@ -196,14 +196,19 @@ static int read_after(const char *meta, size_t len, uint64_t *ids)
 
 /* restore_waiting puts a job stored (or loaded) as waiting back: it waits for those of its
  * prerequisites still here (one that is gone completed: a failed one stays in the dead-letter
- * list), fails at once when one of them failed, and runs when none is left. Returns as
- * job_restored. */
+ * list), fails at once when one of them failed, and runs when none is left. A prerequisite
+ * renumbered by a takeover is found under its new id (store_restored_id), and the row is
+ * rewritten with the new ids. Returns as job_restored. */
 static int restore_waiting(struct engine *e, struct job *j, const char *meta, size_t len)
 {
     uint64_t ids[JOBX_MAX_AFTER], keep[JOBX_MAX_AFTER];
     int n = read_after(meta, len, ids);
     size_t k = 0;
+    int renumbered = 0;
     for (int i = 0; i < n; i++) {
+        uint64_t id = store_restored_id(e, ids[i]);
+        renumbered |= id != ids[i];
+        ids[i] = id;
         struct job *pre = job_find_id(e, ids[i]);
         if (pre == NULL || pre == j)
             continue;
@@ -230,6 +235,8 @@ static int restore_waiting(struct engine *e, struct job *j, const char *meta, si
                   (unsigned long long)j->id);
         return 0;
     }
+    if (renumbered && e->jobx->persist != NULL)
+        e->jobx->persist(e, j, 0); /* its row names the new ids */
     return 1;
 }
 
