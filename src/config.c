@@ -62,6 +62,8 @@ void config_defaults(struct config *c)
     c->max_function = 512;
     c->max_functions = 1000000;
     c->max_failed_jobs = 10000;
+    c->max_waiting_jobs = 1000000;
+    c->max_dependents = 100000;
     c->max_client_id = 127;
     c->idle_timeout = 0;
     c->admin_shutdown = SHUTDOWN_LOCAL;
@@ -99,6 +101,8 @@ enum {
     OPT_MAX_FUNCTION,
     OPT_MAX_FUNCTIONS,
     OPT_MAX_FAILED_JOBS,
+    OPT_MAX_WAITING_JOBS,
+    OPT_MAX_DEPENDENTS,
     OPT_RETRY,
     OPT_MAX_CLIENT_ID,
     OPT_IDLE_TIMEOUT,
@@ -190,6 +194,8 @@ static const struct option long_opts[] = {
     {"max-function-name", required_argument, NULL, OPT_MAX_FUNCTION},
     {"max-functions", required_argument, NULL, OPT_MAX_FUNCTIONS},
     {"max-failed-jobs", required_argument, NULL, OPT_MAX_FAILED_JOBS},
+    {"max-waiting-jobs", required_argument, NULL, OPT_MAX_WAITING_JOBS},
+    {"max-dependents", required_argument, NULL, OPT_MAX_DEPENDENTS},
     {"retry", required_argument, NULL, OPT_RETRY},
     {"max-client-id", required_argument, NULL, OPT_MAX_CLIENT_ID},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
@@ -372,6 +378,10 @@ void config_usage(FILE *out)
         "      --max-client-id=N      SET_CLIENT_ID is cut to N bytes (default 127)\n"
         "      --max-failed-jobs=N    jobs kept in the dead-letter list; the oldest are dropped\n"
         "                             past it (default 10000)\n"
+        "      --max-waiting-jobs=N   jobs waiting for others (submit --after) at once; more\n"
+        "                             are refused with WAITING_FULL (default 1000000)\n"
+        "      --max-dependents=N     jobs that may wait for one job; more are refused with\n"
+        "                             TOO_MANY_DEPENDENTS (default 100000)\n"
         "      --retry=FUNC:COUNT:BACKOFF:MAX  retry policy of FUNC: a background job that fails\n"
         "                             runs again up to COUNT times, after min(MAX, BACKOFF *\n"
         "                             2^(n-1)) seconds with jitter, then goes to the dead-letter\n"
@@ -947,6 +957,16 @@ static int apply(struct config *c, int argc, char **argv, char *err, size_t errl
             if (parse_size(optarg, 0, 100000000, &sz) != 0)
                 return errf(err, errlen, "invalid --max-failed-jobs '%s'", optarg);
             c->max_failed_jobs = (size_t)sz;
+            break;
+        case OPT_MAX_WAITING_JOBS:
+            if (parse_size(optarg, 1, 100000000, &sz) != 0)
+                return errf(err, errlen, "invalid --max-waiting-jobs '%s' (1..100000000)", optarg);
+            c->max_waiting_jobs = (size_t)sz;
+            break;
+        case OPT_MAX_DEPENDENTS:
+            if (parse_size(optarg, 1, 10000000, &sz) != 0)
+                return errf(err, errlen, "invalid --max-dependents '%s' (1..10000000)", optarg);
+            c->max_dependents = (size_t)sz;
             break;
         case OPT_RETRY:
             if (c->nretry == CONFIG_MAX_RETRY)

@@ -118,6 +118,9 @@ struct config {
     size_t max_function;             /* --max-function-name: longest function name */
     size_t max_functions;            /* --max-functions: functions known at once */
     size_t max_failed_jobs;          /* --max-failed-jobs: the dead-letter list's bound */
+    size_t max_waiting_jobs;         /* --max-waiting-jobs: jobs waiting for others (submit
+                                        --after) at once; more are refused */
+    size_t max_dependents;           /* --max-dependents: jobs that may wait for one job */
     struct config_retry retry[CONFIG_MAX_RETRY]; /* --retry policies, in order */
     int nretry;                      /* entries in retry */
     size_t max_client_id;            /* --max-client-id: longest SET_CLIENT_ID kept */

@@ -14,6 +14,8 @@
 #include "job.h"
 #include "log.h"
 
+static void drop_edges(struct jobx *x, struct jobx_rec *r);
+
 static uint64_t name_hash(const struct engine *e, const char *name, size_t len)
 {
     return hmap_hash_bytes(name, len, e->seed);
@@ -60,12 +62,14 @@ void jobx_destroy(struct engine *e)
         free(p);
     hmap_iter_init(&it, &x->recs);
     for (struct jobx_rec *r; (r = hmap_iter_next(&it)) != NULL;) {
-        free(r->after);
+        if (r->edges != &r->one)
+            free(r->edges);
+        jobx_clear_error(r);
         free(r);
     }
     hmap_iter_init(&it, &x->deps);
     for (void *d; (d = hmap_iter_next(&it)) != NULL;)
-        free(d);
+        free(d); /* (the edges are in the records) */
     hmap_free(&x->policies);
     hmap_free(&x->recs);
     hmap_free(&x->deps);
@@ -228,10 +232,7 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
     if (r->attempts == 1)
         r->first_failed = now;
     r->last_failed = now;
-    if (len > JOBX_ERROR_MAX)
-        len = JOBX_ERROR_MAX;
-    memcpy(r->error, err, len);
-    r->error_len = (uint16_t)len;
+    jobx_set_error(e, r, err, len);
     job_detach(e, j);
     j->num = j->den = 0;
     if (r->attempts <= p->count) {
@@ -275,30 +276,153 @@ void jobx_job_freed(struct engine *e, struct job *j)
         return;
     if (j->state == JOB_FAILED)
         unpark(x, j, r);
+    drop_edges(x, r); /* (a job that waits leaves through jobx_unwait first) */
     hmap_remove(&x->recs, r, hmap_mix64(j->id));
-    free(r->after);
+    jobx_clear_error(r);
     free(r);
     j->flags &= (uint8_t)~JOB_EXT;
 }
 
+/* ------------------------------------------------------------ failure text */
+
+/* the common failure texts, kept without a copy */
+static const char *const common_errors[] = {"WORK_FAIL", "CAN_DO_TIMEOUT"};
+
+void jobx_clear_error(struct jobx_rec *r)
+{
+    if (r->error_kind == JOBX_ERR_OWNED)
+        free((char *)(uintptr_t)r->error.text);
+    r->error.text = NULL;
+    r->error_len = 0;
+    r->error_kind = JOBX_ERR_NONE;
+}
+
+/* dep_of returns the job number of err[0..len) when it is exactly the text jobx_error makes for
+ * a failed dependency of this server ("dependency H failed"), else 0. */
+static uint64_t dep_of(const struct engine *e, const char *err, size_t len)
+{
+    static const char pre[] = "dependency ", post[] = " failed";
+    size_t a = sizeof pre - 1, b = sizeof post - 1;
+    if (len <= a + b || len >= JOB_HANDLE_BUF + a + b || memcmp(err, pre, a) != 0 ||
+        memcmp(err + len - b, post, b) != 0)
+        return 0;
+    size_t i = len - b;
+    uint64_t id = 0, scale = 1;
+    while (i > a && err[i - 1] >= '0' && err[i - 1] <= '9' && scale <= UINT64_MAX / 10) {
+        id += (uint64_t)(err[--i] - '0') * scale;
+        scale *= 10;
+    }
+    char h[JOB_HANDLE_BUF];
+    size_t hl = job_handle_id(e, id, h);
+    return id != 0 && hl == len - a - b && memcmp(h, err + a, hl) == 0 ? id : 0;
+}
+
+void jobx_set_error(const struct engine *e, struct jobx_rec *r, const char *err, size_t len)
+{
+    jobx_clear_error(r);
+    if (len > JOBX_ERROR_MAX)
+        len = JOBX_ERROR_MAX;
+    uint64_t dep = dep_of(e, err, len);
+    if (dep != 0) { /* (restored from a row or a dump) */
+        jobx_set_dep_error(r, dep);
+        return;
+    }
+    for (size_t i = 0; i < sizeof common_errors / sizeof common_errors[0]; i++)
+        if (strlen(common_errors[i]) == len && memcmp(common_errors[i], err, len) == 0) {
+            r->error.text = common_errors[i];
+            r->error_len = (uint16_t)len;
+            r->error_kind = JOBX_ERR_STATIC;
+            return;
+        }
+    if (len == 0)
+        return;
+    char *t = malloc(len);
+    if (t == NULL)
+        return; /* out of memory: the job fails all the same, without its text */
+    memcpy(t, err, len);
+    r->error.text = t;
+    r->error_len = (uint16_t)len;
+    r->error_kind = JOBX_ERR_OWNED;
+}
+
+void jobx_set_dep_error(struct jobx_rec *r, uint64_t dep)
+{
+    jobx_clear_error(r);
+    r->error.dep = dep;
+    r->error_kind = JOBX_ERR_DEP;
+}
+
+const char *jobx_error(const struct engine *e, const struct jobx_rec *r, char *buf, size_t *len)
+{
+    if (r->error_kind == JOBX_ERR_DEP) {
+        char h[JOB_HANDLE_BUF];
+        size_t hl = job_handle_id(e, r->error.dep, h);
+        int n = snprintf(buf, JOBX_ERROR_BUF, "dependency %.*s failed", (int)hl, h);
+        *len = n > 0 ? (size_t)n : 0;
+        return buf;
+    }
+    *len = r->error_len;
+    return r->error_kind == JOBX_ERR_NONE ? "" : r->error.text;
+}
+
 /* ------------------------------------------------------------ dependencies */
 
-/* drop_edges removes every edge of waiting record r from the index and forgets its list. */
+/* pre_find returns the entry of prerequisite number id (the jobs waiting for it), or NULL.
+ * Keys are unique in jobx.deps: a lookup is O(1) however many jobs wait for one job. */
+static struct jobx_pre *pre_find(const struct jobx *x, uint64_t id)
+{
+    struct hmap_probe pr;
+    for (struct jobx_pre *p = hmap_first(&x->deps, hmap_mix64(id), &pr); p != NULL;
+         p = hmap_next(&pr))
+        if (p->id == id)
+            return p;
+    return NULL;
+}
+
+/* edge_drop takes edge ed off its prerequisite's list, freeing the entry with its last edge. */
+static void edge_drop(struct jobx *x, struct jobx_edge *ed)
+{
+    struct jobx_pre *p = ed->pre;
+    list_del(&ed->node);
+    list_node_init(&ed->node);
+    ed->pre = NULL;
+    ed->r->nafter--;
+    x->nedges--;
+    if (--p->n == 0) {
+        hmap_remove(&x->deps, p, hmap_mix64(p->id));
+        free(p);
+    }
+}
+
+/* drop_edges removes every edge of record r from the index and forgets them. O(r's edges). */
 static void drop_edges(struct jobx *x, struct jobx_rec *r)
 {
-    for (uint16_t i = 0; i < r->nafter; i++) {
-        struct hmap_probe pr;
-        for (struct jobx_dep *d = hmap_first(&x->deps, hmap_mix64(r->after[i]), &pr); d != NULL;
-             d = hmap_next(&pr))
-            if (d->pre == r->after[i] && d->r == r) {
-                hmap_remove(&x->deps, d, hmap_mix64(d->pre));
-                free(d);
-                break;
-            }
-    }
-    free(r->after);
-    r->after = NULL;
-    r->nafter = 0;
+    for (uint16_t i = 0; i < r->nedges; i++)
+        if (r->edges[i].pre != NULL)
+            edge_drop(x, &r->edges[i]);
+    if (r->edges != &r->one)
+        free(r->edges);
+    r->edges = NULL;
+    r->nedges = r->nafter = 0;
+}
+
+size_t jobx_ndependents(const struct engine *e, uint64_t id)
+{
+    const struct jobx *x = e->jobx;
+    const struct jobx_pre *p = x != NULL && x->deps.count > 0 ? pre_find(x, id) : NULL;
+    return p != NULL ? p->n : 0;
+}
+
+const char *jobx_may_wait(const struct engine *e, const uint64_t *after, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    if (jobx_nwaiting(e) >= e->cfg->max_waiting_jobs)
+        return "WAITING_FULL Too+many+jobs+wait+for+others+(--max-waiting-jobs)";
+    for (size_t i = 0; i < n; i++)
+        if (jobx_ndependents(e, after[i]) >= e->cfg->max_dependents)
+            return "TOO_MANY_DEPENDENTS Too+many+jobs+wait+for+that+job+(--max-dependents)";
+    return NULL;
 }
 
 int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n)
@@ -306,27 +430,42 @@ int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n)
     struct jobx *x = jobx_get(e);
     if (x == NULL || n == 0 || n > JOBX_MAX_AFTER)
         return -1;
+    uint64_t ids[JOBX_MAX_AFTER];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < m && ids[k] != after[i])
+            k++;
+        if (k == m)
+            ids[m++] = after[i];
+    }
     struct jobx_rec *r = rec_get(e, x, j);
     if (r == NULL)
         return -1;
-    r->after = malloc(n * sizeof *r->after);
-    if (r->after == NULL)
+    r->edges = m == 1 ? &r->one : malloc(m * sizeof *r->edges);
+    if (r->edges == NULL)
         goto fail;
-    for (size_t i = 0; i < n; i++) {
-        int dup = 0;
-        for (uint16_t k = 0; k < r->nafter; k++)
-            dup |= r->after[k] == after[i];
-        if (dup)
-            continue;
-        struct jobx_dep *d = malloc(sizeof *d);
-        if (d == NULL)
-            goto fail;
-        *d = (struct jobx_dep){after[i], r};
-        if (hmap_insert(&x->deps, d, hmap_mix64(after[i])) != 0) {
-            free(d);
-            goto fail;
+    for (size_t i = 0; i < m; i++) {
+        struct jobx_pre *p = pre_find(x, ids[i]);
+        if (p == NULL) {
+            p = malloc(sizeof *p);
+            if (p == NULL)
+                goto fail;
+            p->id = ids[i];
+            p->n = 0;
+            list_node_init(&p->waiters);
+            if (hmap_insert(&x->deps, p, hmap_mix64(p->id)) != 0) {
+                free(p);
+                goto fail;
+            }
         }
-        r->after[r->nafter++] = after[i];
+        struct jobx_edge *ed = &r->edges[r->nedges++];
+        ed->pre = p;
+        ed->r = r;
+        list_push_back(&p->waiters, &ed->node);
+        p->n++;
+        r->nafter++;
+        x->nedges++;
     }
     j->state = JOB_WAITING;
     x->nwaiting++;
@@ -349,54 +488,18 @@ void jobx_unwait(struct engine *e, struct job *j)
     j->state = JOB_LIMBO;
 }
 
-/* waiters_of collects the records waiting for job number id into *out (malloc'd; *n of them).
- * Returns 0, or -1 out of memory. */
-static int waiters_of(struct jobx *x, uint64_t id, struct jobx_rec ***out, size_t *n)
-{
-    size_t cap = 0;
-    *out = NULL;
-    *n = 0;
-    struct hmap_probe pr;
-    for (struct jobx_dep *d = hmap_first(&x->deps, hmap_mix64(id), &pr); d != NULL;
-         d = hmap_next(&pr)) {
-        if (d->pre != id)
-            continue;
-        if (array_grow((void **)out, &cap, *n + 1, sizeof **out, 8) != 0)
-            return -1;
-        (*out)[(*n)++] = d->r;
-    }
-    return 0;
-}
-
 void jobx_job_done(struct engine *e, struct job *j)
 {
     struct jobx *x = e->jobx;
     if (x == NULL || x->deps.count == 0)
         return;
-    struct jobx_rec **w;
-    size_t n;
-    if (waiters_of(x, j->id, &w, &n) != 0) {
-        log_error("out of memory releasing the jobs that wait for job %llu",
-                  (unsigned long long)j->id);
-        free(w);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct jobx_rec *r = w[i];
+    /* one waiter at a time, oldest first: the entry is freed with its last edge, and releasing
+     * a job touches no other job's edge to j */
+    for (struct jobx_pre *p; (p = pre_find(x, j->id)) != NULL;) {
+        struct jobx_edge *ed = container_of(list_first(&p->waiters), struct jobx_edge, node);
+        struct jobx_rec *r = ed->r;
         struct job *d = r->job;
-        struct hmap_probe pr;
-        for (struct jobx_dep *dep = hmap_first(&x->deps, hmap_mix64(j->id), &pr); dep != NULL;
-             dep = hmap_next(&pr))
-            if (dep->pre == j->id && dep->r == r) {
-                hmap_remove(&x->deps, dep, hmap_mix64(j->id));
-                free(dep);
-                break;
-            }
-        for (uint16_t k = 0; k < r->nafter; k++)
-            if (r->after[k] == j->id) {
-                r->after[k] = r->after[--r->nafter];
-                break;
-            }
+        edge_drop(x, ed);
         if (r->nafter > 0) {
             if (x->persist != NULL)
                 x->persist(e, d, 0); /* one dependency fewer */
@@ -410,12 +513,13 @@ void jobx_job_done(struct engine *e, struct job *j)
             x->persist(e, d, 0);
         func_push(e, d, 0);
     }
-    free(w);
 }
 
 void jobx_job_gone(struct engine *e, struct job *j)
 {
     struct jobx *x = e->jobx;
+    if (x == NULL || x->deps.count == 0 || pre_find(x, j->id) == NULL)
+        return;
     /* a work list of the jobs that failed, so a long chain takes no stack */
     uint64_t *work = NULL;
     size_t nwork = 0, cap = 0;
@@ -424,20 +528,12 @@ void jobx_job_gone(struct engine *e, struct job *j)
     work[nwork++] = j->id;
     while (nwork > 0 && x->deps.count > 0) {
         uint64_t id = work[--nwork];
-        struct jobx_rec **w;
-        size_t n;
-        if (waiters_of(x, id, &w, &n) != 0) {
-            free(w);
-            break;
-        }
-        char h[JOB_HANDLE_BUF];
-        size_t hl = job_handle_id(e, id, h);
-        for (size_t i = 0; i < n; i++) {
-            struct jobx_rec *r = w[i];
+        for (struct jobx_pre *p; (p = pre_find(x, id)) != NULL;) {
+            struct jobx_edge *ed = container_of(list_first(&p->waiters), struct jobx_edge, node);
+            struct jobx_rec *r = ed->r;
             struct job *d = r->job;
-            jobx_unwait(e, d);
-            int len = snprintf(r->error, sizeof r->error, "dependency %.*s failed", (int)hl, h);
-            r->error_len = (uint16_t)(len > 0 ? len : 0);
+            jobx_unwait(e, d); /* drops ed, and p with its last edge */
+            jobx_set_dep_error(r, id);
             r->first_failed = r->first_failed > 0 ? r->first_failed : engine_now(e);
             r->last_failed = engine_now(e);
             jobx_park(e, d);
@@ -447,7 +543,6 @@ void jobx_job_gone(struct engine *e, struct job *j)
             if (array_grow((void **)&work, &cap, nwork + 1, sizeof *work, 16) == 0)
                 work[nwork++] = d->id;
         }
-        free(w);
     }
     free(work);
     trim(e, x);
@@ -462,7 +557,7 @@ void jobx_retry_job(struct engine *e, struct job *j)
         return;
     unpark(e->jobx, j, r);
     r->attempts = 0;
-    r->error_len = 0;
+    jobx_clear_error(r);
     job_log(e, j, "retried from the dead-letter list");
     if (e->jobx->persist != NULL)
         e->jobx->persist(e, j, 0);
@@ -543,27 +638,53 @@ int jobx_check(const struct engine *e, char *err, size_t errlen)
         if ((j->state == JOB_WAITING) != (r->nafter > 0))
             return engine_check_fail(err, errlen, "job %llu: waits for %u jobs in state %d",
                                      (unsigned long long)j->id, r->nafter, j->state);
-        for (uint16_t i = 0; i < r->nafter; i++) {
-            const struct jobx_dep *d = NULL;
-            struct hmap_probe pr;
-            for (d = hmap_first(&x->deps, hmap_mix64(r->after[i]), &pr); d != NULL;
-                 d = hmap_next(&pr))
-                if (d->pre == r->after[i] && d->r == r)
-                    break;
-            if (d == NULL)
+        if ((r->nedges == 1) != (r->edges == &r->one) && r->nedges > 0)
+            return engine_check_fail(err, errlen, "job %llu: %u edges, inline %d",
+                                     (unsigned long long)j->id, r->nedges, r->edges == &r->one);
+        size_t live = 0;
+        for (uint16_t i = 0; i < r->nedges; i++) {
+            const struct jobx_edge *ed = &r->edges[i];
+            if (ed->pre == NULL)
+                continue;
+            live++;
+            if (ed->r != r || pre_find(x, ed->pre->id) != ed->pre || !list_linked(&ed->node))
                 return engine_check_fail(err, errlen, "job %llu waits for %llu off the index",
                                          (unsigned long long)j->id,
-                                         (unsigned long long)r->after[i]);
-            edges++;
+                                         (unsigned long long)ed->pre->id);
         }
+        if (live != r->nafter)
+            return engine_check_fail(err, errlen, "job %llu: nafter=%u but %zu edges",
+                                     (unsigned long long)j->id, r->nafter, live);
+        edges += live;
     }
-    size_t nwaiting = x != NULL ? x->nwaiting : 0, ndeps = x != NULL ? x->deps.count : 0;
+    size_t nwaiting = x != NULL ? x->nwaiting : 0, ndeps = x != NULL ? x->nedges : 0;
     if (nwaiting != waiting)
         return engine_check_fail(err, errlen, "nwaiting=%zu but %zu waiting jobs", nwaiting,
                                  waiting);
     if (ndeps != edges)
-        return engine_check_fail(err, errlen, "%zu dependency edges indexed, %zu listed", ndeps,
+        return engine_check_fail(err, errlen, "%zu dependency edges counted, %zu listed", ndeps,
                                  edges);
+    if (x != NULL) {
+        /* every prerequisite's list holds its count of edges, each pointing back at it */
+        size_t listed = 0;
+        hmap_iter_init(&it, &x->deps);
+        for (const struct jobx_pre *p; (p = hmap_iter_next(&it)) != NULL;) {
+            size_t k = 0;
+            list_for_each(n, &p->waiters) {
+                if (container_of(n, struct jobx_edge, node)->pre != p)
+                    return engine_check_fail(err, errlen, "an edge of %llu points elsewhere",
+                                             (unsigned long long)p->id);
+                k++;
+            }
+            if (k != p->n || k == 0)
+                return engine_check_fail(err, errlen, "%llu: n=%u but %zu edges listed",
+                                         (unsigned long long)p->id, p->n, k);
+            listed += k;
+        }
+        if (listed != edges)
+            return engine_check_fail(err, errlen, "%zu dependency edges indexed, %zu listed",
+                                     listed, edges);
+    }
     size_t nrecs = x != NULL ? x->recs.count : 0, nfailed = x != NULL ? x->nfailed : 0;
     if (nrecs != ext)
         return engine_check_fail(err, errlen, "%zu jobx records but %zu JOB_EXT jobs", nrecs, ext);

@@ -26,6 +26,7 @@ struct job;
 #define JOBX_MAX_SECONDS 2592000.0   /* the largest BACKOFF or MAX: 30 days */
 #define JOBX_DEFAULT_MAX 3600.0      /* MAX when `retry FUNC COUNT BACKOFF` gives none */
 #define JOBX_ERROR_MAX 1024          /* bytes of a failure's text kept (the rest is cut) */
+#define JOBX_ERROR_BUF (JOBX_ERROR_MAX + 1) /* room for any failure's text (jobx_error) */
 #define JOBX_MAX_AFTER 64            /* jobs one job may wait for (submit --after) */
 
 /* struct jobx_policy is the retry policy of one function (by name: the function need not exist). */
@@ -37,24 +38,54 @@ struct jobx_policy {
     char name[];       /* the function name, NUL-terminated */
 };
 
-/* struct jobx_rec is the side state of one job (JOB_EXT), indexed by handle number. */
+struct jobx_rec;
+
+/* struct jobx_pre is a job that others wait for: the list of their edges (jobx.deps, by its
+ * handle number; one entry per prerequisite, so a key never repeats in the index). Created with
+ * its first waiter and freed with its last edge. */
+struct jobx_pre {
+    uint64_t id;              /* the prerequisite's handle number */
+    struct list_node waiters; /* jobx_edge.node of every job waiting for it, oldest first */
+    uint32_t n;               /* edges in waiters (bounded by --max-dependents at submit) */
+};
+
+/* struct jobx_edge is one dependency: the job of r waits for the job of pre. */
+struct jobx_edge {
+    struct list_node node;   /* pre->waiters */
+    struct jobx_pre *pre;    /* the prerequisite; NULL once it completed */
+    struct jobx_rec *r;      /* the waiting job's record */
+};
+
+/* enum jobx_err says where a record's failure text is. */
+enum jobx_err {
+    JOBX_ERR_NONE = 0,       /* no failure */
+    JOBX_ERR_STATIC,         /* error.text is one of the common texts (not owned) */
+    JOBX_ERR_OWNED,          /* error.text is malloc'd, error_len bytes (WORK_EXCEPTION data) */
+    JOBX_ERR_DEP,            /* "dependency H failed", H the handle of job number error.dep */
+};
+
+/* struct jobx_rec is the side state of one job (JOB_EXT), indexed by handle number. It is kept
+ * small (a waiting or dead-letter job costs at most twice a queued one, docs/LIMITS.md): the
+ * failure text is allocated to its size, or not at all for the common ones, and the edge of a
+ * job waiting for one job lives inside the record. */
 struct jobx_rec {
     struct job *job;         /* the job */
     uint32_t attempts;       /* runs that failed */
+    uint16_t nafter;         /* JOB_WAITING: edges whose prerequisite has not completed */
+    uint16_t nedges;         /* entries in edges (0 when not waiting) */
     double first_failed;     /* engine_now at the first failure */
     double last_failed;      /* engine_now at the last failure */
     struct list_node fnode;  /* jobx.failed while the job is JOB_FAILED, oldest first */
-    uint64_t *after;         /* JOB_WAITING: the handle numbers of the jobs it still waits for */
-    uint16_t nafter;         /* entries in after */
-    uint16_t error_len;      /* bytes in error */
-    char error[JOBX_ERROR_MAX]; /* the last failure's text: WORK_EXCEPTION data, "WORK_FAIL",
-                                   "CAN_DO_TIMEOUT" */
-};
-
-/* struct jobx_dep is one edge of the dependencies: the job of r waits for job number pre. */
-struct jobx_dep {
-    uint64_t pre;            /* the prerequisite's handle number */
-    struct jobx_rec *r;      /* the waiting job's record */
+    struct jobx_edge *edges; /* JOB_WAITING: what it waits for (&one when nedges is 1, else
+                                malloc'd); entries whose pre is NULL have completed */
+    union {
+        const char *text;    /* JOBX_ERR_STATIC, JOBX_ERR_OWNED: error_len bytes */
+        uint64_t dep;        /* JOBX_ERR_DEP: the handle number of the dependency that failed */
+    } error;                 /* the last failure: WORK_EXCEPTION data (cut to JOBX_ERROR_MAX),
+                                "WORK_FAIL", "CAN_DO_TIMEOUT", a failed dependency */
+    uint16_t error_len;      /* bytes of error.text */
+    uint8_t error_kind;      /* enum jobx_err */
+    struct jobx_edge one;    /* the edge of a job that waits for one job */
 };
 
 /* struct jobx is the extension state of one engine (engine.jobx), created on first use. */
@@ -63,7 +94,8 @@ struct jobx {
     struct hmap recs;        /* struct jobx_rec by job handle number */
     struct list_node failed; /* the dead-letter list (jobx_rec.fnode), oldest first */
     size_t nfailed;          /* jobs in it (a gauge) */
-    struct hmap deps;        /* struct jobx_dep by the prerequisite's handle number: who waits */
+    struct hmap deps;        /* struct jobx_pre by the prerequisite's handle number: who waits */
+    size_t nedges;           /* edges in deps (a gauge) */
     size_t nwaiting;         /* JOB_WAITING jobs (a gauge) */
     uint64_t rng;            /* xorshift state for the jitter */
     /* persist: j's side state changed (a failure deferred it to due, or dead-lettered it with
@@ -128,19 +160,41 @@ size_t jobx_retry_all(struct engine *e, const struct func *f);
 /* jobx_purge frees every dead-letter job (of f, or all when f is NULL); returns how many. */
 size_t jobx_purge(struct engine *e, const struct func *f);
 
+/* jobx_set_error sets r's failure text to err[0..len), cut to JOBX_ERROR_MAX: a common text
+ * ("WORK_FAIL", "CAN_DO_TIMEOUT", "dependency H failed" with a handle of e's) is not copied,
+ * another is allocated to its size (out of memory: no text). jobx_set_dep_error sets it to
+ * "dependency H failed" for job number dep; jobx_clear_error forgets it. */
+void jobx_set_error(const struct engine *e, struct jobx_rec *r, const char *err, size_t len);
+void jobx_set_dep_error(struct jobx_rec *r, uint64_t dep);
+void jobx_clear_error(struct jobx_rec *r);
+
+/* jobx_error returns r's failure text and its length in *len: borrowed from r (valid until it
+ * changes), or written into buf (JOBX_ERROR_BUF bytes) when it is made on demand. */
+const char *jobx_error(const struct engine *e, const struct jobx_rec *r, char *buf, size_t *len);
+
+/* jobx_may_wait says whether a new job may wait for the jobs numbered after[0..n): NULL, or the
+ * refusal as an admin error ("WAITING_FULL ..." past --max-waiting-jobs, "TOO_MANY_DEPENDENTS
+ * ..." when one of them has --max-dependents jobs waiting already). O(n). */
+const char *jobx_may_wait(const struct engine *e, const uint64_t *after, size_t n);
+
+/* jobx_ndependents returns how many jobs wait for job number id. O(1). */
+size_t jobx_ndependents(const struct engine *e, uint64_t id);
+
 /* jobx_wait makes j (in limbo, background, a record's worth of memory aside) wait for the live
- * jobs numbered after[0..n) (1..JOBX_MAX_AFTER of them, none in the dead-letter list):
- * JOB_WAITING, held until every one of them completes. Returns 0, or -1 out of memory (j is
- * left in limbo). */
+ * jobs numbered after[0..n) (1..JOBX_MAX_AFTER of them, none in the dead-letter list; repeats
+ * count once): JOB_WAITING, held until every one of them completes. O(n). The caps are the
+ * caller's (jobx_may_wait): a restored job waits whatever they are. Returns 0, or -1 out of
+ * memory (j is left in limbo, without side state). */
 int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n);
 
 /* jobx_job_done: j completed (WORK_COMPLETE), before it is freed. The jobs that waited for it
- * alone become runnable. O(1) when nothing waits on anything. */
+ * alone become runnable, in the order they were submitted. O(1) when nothing waits for j, else
+ * O(jobs waiting for it). */
 void jobx_job_done(struct engine *e, struct job *j);
 
 /* jobx_job_gone: j leaves without completing (job_free; also a job moved to the dead-letter
  * list). Every job waiting for it fails into the dead-letter list ("dependency H failed"), and
- * so on down the chain. Called only while some job waits (jobx.deps not empty). */
+ * so on down the chain: O(1) when nothing waits for j, else O(jobs that fail). */
 void jobx_job_gone(struct engine *e, struct job *j);
 
 /* jobx_unwait takes waiting job j out of the waiting place into JOB_LIMBO (job_detach),

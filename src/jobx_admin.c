@@ -189,14 +189,15 @@ void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n)
             const struct job *j = r->job;
             if (f != NULL && j->func != f)
                 continue;
-            char h[JOB_HANDLE_BUF], line[160];
-            size_t hl = job_handle(e, j, h);
+            char h[JOB_HANDLE_BUF], line[160], eb[JOBX_ERROR_BUF];
+            size_t hl = job_handle(e, j, h), el;
+            const char *et = jobx_error(e, r, eb, &el);
             int ll = snprintf(line, sizeof line, "\t%u\t%.3f\t%.3f\t", r->attempts,
                               r->first_failed, r->last_failed);
             rc = buf_append(&b, h, hl) || buf_append(&b, "\t", 1) ||
                  esc_append(&b, j->func->name, j->func->name_len, 0) || buf_append(&b, "\t", 1) ||
                  put_escaped(&b, job_unique(j), j->unique_len) ||
-                 buf_append(&b, line, (size_t)ll) || put_escaped(&b, r->error, r->error_len) ||
+                 buf_append(&b, line, (size_t)ll) || put_escaped(&b, et, el) ||
                  buf_append(&b, "\n", 1);
             if (rc != 0 || buf_len(&b) > e->cfg->max_output)
                 break;
@@ -352,6 +353,10 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
     if (max > 0 && func_total(f) >= max) {
         func_release(e, f);
         *why = "QUEUE_FULL Job+queue+is+full";
+        return -1;
+    }
+    if ((*why = jobx_may_wait(e, ids, n)) != NULL) { /* --max-waiting-jobs, --max-dependents */
+        func_release(e, f);
         return -1;
     }
     j = job_new(e, f, prio, 1, uq, ul, NULL, 0, data, dl);

@@ -22,9 +22,13 @@ static size_t waiting_meta(const struct jobx_rec *r, char *out, size_t cap)
 {
     int n = snprintf(out, cap, "{\"state\":\"waiting\",\"after\":[");
     size_t k = n > 0 ? (size_t)n : 0;
-    for (uint16_t i = 0; i < r->nafter && k < cap; i++) {
-        n = snprintf(out + k, cap - k, "%s%llu", i ? "," : "", (unsigned long long)r->after[i]);
+    const char *sep = "";
+    for (uint16_t i = 0; i < r->nedges && k < cap; i++) {
+        if (r->edges[i].pre == NULL)
+            continue; /* completed */
+        n = snprintf(out + k, cap - k, "%s%llu", sep, (unsigned long long)r->edges[i].pre->id);
         k += n > 0 ? (size_t)n : 0;
+        sep = ",";
     }
     if (k + 2 >= cap)
         return 0;
@@ -47,9 +51,11 @@ size_t jobx_meta_write(const struct engine *e, const struct job *j, char *out, s
                      r->last_failed);
     if (n < 0 || (size_t)n >= cap)
         return 0;
-    size_t k = (size_t)n;
-    for (size_t i = 0; i < r->error_len; i++) {
-        unsigned char c = (unsigned char)r->error[i];
+    size_t k = (size_t)n, el;
+    char eb[JOBX_ERROR_BUF];
+    const char *et = jobx_error(e, r, eb, &el);
+    for (size_t i = 0; i < el; i++) {
+        unsigned char c = (unsigned char)et[i];
         /* every byte that is not printable ASCII, and the quote and backslash, as \u00XX: the
          * text stays one valid JSON (and UTF-8) string whatever the worker sent */
         if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
@@ -196,14 +202,19 @@ static int read_after(const char *meta, size_t len, uint64_t *ids)
 
 /* restore_waiting puts a job stored (or loaded) as waiting back: it waits for those of its
  * prerequisites still here (one that is gone completed: a failed one stays in the dead-letter
- * list), fails at once when one of them failed, and runs when none is left. Returns as
- * job_restored. */
+ * list), fails at once when one of them failed, and runs when none is left. A prerequisite
+ * renumbered by a takeover is found under its new id (store_restored_id), and the row is
+ * rewritten with the new ids. Returns as job_restored. */
 static int restore_waiting(struct engine *e, struct job *j, const char *meta, size_t len)
 {
     uint64_t ids[JOBX_MAX_AFTER], keep[JOBX_MAX_AFTER];
     int n = read_after(meta, len, ids);
     size_t k = 0;
+    int renumbered = 0;
     for (int i = 0; i < n; i++) {
+        uint64_t id = store_restored_id(e, ids[i]);
+        renumbered |= id != ids[i];
+        ids[i] = id;
         struct job *pre = job_find_id(e, ids[i]);
         if (pre == NULL || pre == j)
             continue;
@@ -211,10 +222,7 @@ static int restore_waiting(struct engine *e, struct job *j, const char *meta, si
             struct jobx_rec *r = jobx_rec_get(e, j);
             if (r == NULL)
                 return 0;
-            char h[JOB_HANDLE_BUF];
-            size_t hl = job_handle_id(e, pre->id, h);
-            int el = snprintf(r->error, sizeof r->error, "dependency %.*s failed", (int)hl, h);
-            r->error_len = (uint16_t)(el > 0 ? el : 0);
+            jobx_set_dep_error(r, pre->id);
             r->first_failed = r->last_failed = engine_now(e);
             jobx_park(e, j);
             if (e->jobx->persist != NULL)
@@ -230,6 +238,8 @@ static int restore_waiting(struct engine *e, struct job *j, const char *meta, si
                   (unsigned long long)j->id);
         return 0;
     }
+    if (renumbered && e->jobx->persist != NULL)
+        e->jobx->persist(e, j, 0); /* its row names the new ids */
     return 1;
 }
 
@@ -256,8 +266,7 @@ static int job_restored(struct engine *e, struct job *j, const char *meta, size_
     r->attempts = attempts;
     r->first_failed = first;
     r->last_failed = last;
-    memcpy(r->error, err, el);
-    r->error_len = (uint16_t)el;
+    jobx_set_error(e, r, err, el);
     if (!failed)
         return 0; /* a retry: runnable at its stored due time */
     jobx_park(e, j);

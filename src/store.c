@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "func.h"
+#include "hmap.h"
 #include "job.h"
 #include "log.h"
 #include "store_backend.h"
@@ -31,6 +32,12 @@ struct ack {
     uint8_t owner;      /* 1: this submit created the job, which becomes runnable when durable */
     uint8_t added;      /* 1: this submit added a record to the batch (owner, or a conversion of
                            a foreground job to background) */
+};
+
+/* struct renum is one job renumbered by a takeover: stored as old, restored as nw. */
+struct renum {
+    uint64_t old; /* the id in the other server's rows */
+    uint64_t nw;  /* the id it has here */
 };
 
 /* struct ack_list is a FIFO of held replies. */
@@ -112,6 +119,9 @@ struct store {
     uint64_t fails;                /* failed commits since the last success */
     uint64_t refused;              /* background submits refused since the last success */
     int fenced;                    /* the backend said another server took over this one's jobs */
+    struct hmap renum;             /* struct renum by old id: the jobs renumbered by the replay or
+                                      takeover in progress (a waiting job's meta names the ids it
+                                      waits for as they were stored); emptied when it ends */
     double down_since;             /* monotonic time of the first of those failures */
 };
 
@@ -379,6 +389,18 @@ static void free_acks(struct ack_list *l)
     l->tail = NULL;
 }
 
+/* renum_clear forgets the renumbering of the replay or takeover that ended. */
+static void renum_clear(struct store *st)
+{
+    if (st->renum.count == 0 && st->renum.cap == 0)
+        return;
+    struct hmap_iter it;
+    hmap_iter_init(&it, &st->renum);
+    for (void *r; (r = hmap_iter_next(&it)) != NULL;)
+        free(r);
+    hmap_free(&st->renum);
+}
+
 /* idle tells whether the committer waits for work (no batch handed over or being written, no
  * replay or maintenance); exited whether it returned. Under st->mu. */
 static int idle(const struct store *st) { return !st->busy && st->to_write == NULL; }
@@ -476,6 +498,7 @@ int store_close(struct engine *e)
     }
     free_acks(&st->cur);
     free_acks(&st->flight);
+    renum_clear(st);
     store_queue_clear(&st->q);
     st->be->close(st->db);
     pthread_mutex_destroy(&st->mu);
@@ -667,6 +690,19 @@ void store_flush(struct engine *e)
     pthread_mutex_unlock(&st->mu);
 }
 
+uint64_t store_restored_id(const struct engine *e, uint64_t id)
+{
+    const struct store *st = mgr(e);
+    if (st == NULL || st->renum.count == 0)
+        return id;
+    struct hmap_probe pr;
+    for (const struct renum *r = hmap_first(&st->renum, hmap_mix64(id), &pr); r != NULL;
+         r = hmap_next(&pr))
+        if (r->old == id)
+            return r->nw;
+    return id;
+}
+
 /* restore recreates one replayed job, runnable in its stored order. */
 static void restore(struct engine *e, const struct replay_job *r)
 {
@@ -697,6 +733,17 @@ static void restore(struct engine *e, const struct replay_job *r)
         if (store_queue_add(q, &rec) != 0 || store_queue_done(q, r->id) != 0)
             log_error("store: out of memory renumbering job %llu taken over (as %llu): it may run "
                       "again after a restart", (unsigned long long)r->id, (unsigned long long)j->id);
+        /* the jobs that wait for it name it by its old id: store_restored_id translates it until
+         * this replay or takeover ends (ids ascend, so a job comes back before what waits for it) */
+        struct renum *m = malloc(sizeof *m);
+        if (m != NULL)
+            *m = (struct renum){r->id, j->id};
+        if (m == NULL || hmap_insert(&mgr(e)->renum, m, hmap_mix64(r->id)) != 0) {
+            free(m);
+            log_error("store: out of memory renumbering job %llu taken over (as %llu): the jobs "
+                      "waiting for it do not wait", (unsigned long long)r->id,
+                      (unsigned long long)j->id);
+        }
     }
     if (meta != NULL && e->ext.job_restored != NULL &&
         e->ext.job_restored(e, j, meta, r->meta_len, (double)r->when))
@@ -816,10 +863,14 @@ void store_complete(struct engine *e)
         e->stats.store_replayed += c->n;
         free_chunk(c);
     }
+    /* the replay or a takeover ended: every job of it is back */
+    int ended = (replay_done && e->replaying) || adopted > 0 || adopt_fenced || adopt_note[0];
     if (replay_done && e->replaying)
         finish_replay(e, replay_failed);
     else if (adopted > 0)
         wake_all(e); /* jobs taken over at run time: workers may sleep */
+    if (ended)
+        renum_clear(st);
     if (adopted > 0)
         log_notice("store: took over %llu jobs (%s)", (unsigned long long)adopted, adopt_note);
     else if (adopt_fenced)

@@ -33,6 +33,15 @@ string join(std::initializer_list<string> parts)
     return s;
 }
 
+// err_of returns the failure text of record r.
+string err_of(const engine *e, const jobx_rec *r)
+{
+    char buf[JOBX_ERROR_BUF];
+    size_t n = 0;
+    const char *t = jobx_error(e, r, buf, &n);
+    return string(t, n);
+}
+
 // body_of returns the body of the one packet in s.
 string body_of(const string &s, uint32_t *cmd)
 {
@@ -195,7 +204,7 @@ TEST_F(JobxTest, RetriesWithBackoffThenDeadLetters)
     jobx_rec *r = jobx_rec_of(&f.eng, j);
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->attempts, 3u);
-    EXPECT_EQ(string(r->error, r->error_len), "WORK_FAIL");
+    EXPECT_EQ(err_of(&f.eng, r), "WORK_FAIL");
     EXPECT_EQ(j->func->parked, 1u);
     EXPECT_EQ(func_total(j->func), 0u);
     // the function is kept by its dead-letter job: drop is refused, cancel frees it
@@ -224,7 +233,7 @@ TEST_F(JobxTest, LastErrorIsTheExceptionTextCut)
     ASSERT_NE(j, nullptr);
     jobx_rec *r = jobx_rec_of(&f.eng, j);
     ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->error_len, JOBX_ERROR_MAX);
+    EXPECT_EQ(err_of(&f.eng, r).size(), (size_t)JOBX_ERROR_MAX);
     EXPECT_EQ(admin("purge failed F"), "OK 1\r\n");
     EXPECT_EQ(f.eng.njobs, 0u);
 }
@@ -261,7 +270,7 @@ TEST_F(JobxTest, TimeoutIsAFailureAndCompletionForgetsTheRecord)
     ASSERT_NE(j, nullptr);
     jobx_rec *r = jobx_rec_of(&f.eng, j);
     ASSERT_NE(r, nullptr);
-    EXPECT_EQ(string(r->error, r->error_len), "CAN_DO_TIMEOUT");
+    EXPECT_EQ(err_of(&f.eng, r), "CAN_DO_TIMEOUT");
     send(w, CMD_WORK_COMPLETE, join({h, "ok"}));
     EXPECT_EQ(f.eng.njobs, 0u);
     EXPECT_EQ(f.eng.jobx->recs.count, 0u);
@@ -376,19 +385,20 @@ TEST_F(JobxTest, DependenciesWaitRunInOrderAndCascadeFailures)
     string rc = admin("submit fc --after " + ha + "," + hb + " three");
     string hc = rc.substr(3, rc.size() - 5);
     EXPECT_EQ(jobx_nwaiting(&f.eng), 2u);
-    EXPECT_EQ(f.eng.jobx->deps.count, 3u);
+    EXPECT_EQ(f.eng.jobx->nedges, 3u);
+    EXPECT_EQ(f.eng.jobx->deps.count, 2u) << "one entry per job waited for";
     job *jb = job_find_handle(&f.eng, hb.data(), hb.size());
     ASSERT_NE(jb, nullptr);
     EXPECT_EQ(jb->state, JOB_WAITING);
     // the check sees an edge gone from the index
     jobx_rec *r = jobx_rec_of(&f.eng, jb);
     ASSERT_NE(r, nullptr);
-    uint64_t saved = r->after[0];
-    r->after[0] = 12345;
+    uint64_t saved = r->edges[0].pre->id;
+    r->edges[0].pre->id = 12345;
     char err[256];
     EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
     EXPECT_NE(string(err).find("off the index"), string::npos) << err;
-    r->after[0] = saved;
+    r->edges[0].pre->id = saved;
     check();
     // a completes: b runs (c still waits for b)
     send(w, CMD_CAN_DO, "fa");
@@ -412,7 +422,105 @@ TEST_F(JobxTest, DependenciesWaitRunInOrderAndCascadeFailures)
     EXPECT_EQ(jc->state, JOB_FAILED);
     EXPECT_EQ(jobx_nwaiting(&f.eng), 0u);
     EXPECT_EQ(f.eng.jobx->deps.count, 0u);
+    EXPECT_EQ(f.eng.jobx->nedges, 0u);
     jobx_rec *rcr = jobx_rec_of(&f.eng, jc);
     ASSERT_NE(rcr, nullptr);
-    EXPECT_EQ(string(rcr->error, rcr->error_len), "dependency " + hb + " failed");
+    EXPECT_EQ(err_of(&f.eng, rcr), "dependency " + hb + " failed");
+}
+
+// Fan-in: many jobs waiting for one job are one entry of the index (keys never repeat, so no
+// lookup walks a cluster of equal keys) holding a list of edges; completing that job releases
+// them in the order they were submitted, touching each once. The caps refuse more.
+TEST_F(JobxTest, FanInIsOneIndexEntryReleasedInOrder)
+{
+    const size_t n = 2000;
+    f.cfg.max_dependents = n;
+    f.cfg.max_waiting_jobs = n + 1;
+    start();
+    string ra = admin("submit fa one");
+    string ha = ra.substr(3, ra.size() - 5);
+    std::vector<string> hs;
+    for (size_t i = 0; i < n; i++) {
+        EXPECT_EQ(FakeShell::feed(a, "submit fw --after " + ha + " " + std::to_string(i) + "\n"), 0);
+        string r = FakeShell::take(a);
+        ASSERT_EQ(r.substr(0, 3), "OK ") << r;
+        hs.push_back(r.substr(3, r.size() - 5));
+    }
+    check();
+    job *ja = job_find_handle(&f.eng, ha.data(), ha.size());
+    ASSERT_NE(ja, nullptr);
+    EXPECT_EQ(f.eng.jobx->deps.count, 1u) << "one entry, not one per edge";
+    EXPECT_EQ(f.eng.jobx->nedges, n);
+    EXPECT_EQ(jobx_ndependents(&f.eng, ja->id), n);
+    // the entry's list is the waiters in submission order, each edge inline in its record
+    jobx_rec *first = jobx_rec_of(&f.eng, job_find_handle(&f.eng, hs[0].data(), hs[0].size()));
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(first->edges, &first->one) << "one dependency: no allocation beside the record";
+    jobx_pre *p = first->one.pre;
+    ASSERT_NE(p, nullptr);
+    size_t k = 0;
+    list_for_each(it, &p->waiters) {
+        jobx_edge *ed = container_of(it, jobx_edge, node);
+        string h(JOB_HANDLE_BUF, '\0');
+        h.resize(job_handle(&f.eng, ed->r->job, &h[0]));
+        ASSERT_LT(k, n);
+        EXPECT_EQ(h, hs[k++]);
+    }
+    EXPECT_EQ(k, n);
+    // the caps: this job has --max-dependents waiting; another may take one more
+    EXPECT_EQ(admin("submit fw --after " + ha + " x").substr(0, 24), "ERR TOO_MANY_DEPENDENTS ");
+    string rb = admin("submit fb two");
+    string hb = rb.substr(3, rb.size() - 5);
+    EXPECT_EQ(admin("submit fw --after " + hb + " x").substr(0, 3), "OK ");
+    EXPECT_EQ(admin("submit fw --after " + hb + " x").substr(0, 17), "ERR WAITING_FULL ");
+    // a completes: all n become runnable, in order
+    send(w, CMD_CAN_DO, "fa");
+    send(w, CMD_GRAB_JOB, "");
+    FakeShell::take(w);
+    send(w, CMD_WORK_COMPLETE, join({ha, ""}));
+    EXPECT_EQ(jobx_nwaiting(&f.eng), 1u);
+    EXPECT_EQ(f.eng.jobx->deps.count, 1u) << "b's entry only";
+    send(w, CMD_CANT_DO, "fa");
+    send(w, CMD_CAN_DO, "fw");
+    for (size_t i = 0; i < 3; i++) {
+        send(w, CMD_GRAB_JOB, "");
+        uint32_t cmd = 0;
+        string b = body_of(FakeShell::take(w), &cmd);
+        ASSERT_EQ(cmd, (uint32_t)CMD_JOB_ASSIGN);
+        EXPECT_EQ(b, join({hs[i], "fw", std::to_string(i)}));
+    }
+}
+
+// A record is small, and the common failure texts are not copied into it: a waiting or
+// dead-letter job costs at most twice a queued one (docs/LIMITS.md).
+TEST_F(JobxTest, RecordIsSmallAndCommonErrorsAreNotCopied)
+{
+    EXPECT_LE(sizeof(jobx_rec), 104u);
+    start();
+    EXPECT_EQ(admin("retry F 1 0 0"), "OK\r\n");
+    send(w, CMD_CAN_DO, "F");
+    string h = submit_bg("F", "u");
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_FAIL, h);
+    job *j = job_find_handle(&f.eng, h.data(), h.size());
+    ASSERT_NE(j, nullptr);
+    jobx_rec *r = jobx_rec_of(&f.eng, j);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->error_kind, JOBX_ERR_STATIC);
+    tick(0);
+    EXPECT_EQ(grab(), h);
+    send(w, CMD_WORK_EXCEPTION, join({h, "boom"}));
+    EXPECT_EQ(r->error_kind, JOBX_ERR_OWNED);
+    EXPECT_EQ(err_of(&f.eng, r), "boom");
+    // a failed dependency's text is made when asked, and read back as such from a row
+    char hb[JOB_HANDLE_BUF];
+    string dep = "dependency " + string(hb, job_handle_id(&f.eng, 77, hb)) + " failed";
+    jobx_set_error(&f.eng, r, dep.data(), dep.size());
+    EXPECT_EQ(r->error_kind, JOBX_ERR_DEP);
+    EXPECT_EQ(err_of(&f.eng, r), dep);
+    string other = "dependency H:elsewhere:77 failed";
+    jobx_set_error(&f.eng, r, other.data(), other.size());
+    EXPECT_EQ(r->error_kind, JOBX_ERR_OWNED);
+    EXPECT_EQ(err_of(&f.eng, r), other);
+    EXPECT_EQ(admin("purge failed F"), "OK 1\r\n");
 }

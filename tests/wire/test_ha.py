@@ -3,6 +3,7 @@
 and holds a lease; a standby takes over a dead server's jobs (--takeover at start, or
 --takeover-after at run time), never a live server's; an outage is logged once, not per job.
 Real PostgreSQL (conftest.pg_cluster), no mocks."""
+import json
 import os
 import signal
 import subprocess
@@ -332,3 +333,66 @@ def test_too_many_takeover_ids_are_refused():
     r = subprocess.run([binary, "--check-args"] + ["--takeover=s%d" % i for i in range(17)],
                        capture_output=True, timeout=60)
     assert r.returncode == 1 and b"too many --takeover ids (at most 16)" in r.stderr, r.stderr
+
+
+def show_jobs(s):
+    """{function: (handle, state)} from "show jobs json"."""
+    c = s.connect(timeout=60)
+    out = c.admin(b"show jobs json\n", terminator=b"\n")
+    return {j["function"].encode(): (j["handle"].encode(), j["state"])
+            for j in json.loads(out)["jobs"]}
+
+
+def admin_submit(c, line):
+    r = c.admin(line.encode() + b"\n")
+    assert r.startswith(b"OK "), r
+    return r[3:].rstrip(b"\r\n")
+
+
+@pytest.mark.parametrize("how", ["run-time", "at-start"])
+def test_takeover_keeps_the_dependencies_of_waiting_jobs(server_factory, pg, how):
+    """Server a holds Y (no worker), X --after Y and Z --after X; a is killed and b takes its rows
+    over. b registered first, so its ids are below a's and a's jobs are renumbered into b's: the
+    ids they wait for must be renumbered with them (and in their rows, so that a restart of b
+    still knows them). X never runs before Y has completed, nor Z before X."""
+    opts = ["--takeover-after=1"] if how == "run-time" else []
+    b = server_factory(pg.arg, "--server-id=b", *opts)
+    if how == "at-start":
+        b.stop()
+    a = server_factory(pg.arg, "--server-id=a")
+    wait_replayed(a)
+    c = a.connect(timeout=60)
+    y = admin_submit(c, "submit dep_y first")
+    x = admin_submit(c, "submit dep_x --after %s second" % y.decode())
+    admin_submit(c, "submit dep_z --after %s third" % x.decode())
+    poll("the rows", lambda: owners(pg) == {"a": 3})  # (an admin submit is not acknowledged)
+    kill9(a)
+    if how == "at-start":
+        b = server_factory(pg.arg, "--server-id=b", "--takeover=a")
+        wait_replayed(b)
+    poll("the takeover", lambda: len(show_jobs(b)) == 3)
+    poll("the renumbered rows", lambda: int(pg.sql(
+        "SELECT count(*) FROM spur_jobs j JOIN spur_servers s ON s.server_id = 'b'"
+        " WHERE j.id >> 56 = s.slot")) == 3)
+    st = show_jobs(b)
+    assert {f: s for f, (_, s) in st.items()} == \
+        {b"dep_y": "queued", b"dep_x": "waiting", b"dep_z": "waiting"}, st
+    # the rows too: b restarted (kill -9) still waits
+    kill9(b)
+    b = server_factory(pg.arg, "--server-id=b")
+    wait_replayed(b)
+    st = show_jobs(b)
+    assert {f: s for f, (_, s) in st.items()} == \
+        {b"dep_y": "queued", b"dep_x": "waiting", b"dep_z": "waiting"}, st
+    w = b.connect(timeout=60)
+    for f in (b"dep_y", b"dep_x", b"dep_z"):
+        w.send_packet(CAN_DO, f)
+    for want in (b"first", b"second", b"third"):
+        w.send_packet(GRAB_JOB_UNIQ)
+        h, _, _, d = w.expect(JOB_ASSIGN_UNIQ).split(b"\0", 3)
+        assert d == want, "ran %r before %r completed" % (d, want)
+        w.send_packet(GRAB_JOB_UNIQ)
+        _, cmd, _ = w.read_packet(timeout=60)
+        assert cmd == NO_JOB, "a job ran before its dependency completed"
+        w.send_packet(WORK_COMPLETE, h, b"")
+    poll("the deletions", lambda: owners(pg) == {})
