@@ -304,7 +304,7 @@ void config_usage(FILE *out)
         "  -V, --version              print the version and exit\n"
         "  -w, --worker-wakeup=N      sleeping workers woken per new job: N, or 0 for all, as\n"
         "                             gearmand; unset (default): one per job that needs a worker\n"
-        "      --check-args           parse the options and exit\n",
+        "      --check-args           check the options (and that the store's directory exists) and exit\n",
         out);
     fputs(
         "\n"
