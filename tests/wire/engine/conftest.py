@@ -41,6 +41,7 @@ free_port = _parent.free_port
 is_gearmand = _parent.is_gearmand
 KILL_WAIT = _parent.KILL_WAIT
 poll = _parent.poll
+PG_SCRIPT = _parent.PG_SCRIPT
 
 DIFF = os.environ.get("SPUR_DIFF", "")
 if DIFF not in ("", "gearmand"):
