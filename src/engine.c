@@ -315,5 +315,7 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
                                  "wake-ups left undone after the handler (engine_drain_ready)");
     if (e->recur_check != NULL && e->recur_check(e, err, errlen) != 0)
         return -1;
+    if (job_check_uniques(e, err, errlen) != 0)
+        return -1;
     return jobx_check(e, err, errlen);
 }

@@ -217,7 +217,10 @@ struct engine {
     struct hmap jobs_by_id;       /* struct job by handle number */
     struct list_node jobs;        /* every job in handle-number order (job.anode) */
     uint64_t func_seq;            /* creation number of the next new function */
-    struct hmap jobs_by_unique;   /* struct job by unique (all functions; "-" by payload) */
+    struct hmap jobs_by_unique;   /* struct job by unique, one entry per job: the oldest of a
+                                     unique (JOB_UHEAD, heading the ring job.unode of the others)
+                                     by the unique alone, for GET_STATUS_UNIQUE; the others by
+                                     function and unique; "-" by function and payload */
     struct heap timers;           /* epoch due times and CAN_DO_TIMEOUT deadlines */
     uint64_t next_id;             /* handle number of the next new job */
     uint64_t seed;                /* hash seed */

@@ -2,6 +2,7 @@
 /* hmap: a hash table of object pointers with open addressing (see hmap.h). */
 #include "hmap.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -187,7 +188,8 @@ void *hmap_first(const struct hmap *m, uint64_t h, struct hmap_probe *p)
     return hmap_next(p);
 }
 
-void hmap_remove(struct hmap *m, const void *obj, uint64_t h)
+/* find_slot returns the slot holding obj, which must be stored in m under hash h. */
+static struct hslot *find_slot(struct hmap *m, const void *obj, uint64_t h)
 {
     struct hmap_probe p;
     p.m = m;
@@ -203,10 +205,21 @@ void hmap_remove(struct hmap *m, const void *obj, uint64_t h)
         while ((s = scan(&p)) != NULL && obj_of(s) != obj)
             ;
     }
-    struct hslot *w = (struct hslot *)(uintptr_t)s; /* s is in m's arrays, which m owns */
-    set_slot(w, NULL, REMOVED);
+    assert(s != NULL);
+    return (struct hslot *)(uintptr_t)s; /* s is in m's arrays, which m owns */
+}
+
+void hmap_remove(struct hmap *m, const void *obj, uint64_t h)
+{
+    set_slot(find_slot(m, obj, h), NULL, REMOVED);
     m->count--;
     step(m, HMAP_STEP);
+}
+
+void hmap_replace(struct hmap *m, const void *obj, void *by, uint64_t h)
+{
+    assert(by != NULL);
+    set_slot(find_slot(m, obj, h), by, (uint32_t)h);
 }
 
 void hmap_iter_init(struct hmap_iter *it, const struct hmap *m)

@@ -59,6 +59,10 @@ int hmap_insert(struct hmap *m, void *obj, uint64_t h);
 /* hmap_remove removes obj, which must be stored in m under hash h. */
 void hmap_remove(struct hmap *m, const void *obj, uint64_t h);
 
+/* hmap_replace puts by (not NULL) in the slot of obj, which must be stored in m under hash h, so
+ * that by is stored under h in its place: O(1) expected, never allocates, never fails. */
+void hmap_replace(struct hmap *m, const void *obj, void *by, uint64_t h);
+
 /* hmap_first returns the first object stored under hash h (its low 32 bits), or NULL; hmap_next
  * the following ones, then NULL. Compare keys on each: different keys may share a hash. The order among
  * objects of one hash is unspecified. No insert or removal between the calls. */

@@ -37,7 +37,7 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out)
     return job_handle_id(e, j->id, out);
 }
 
-struct job *job_find_id(struct engine *e, uint64_t id)
+struct job *job_find_id(const struct engine *e, uint64_t id)
 {
     struct hmap_probe pr;
     for (struct job *j = hmap_first(&e->jobs_by_id, hmap_mix64(id), &pr); j != NULL;
@@ -72,13 +72,28 @@ struct job *job_find_handle(struct engine *e, const char *h, size_t len)
 /* is_dash reports whether the unique is the single byte "-" (coalesce on payload). */
 static int is_dash(const char *u, size_t ulen) { return ulen == 1 && u[0] == '-'; }
 
-/* unique_hash hashes the unique, or the payload for "-". */
-static uint64_t unique_hash(const struct engine *e, const char *u, size_t ulen, const char *data,
-                            size_t dlen)
+/* The unique index (engine->jobs_by_unique) holds one entry per job with a unique, so that no
+ * key repeats (equal keys would share one probe sequence and cost O(jobs with that key) per
+ * lookup): the oldest live job of each unique (JOB_UHEAD) under the unique alone, which answers
+ * GET_STATUS_UNIQUE across functions; the other jobs with that unique (other functions) under
+ * the function and the unique, linked in a ring behind their head (job.unode, oldest first);
+ * "-" jobs under the function and the payload. When a head goes, the next oldest takes its
+ * slot: every operation is O(1) expected however many functions share a unique. */
+
+/* any_hash is the hash of a head: the unique alone. */
+static uint64_t any_hash(const struct engine *e, const char *u, size_t ulen)
 {
-    if (is_dash(u, ulen))
-        return hmap_hash_bytes(data, dlen, e->seed ^ 0x2d);
     return hmap_hash_bytes(u, ulen, e->seed);
+}
+
+/* func_hash is the hash of a job that is not a head: (f, unique), or (f, payload) for "-". */
+static uint64_t func_hash(const struct engine *e, const struct func *f, const char *u,
+                          size_t ulen, const char *data, size_t dlen)
+{
+    uint64_t seed = e->seed ^ hmap_mix64((uint64_t)(uintptr_t)f);
+    if (is_dash(u, ulen))
+        return hmap_hash_bytes(data, dlen, seed ^ 0x2d);
+    return hmap_hash_bytes(u, ulen, seed);
 }
 
 /* has_unique_entry reports whether j is in the unique index (a unique other than "" and
@@ -91,20 +106,46 @@ static int has_unique_entry(const struct job *j)
 /* job_unique_hash is j's hash in engine->jobs_by_unique. */
 static uint64_t job_unique_hash(const struct engine *e, const struct job *j)
 {
-    return unique_hash(e, job_unique(j), j->unique_len, job_payload(j), job_payload_len(j));
+    if (j->flags & JOB_UHEAD)
+        return any_hash(e, job_unique(j), j->unique_len);
+    return func_hash(e, j->func, job_unique(j), j->unique_len, job_payload(j),
+                     job_payload_len(j));
 }
 
-struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
-                            const char *data, size_t dlen)
+/* same_unique reports whether j's unique is u. */
+static int same_unique(const struct job *j, const char *u, size_t ulen)
+{
+    return j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0;
+}
+
+struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen)
+{
+    if (ulen == 0 || is_dash(u, ulen))
+        return NULL;
+    struct hmap_probe pr;
+    for (struct job *j = hmap_first(&e->jobs_by_unique, any_hash(e, u, ulen), &pr); j != NULL;
+         j = hmap_next(&pr)) {
+        if ((j->flags & JOB_UHEAD) && same_unique(j, u, ulen))
+            return j;
+    }
+    return NULL;
+}
+
+struct job *job_find_unique(const struct engine *e, const struct func *f, const char *u,
+                            size_t ulen, const char *data, size_t dlen)
 {
     if (ulen == 0 || (is_dash(u, ulen) && dlen == 0))
         return NULL;
-    uint64_t h = unique_hash(e, u, ulen, data, dlen);
     int dash = is_dash(u, ulen);
+    if (!dash) {
+        const struct job *head = job_find_unique_any(e, u, ulen);
+        if (head == NULL || head->func == f)
+            return (struct job *)(uintptr_t)head; /* none of any function, or f's */
+    }
     struct hmap_probe pr;
-    for (struct job *j = hmap_first(&e->jobs_by_unique, h, &pr); j != NULL; j = hmap_next(&pr)) {
-        if (j->func != f || j->unique_len != ulen ||
-            memcmp(job_unique(j), u, ulen) != 0)
+    for (struct job *j = hmap_first(&e->jobs_by_unique, func_hash(e, f, u, ulen, data, dlen), &pr);
+         j != NULL; j = hmap_next(&pr)) {
+        if (j->func != f || (j->flags & JOB_UHEAD) || !same_unique(j, u, ulen))
             continue;
         if (dash && (job_payload_len(j) != dlen || memcmp(job_payload(j), data, dlen) != 0))
             continue;
@@ -113,18 +154,94 @@ struct job *job_find_unique(struct engine *e, const struct func *f, const char *
     return NULL;
 }
 
-struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen)
+/* unique_link adds j (not yet in the index) to the unique index: its unique's head, or the
+ * newest of its ring. Returns 0, or -1 when out of memory (j is then not in the index). */
+static int unique_link(struct engine *e, struct job *j)
 {
-    if (ulen == 0)
-        return NULL;
-    uint64_t h = hmap_hash_bytes(u, ulen, e->seed);
-    struct hmap_probe pr;
-    for (struct job *j = hmap_first(&e->jobs_by_unique, h, &pr); j != NULL; j = hmap_next(&pr)) {
-        if (j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0 &&
-            !is_dash(u, ulen))
-            return j;
+    if (!has_unique_entry(j))
+        return 0;
+    struct job *head = is_dash(job_unique(j), j->unique_len)
+                           ? NULL
+                           : job_find_unique_any(e, job_unique(j), j->unique_len);
+    if (head == NULL && !is_dash(job_unique(j), j->unique_len))
+        j->flags |= JOB_UHEAD;
+    if (hmap_insert(&e->jobs_by_unique, j, job_unique_hash(e, j)) != 0) {
+        j->flags &= (uint8_t)~JOB_UHEAD;
+        return -1;
     }
-    return NULL;
+    if (head != NULL)
+        list_push_back(&head->unode, &j->unode); /* the newest, last */
+    return 0;
+}
+
+/* unique_unlink removes j from the unique index. When j is a head with others in its ring, the
+ * next oldest takes j's slot (and leaves its own): no allocation, O(1) expected. */
+static void unique_unlink(struct engine *e, struct job *j)
+{
+    if (!has_unique_entry(j))
+        return;
+    uint64_t h = job_unique_hash(e, j);
+    if (!(j->flags & JOB_UHEAD) || list_empty(&j->unode)) {
+        hmap_remove(&e->jobs_by_unique, j, h);
+    } else {
+        struct job *next = container_of(j->unode.next, struct job, unode);
+        hmap_remove(&e->jobs_by_unique, next, job_unique_hash(e, next));
+        hmap_replace(&e->jobs_by_unique, j, next, h);
+        next->flags |= JOB_UHEAD;
+    }
+    j->flags &= (uint8_t)~JOB_UHEAD;
+    list_del(&j->unode);
+}
+
+int job_check_uniques(const struct engine *e, char *err, size_t errlen)
+{
+    size_t entries = 0, ringed = 0, members = 0;
+    struct hmap_iter it;
+    hmap_iter_init(&it, &e->jobs_by_id);
+    for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+        if (!has_unique_entry(j)) {
+            if (list_linked(&j->unode) || (j->flags & JOB_UHEAD))
+                return engine_check_fail(err, errlen, "job %" PRIu64 " without a unique is in "
+                                         "a ring", j->id);
+            continue;
+        }
+        entries++;
+        /* (a job of its function and unique: a restore may hold two, the older is found) */
+        const struct job *found = job_find_unique(e, j->func, job_unique(j), j->unique_len,
+                                                  job_payload(j), job_payload_len(j));
+        if (found == NULL || found->func != j->func)
+            return engine_check_fail(err, errlen, "job %" PRIu64 " not found by its function "
+                                     "and unique", j->id);
+        if (is_dash(job_unique(j), j->unique_len)) {
+            if (list_linked(&j->unode) || (j->flags & JOB_UHEAD))
+                return engine_check_fail(err, errlen, "job %" PRIu64 " with the unique - is in "
+                                         "a ring", j->id);
+            continue;
+        }
+        ringed++;
+        if (!(j->flags & JOB_UHEAD))
+            continue;
+        /* one head per distinct unique, found by it, whose ring holds the others */
+        if (job_find_unique_any(e, job_unique(j), j->unique_len) != j)
+            return engine_check_fail(err, errlen, "job %" PRIu64 " heads a ring but is not "
+                                     "found by its unique", j->id);
+        members++;
+        list_for_each(n, &j->unode) {
+            const struct job *m = container_of(n, struct job, unode);
+            if ((m->flags & JOB_UHEAD) || !same_unique(m, job_unique(j), j->unique_len) ||
+                job_find_id(e, m->id) != m)
+                return engine_check_fail(err, errlen, "job %" PRIu64 " is in the ring of "
+                                         "another unique", m->id);
+            members++;
+        }
+    }
+    if (entries != e->jobs_by_unique.count)
+        return engine_check_fail(err, errlen, "%zu jobs have a unique entry, %zu indexed",
+                                 entries, e->jobs_by_unique.count);
+    if (members != ringed)
+        return engine_check_fail(err, errlen, "%zu jobs have a unique, %zu are in rings", ringed,
+                                 members);
+    return 0;
 }
 
 struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int background,
@@ -165,8 +282,8 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     j->id = id ? id : e->next_id++;
     if (hmap_insert(&e->jobs_by_id, j, hmap_mix64(j->id)) != 0)
         goto fail;
-    if (has_unique_entry(j) &&
-        hmap_insert(&e->jobs_by_unique, j, unique_hash(e, u, ulen, data, dlen)) != 0) {
+    list_node_init(&j->unode);
+    if (unique_link(e, j) != 0) {
         hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
         goto fail;
     }
@@ -344,8 +461,7 @@ void job_free(struct engine *e, struct job *j)
         jobx_job_gone(e, j); /* it never completes: the jobs that wait for it fail */
     job_list_remove(e, j);
     hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
-    if (has_unique_entry(j))
-        hmap_remove(&e->jobs_by_unique, j, job_unique_hash(e, j));
+    unique_unlink(e, j);
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
     if ((j->flags & JOB_EXT) && e->ext.job_freed != NULL)

@@ -43,6 +43,7 @@ enum {
     JOB_BACKGROUND = 1u << 0, /* submitted in the background (kept without clients) */
     JOB_STORED = 1u << 1,     /* added to the durable store; done must be called */
     JOB_EXT = 1u << 2,        /* has side state of a feature of engine.ext (job_freed is called) */
+    JOB_UHEAD = 1u << 3,      /* the oldest live job with its unique (engine->jobs_by_unique) */
 };
 
 /* struct waiter links one foreground submit to its job (a client may have several). */
@@ -65,6 +66,9 @@ struct job {
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
     struct list_node waiters; /* foreground clients attached (waiter.jnode), newest first */
+    struct list_node unode;   /* the ring of the live jobs of every function with its unique,
+                                 oldest first from the JOB_UHEAD one; alone (linked to itself)
+                                 for the uniques "" and "-" */
     struct worker *worker;    /* the worker running it, or NULL */
     double since;             /* engine_now when it last became ready (JOB_READY) or was
                                  assigned (JOB_RUNNING): queue wait and run time */
@@ -124,7 +128,7 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out);
 struct job *job_find_handle(struct engine *e, const char *h, size_t len);
 
 /* job_find_id returns the live job with handle number id, or NULL. */
-struct job *job_find_id(struct engine *e, uint64_t id);
+struct job *job_find_id(const struct engine *e, uint64_t id);
 
 #define JOB_HANDLE_BUF 80 /* room for any handle: a 47-byte prefix, ':', 20 digits, NUL */
 
@@ -134,11 +138,17 @@ size_t job_handle_id(const struct engine *e, uint64_t id, char *out);
 
 /* job_find_unique returns the live job of f with this unique (for the unique "-", the one whose
  * payload equals data), or NULL. An empty unique never matches. */
-struct job *job_find_unique(struct engine *e, const struct func *f, const char *u, size_t ulen,
-                            const char *data, size_t dlen);
+struct job *job_find_unique(const struct engine *e, const struct func *f, const char *u,
+                            size_t ulen, const char *data, size_t dlen);
 
-/* job_find_unique_any returns a live job of any function with this unique, or NULL. */
-struct job *job_find_unique_any(struct engine *e, const char *u, size_t ulen);
+/* job_find_unique_any returns the oldest live job of any function with this unique, or NULL
+ * (always for "" and "-"). O(1) expected, however many functions share the unique. */
+struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen);
+
+/* job_check_uniques verifies the index of uniques against the jobs: every job with a unique entry
+ * is found by its function and unique, each distinct unique has one JOB_UHEAD job (found by it)
+ * whose ring holds exactly the live jobs with that unique. Returns 0 or -1 with err. O(jobs). */
+int job_check_uniques(const struct engine *e, char *err, size_t errlen);
 
 /* job_new creates a job of f (not yet queued) with the next handle number, copying unique,
  * reducer and payload into one blob. Returns NULL when out of memory. */

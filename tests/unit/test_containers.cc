@@ -69,6 +69,36 @@ TEST(Hmap, RebuildMovesSlotsAFewAtATime)
     hmap_free(&m);
 }
 
+// hmap_replace puts another object in an object's slot under the same hash, in the old array of
+// a rebuild or in the new one, without changing the count (the unique index hands a departing
+// head's slot to the next oldest job this way, with no allocation).
+TEST(Hmap, ReplaceTakesTheSlotInPlace)
+{
+    hmap m;
+    hmap_init(&m);
+    std::vector<Item> items(1 << 16), subs(1 << 16);
+    size_t i = 0;
+    for (; i < items.size() && (i < 1000 || m.old == nullptr); i++) {
+        items[i].key = i * 7919 + 1;
+        ASSERT_EQ(hmap_insert(&m, &items[i], hmap_mix64(items[i].key)), 0);
+    }
+    ASSERT_NE(m.old, nullptr) << "a rebuild is in progress";
+    size_t n = i, cap = m.cap;
+    for (size_t k = 0; k < n; k += 3) {
+        subs[k].key = items[k].key;
+        hmap_replace(&m, &items[k], &subs[k], hmap_mix64(items[k].key));
+    }
+    EXPECT_EQ(m.count, n);
+    EXPECT_EQ(m.cap, cap) << "nothing grew";
+    for (size_t k = 0; k < n; k++)
+        ASSERT_EQ(find(&m, items[k].key), k % 3 == 0 ? &subs[k] : &items[k]) << k;
+    hmap_settle(&m);
+    EXPECT_EQ(walk(&m), n);
+    for (size_t k = 0; k < n; k++)
+        ASSERT_EQ(find(&m, items[k].key), k % 3 == 0 ? &subs[k] : &items[k]) << k;
+    hmap_free(&m);
+}
+
 TEST(Hmap, InsertFindRemoveAcrossGrowth)
 {
     hmap m;

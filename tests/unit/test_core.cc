@@ -5,6 +5,7 @@
 // a core module that calls up into the protocol, the store or the shell fails to link here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -756,6 +757,98 @@ TEST(Core, FunctionKeptAfterItsLastWorkerAndJobThenEvictedLeastRecentFirst)
     func_release(&c.eng, l);
     job_free(&c.eng, hj);
     c.check();
+}
+
+// same_unique_candidates counts what a lookup of the unique u (across functions) walks: the
+// objects of the unique index stored under u's hash that have u. One per distinct unique, or a
+// lookup costs O(jobs with that unique) (the index used to hold every function's job of u under
+// u's hash: 2,000 functions sharing a unique made each submit walk 2,000 slots).
+size_t same_unique_candidates(const engine *e, const string &u)
+{
+    size_t n = 0;
+    hmap_probe pr;
+    for (void *o = hmap_first(&e->jobs_by_unique, hmap_hash_bytes(u.data(), u.size(), e->seed),
+                              &pr);
+         o != nullptr; o = hmap_next(&pr)) {
+        const job *j = static_cast<const job *>(o);
+        n += string(job_unique(j), j->unique_len) == u;
+    }
+    return n;
+}
+
+TEST(Core, OneUniqueInManyFunctionsIsOneEntryPerLookup)
+{
+    Core c;
+    c.start();
+    const int n = 2000;
+    vector<job *> js;
+    for (int i = 0; i < n; i++)
+        js.push_back(c.submit("f" + std::to_string(i), "x", -1, PRIO_NORMAL, "shared"));
+    job *other = c.submit("f0", "x", -1, PRIO_NORMAL, "other");
+    job *dash = c.submit("f0", "p", -1, PRIO_NORMAL, "-");
+    c.check();
+    EXPECT_EQ(c.eng.jobs_by_unique.count, (size_t)n + 2) << "one entry per job, no more";
+    EXPECT_EQ(same_unique_candidates(&c.eng, "shared"), 1u);
+    for (int i = 0; i < n; i++) {
+        string f = "f" + std::to_string(i);
+        ASSERT_EQ(job_find_unique(&c.eng, c.fn(f), "shared", 6, "y", 1), js[i]) << f;
+    }
+    EXPECT_EQ(job_find_unique_any(&c.eng, "shared", 6), js[0]) << "the oldest";
+    EXPECT_EQ(job_find_unique_any(&c.eng, "other", 5), other);
+    EXPECT_EQ(job_find_unique_any(&c.eng, "-", 1), nullptr) << "\"-\" is never looked up";
+    EXPECT_EQ(job_find_unique(&c.eng, c.fn("f0"), "-", 1, "p", 1), dash);
+    EXPECT_EQ(job_find_unique(&c.eng, c.fn("f1"), "-", 1, "p", 1), nullptr);
+    EXPECT_EQ(job_find_unique(&c.eng, c.fn("f0"), "-", 1, "q", 1), nullptr);
+    // removals from the middle, then the head each time: the next oldest answers, still one
+    for (int i = 1; i < n; i += 2)
+        job_free(&c.eng, js[i]);
+    c.check();
+    for (int i = 0; i < n; i += 2) {
+        EXPECT_EQ(same_unique_candidates(&c.eng, "shared"), 1u);
+        ASSERT_EQ(job_find_unique_any(&c.eng, "shared", 6), js[i]);
+        job_free(&c.eng, js[i]);
+    }
+    c.check();
+    EXPECT_EQ(job_find_unique_any(&c.eng, "shared", 6), nullptr);
+    EXPECT_EQ(same_unique_candidates(&c.eng, "shared"), 0u);
+    EXPECT_EQ(c.eng.jobs_by_unique.count, 2u);
+}
+
+TEST(Core, UniqueLookupsHoldAfterRemovalsInEveryOrder)
+{
+    // four jobs of one unique (three functions, and a second unique in one of them): every
+    // order of removal keeps the oldest left as the answer and every job found by its function
+    vector<int> order = {0, 1, 2, 3};
+    do {
+        Core c;
+        c.start();
+        vector<job *> js = {c.submit("a", "1", -1, PRIO_NORMAL, "u"),
+                            c.submit("b", "2", -1, PRIO_NORMAL, "u"),
+                            c.submit("a", "3", -1, PRIO_NORMAL, "v"),
+                            c.submit("c", "4", -1, PRIO_NORMAL, "u")};
+        const char *fns[] = {"a", "b", "a", "c"};
+        const char *us[] = {"u", "u", "v", "u"};
+        vector<bool> live(4, true);
+        for (int k : order) {
+            job_free(&c.eng, js[k]);
+            live[k] = false;
+            c.check();
+            for (const char *u : {"u", "v"}) {
+                job *oldest = nullptr;
+                for (int i = 0; i < 4 && oldest == nullptr; i++)
+                    if (live[i] && string(us[i]) == u)
+                        oldest = js[i];
+                ASSERT_EQ(job_find_unique_any(&c.eng, u, 1), oldest) << u;
+                ASSERT_LE(same_unique_candidates(&c.eng, u), 1u);
+            }
+            for (int i = 0; i < 4; i++) {
+                func *fp = func_get(&c.eng, fns[i], 1, 0); // (not created again)
+                ASSERT_EQ(fp != nullptr ? job_find_unique(&c.eng, fp, us[i], 1, "", 0) : nullptr,
+                          live[i] ? js[i] : nullptr);
+            }
+        }
+        EXPECT_EQ(c.eng.jobs_by_unique.count, 0u);
+    } while (std::next_permutation(order.begin(), order.end()));
 }
 
 } // namespace
