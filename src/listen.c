@@ -91,6 +91,10 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
                      gai_strerror(rc));
             goto fail;
         }
+        /* a name with several addresses (localhost: 127.0.0.1 and ::1 on a stock Debian) binds
+         * them all, and needs only one of them when the machine lacks a family */
+        int several = res != NULL && res->ai_next != NULL;
+        int opened = 0, skipped_errno = 0;
         for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
             if (count == max) {
                 freeaddrinfo(res);
@@ -101,8 +105,10 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
             if (fd < 0) {
                 /* an address family the machine lacks (no IPv6) is not fatal when listening
                  * on all addresses */
-                if (all && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+                if ((all || several) && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
+                    skipped_errno = errno;
                     continue;
+                }
                 int e = errno;
                 snprintf(err, errlen, "cannot listen on '%s' port %d: %s", host ? host : "*",
                          port, strerror(e));
@@ -120,8 +126,14 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
             out[count].proto = LISTEN_GEARMAN;
             listen_name(ai->ai_addr, port, out[count].name, sizeof out[count].name);
             count++;
+            opened++;
         }
         freeaddrinfo(res);
+        if (!all && opened == 0) {
+            snprintf(err, errlen, "cannot listen on '%s' port %d: %s", host, port,
+                     strerror(skipped_errno));
+            goto fail;
+        }
     }
     if (count == 0) {
         snprintf(err, errlen, "no address to listen on");
