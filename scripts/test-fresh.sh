@@ -25,7 +25,8 @@
 # quick start's install and build 5); warm about 3 minutes; full adds test-all.sh's time.
 # Limits: SPUR_FRESH_TIMEOUT (seconds, default 1800) for the quick start to answer and for each
 # README line; SPUR_FRESH_FULL_TIMEOUT (default 10800) for test-all.sh. SPUR_FRESH_KEEP=1 keeps
-# the root (its path is printed) for a look afterwards.
+# the root (its path is printed) for a look afterwards. SPUR_FRESH_REF=COMMIT tests that commit
+# instead of HEAD (its README's commands).
 set -e
 mode=${1:-quick}
 case $mode in
@@ -44,22 +45,6 @@ fail() { echo "test-fresh: FAIL: $*"; exit 1; }
 command -v debootstrap >/dev/null 2>&1 || fail "needs debootstrap (apt-get install debootstrap)"
 command -v unshare >/dev/null 2>&1 || fail "needs unshare (util-linux)"
 command -v python3 >/dev/null 2>&1 || fail "needs python3 (the apt relay)"
-
-# The README's commands: the quick start block's two lines, and the "Using it" block (the first
-# sh block of each section) without the lines that cannot run unattended (top is interactive; a
-# -d line would start a second server on the quick start's port). A trailing "# comment" is not
-# part of the command.
-block() {
-    awk -v h="## $1" '$0 == h { in_s = 1; next } in_s && /^## / { exit }
-        in_s && $0 == "```sh" { in_b = 1; next } in_b && $0 == "```" { exit } in_b' \
-        "$top/README.md" | sed 's/[[:space:]]\{1,\}#[[:space:]].*$//'
-}
-quick_cmd=$(block "Quick start" | sed -n 1p)
-all_cmd=$(block "Quick start" | sed -n 2p)
-using=$(block "Using it" | grep -v -e ' -d ' -e ' top$')
-[ "$quick_cmd" = "sh scripts/quickstart.sh" ] || fail "README's quick start is '$quick_cmd'"
-[ "$all_cmd" = "sh scripts/test-all.sh" ] || fail "README's test command is '$all_cmd'"
-echo "$using" | grep -q '^echo hello | gearman -f reverse$' || fail "README's first job is missing"
 
 # The mirror: this machine's own apt sources (deb822 or one-line), or SPUR_FRESH_MIRROR
 uris=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed -n 's/^URIs:[[:space:]]*//p')
@@ -133,9 +118,27 @@ Acquire::http::Proxy "http://127.0.0.1:3142/";
 Acquire::Check-Valid-Until "false";
 EOF
 : >"$root/etc/spur-test-fresh"  # scripts/test-all.sh does not start this test again in here
-commit=$(git -C "$top" rev-parse HEAD)
+commit=$(git -C "$top" rev-parse "${SPUR_FRESH_REF:-HEAD}")
 git clone -q "$top" "$root/root/spur"
+git -C "$root/root/spur" checkout -q "$commit"
 say "cloned $commit into /root/spur (uncommitted changes are not in it)"
+
+# The README's commands: the quick start block's two lines, and the "Using it" block (the first
+# sh block of each section) without the lines that cannot run unattended (top is interactive; a
+# -d line would start a second server on the quick start's port). A trailing "# comment" is not
+# part of the command.
+block() {
+    awk -v h="## $1" '$0 == h { in_s = 1; next } in_s && /^## / { exit }
+        in_s && $0 == "```sh" { in_b = 1; next } in_b && $0 == "```" { exit } in_b' \
+        "$root/root/spur/README.md" | sed 's/[[:space:]]\{1,\}#[[:space:]].*$//'
+}
+quick_cmd=$(block "Quick start" | sed -n 1p)
+all_cmd=$(block "Quick start" | sed -n 2p)
+using=$(block "Using it" | grep -v -e ' -d ' -e ' top$')
+[ "$quick_cmd" = "sh scripts/quickstart.sh" ] || fail "README's quick start is '$quick_cmd'"
+[ "$all_cmd" = "sh scripts/test-all.sh" ] || fail "README's test command is '$all_cmd'"
+printf '%s\n' "$using" | grep -q '^echo hello | gearman -f reverse$' || fail "README's first job is missing"
+
 
 cat >"$work/relay.py" <<'EOF'
 # relay.py out SOCKET HOST...: apt proxy requests from SOCKET go to their host (one of HOST),
@@ -269,7 +272,7 @@ done
 no_daemons "the quick start"
 
 say "README, Using it:"
-echo "$USING" | sed 's/^/    /'
+printf '%s\n' "$USING" | sed 's/^/    /'
 # into a file: the worker the block leaves in the background keeps its output open
 if ! timeout "$timeout" chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
         SHELL=/bin/sh TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
