@@ -3,10 +3,11 @@
 # Installs the Debian packages Spur needs to build and test, if any is missing. Run as root.
 # Usage: scripts/deps.sh [build|quickstart|test|package|bench]
 #   build: to build; quickstart: to build and run the README's first steps (gearman-tools for
-#   gearman and gearadmin, netcat-openbsd for nc); test: to build and run make check; package: to
-#   build the Debian packages and run scripts/test-packages.sh; bench: to build and run
-#   bench/run.sh and bench/curves.sh (gearmand to compare with, python3 and gnuplot for the
-#   curves' JSON and PNG plots, postgresql for bench/store.sh). BUILD is the Build-Depends of
+#   gearman and gearadmin, netcat-openbsd for nc); test: to build and run make check (and
+#   debootstrap for scripts/test-fresh.sh, which test-all.sh runs); package: to build the Debian
+#   packages and run scripts/test-packages.sh; bench: to build and run bench/run.sh and
+#   bench/curves.sh (gearmand to compare with, python3 and gnuplot for the curves' JSON and PNG
+#   plots, postgresql for bench/store.sh). BUILD is the Build-Depends of
 #   debian/control (plus build-essential, which Debian assumes); keep the two lists the same.
 # The packages install without starting anything: gearman-job-server, prometheus, postgresql
 # and exim4 (pulled in by some of them) would otherwise start daemons that hold the ports Spur
@@ -15,7 +16,7 @@
 set -e
 BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson-dev libsqlite3-dev libsystemd-dev libmicrohttpd-dev libpq-dev libssl-dev"
 QUICKSTART="gearman-tools netcat-openbsd"
-TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist procps"
+TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist procps debootstrap"
 PACKAGE="debhelper dpkg-dev fakeroot lintian systemd gearman-tools python3 procps"
 BENCH="gearman-job-server python3 gnuplot-nox postgresql openssl"
 want="$BUILD"

@@ -5,10 +5,39 @@
 # As root on a machine with dpkg, it first runs scripts/test-packages.sh (build the Debian
 # packages in a temporary copy, lintian, install, run the installed spurd, purge), printing its
 # last line; SPUR_SKIP_PACKAGES=1 skips that (e.g. where the packages are installed for real).
-# Exits non-zero if any test fails. The output ends with the test runners' own summaries.
+# As root where scripts/test-fresh.sh can run (debootstrap and unshare installed, not already in
+# its root), it first runs `scripts/test-fresh.sh quick`: the README's quick start and first job
+# on a fresh minbase Debian 12 (SPUR_SKIP_FRESH=1 skips it).
+# While a build or a suite runs, a line every 20 s says which, for how long, and how far
+# make check is. Exits non-zero if any test fails. The output ends with the test runners' own
+# summaries.
 set -e
 cd "$(dirname "$0")/.."
 top=$(pwd)
+started=$(date +%s)
+ticker=""
+# progress STEP [CHECK_OUT]: from now on, every 20 s, prints STEP, the time since this script
+# started and, with CHECK_OUT (make check's output), the number of test programs finished;
+# progress with no argument stops it (before the summaries, which end the output).
+progress() {
+    if [ -n "$ticker" ]; then
+        kill "$ticker" 2>/dev/null || true
+        wait "$ticker" 2>/dev/null || true
+        ticker=""
+    fi
+    [ $# -gt 0 ] || return 0
+    step=$1 out=${2:-}
+    echo "=== $step [$(($(date +%s) - started))s]"
+    (
+        while sleep 20; do
+            done_n=""
+            [ -z "$out" ] || done_n=", $(grep -c -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):' "$out" 2>/dev/null || true) test programs done"
+            echo "... $step: $(($(date +%s) - started))s$done_n"
+        done
+    ) &
+    ticker=$!
+}
+trap 'progress' EXIT
 sh scripts/deps.sh test
 packages=0
 if [ "${SPUR_SKIP_PACKAGES:-0}" != "1" ] && [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null 2>&1
@@ -29,12 +58,15 @@ status=0
 run_build() {
     name=$1; shift
     dir="$top/build-$name"
-    echo "=== $name build: configure $*"
+    progress "$name build: configure $*"
     rm -rf "$dir" && mkdir -p "$dir"
-    (cd "$dir" && "$top/configure" --quiet --enable-werror "$@") || return 1
-    make -C "$dir" -j"$jobs" >/dev/null || return 1
-    echo "=== $name build: make check"
+    (cd "$dir" && "$top/configure" --quiet --enable-werror "$@") || { progress; return 1; }
+    progress "$name build: make"
+    make -C "$dir" -j"$jobs" >/dev/null || { progress; return 1; }
+    progress "$name build: make check (unit tests, then the wire tests)" "$dir/check.out"
     if make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1; then rc=0; else rc=1; fi
+    progress
+    echo "=== $name build: make check done [$(($(date +%s) - started))s]"
     grep -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):|^# ' "$dir/check.out" || true
     for log in "$dir"/tests/unit/*.log; do
         [ -f "$log" ] || continue
@@ -55,16 +87,39 @@ run_build() {
 run_packages() {
     dir="$top/build-packages"
     rm -rf "$dir" && mkdir -p "$dir"
-    echo "=== Debian packages: scripts/test-packages.sh"
+    progress "Debian packages: scripts/test-packages.sh"
     if sh scripts/test-packages.sh >"$dir/test-packages.log" 2>&1; then
+        progress
         echo "--- packages: $(tail -n 1 "$dir/test-packages.log")"
         return 0
     fi
+    progress
     tail -n 40 "$dir/test-packages.log"
     echo "--- packages: FAIL (log: $dir/test-packages.log)"
     return 1
 }
 
+# run_fresh runs scripts/test-fresh.sh quick with its output in build-fresh/, and prints its
+# result line (and the end of its log on a failure).
+run_fresh() {
+    dir="$top/build-fresh"
+    rm -rf "$dir" && mkdir -p "$dir"
+    progress "fresh Debian 12: scripts/test-fresh.sh quick"
+    if sh scripts/test-fresh.sh quick >"$dir/test-fresh.log" 2>&1; then
+        progress
+        echo "--- fresh: $(tail -n 1 "$dir/test-fresh.log")"
+        return 0
+    fi
+    progress
+    tail -n 40 "$dir/test-fresh.log"
+    echo "--- fresh: FAIL (log: $dir/test-fresh.log)"
+    return 1
+}
+
+if [ "${SPUR_SKIP_FRESH:-0}" != "1" ] && [ "$(id -u)" = 0 ] && [ ! -e /etc/spur-test-fresh ] &&
+   command -v debootstrap >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1; then
+    run_fresh || status=1
+fi
 if [ "$packages" = 1 ]; then
     run_packages || status=1
 fi
