@@ -213,6 +213,12 @@ hosts=$(printf '%s\n%s\n' "$mirror" "$security" | sed 's|^http://||; s|[/:].*||'
 # shellcheck disable=SC2086 # one argument per host
 python3 "$work/relay.py" out "$work/relay.sock" $hosts &
 relay_pid=$!
+i=0
+until [ -S "$work/relay.sock" ]; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || fail "the apt relay did not start within 30 s"
+    sleep 0.1
+done
 
 # inside.sh runs in the new namespaces (on this machine's file system, with its tools) and
 # drives the root with chroot
@@ -223,6 +229,12 @@ say() { echo "test-fresh: [$(($(date +%s) - started))s] $*"; }
 fail() { echo "test-fresh: FAIL: $*"; exit 1; }
 ip link set lo up
 python3 "$work/relay.py" in 3142 "$work/relay.sock" &
+i=0
+until python3 -c 'import socket; socket.create_connection(("127.0.0.1", 3142), timeout=1).close()' 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || fail "the apt relay did not listen on 127.0.0.1:3142 within 30 s"
+    sleep 0.1
+done
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount --rbind /dev "$root/dev"
@@ -266,6 +278,9 @@ until answers 127.0.0.1 >/dev/null && answers ::1 >/dev/null; do
     sleep 1
 done
 say "spurd answers on 127.0.0.1:4730 and [::1]:4730: $(answers ::1)"
+if grep -E '^(W: Failed to fetch|E: )' "$work/quickstart.log"; then
+    fail "apt could not reach the mirror through the relay (above)"
+fi
 for f in build/src/spurd build/admin/spuradmin build/admin/spur; do
     [ -x "$root/root/spur/$f" ] || fail "the quick start did not build $f"
 done
