@@ -21,10 +21,11 @@
 # every mount goes, and the root is deleted.
 # Cache (SPUR_FRESH_CACHE, default /var/cache/spur-fresh): the debootstrapped root as a tarball
 # (rebuilt when missing; delete it to start again) and apt's downloaded packages, so a rerun
-# downloads nothing. Timings on a 2-core machine: cold about 8 minutes (debootstrap 1.5, the
-# quick start's install and build 5); warm about 3 minutes; full adds test-all.sh's time.
-# Limits: SPUR_FRESH_TIMEOUT (seconds, default 1800) for the quick start to answer and for each
-# README line; SPUR_FRESH_FULL_TIMEOUT (default 10800) for test-all.sh. SPUR_FRESH_KEEP=1 keeps
+# downloads nothing; one run at a time per cache (apt locks its archives). Timings on a 2-core
+# machine: cold about 5 minutes (debootstrap and the tarball 2, the quick start's install and
+# build 2, the rest under a minute); warm about 3; full adds test-all.sh's time.
+# Limits: SPUR_FRESH_TIMEOUT (seconds, default 1800) for the quick start to answer and for the
+# "Using it" block; SPUR_FRESH_FULL_TIMEOUT (default 10800) for test-all.sh. SPUR_FRESH_KEEP=1 keeps
 # the root (its path is printed) for a look afterwards. SPUR_FRESH_REF=COMMIT tests that commit
 # instead of HEAD (its README's commands).
 set -e
