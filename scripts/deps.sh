@@ -56,7 +56,9 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     new=$(dpkg-query -W -f='${Package}\n' | sort | comm -13 "$before" -)
     units=""
     for p in $new; do
-        for f in $(dpkg-query -L "$p" 2>/dev/null | grep -E '^(/usr)?/lib/systemd/system/[^/]+\.(service|socket|timer)$'); do
+        # units, and init scripts (exim4 has only one; systemctl handles both)
+        for f in $(dpkg-query -L "$p" 2>/dev/null |
+                   grep -E '^(/usr)?/lib/systemd/system/[^/]+\.(service|socket|timer)$|^/etc/init\.d/[^/]+$'); do
             u=${f##*/}
             [ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ] && units="$units $u"
         done
