@@ -5,8 +5,8 @@
 # As root on a machine with dpkg, it first runs scripts/test-packages.sh (build the Debian
 # packages in a temporary copy, lintian, install, run the installed spurd, purge), printing its
 # last line; SPUR_SKIP_PACKAGES=1 skips that (e.g. where the packages are installed for real).
-# As root where scripts/test-fresh.sh can run (debootstrap and unshare installed, not already in
-# its root), it first runs `scripts/test-fresh.sh quick`: the README's quick start and first job
+# As root where scripts/test-fresh.sh can run (debootstrap and unshare installed, in a git clone,
+# not already in its root), it first runs `scripts/test-fresh.sh quick`: the README's quick start and first job
 # on a fresh minbase Debian 12 (SPUR_SKIP_FRESH=1 skips it).
 # While a build or a suite runs, a line every 20 s says which, for how long, and how far
 # make check is. Exits non-zero if any test fails. The output ends with the test runners' own
@@ -117,7 +117,8 @@ run_fresh() {
 }
 
 if [ "${SPUR_SKIP_FRESH:-0}" != "1" ] && [ "$(id -u)" = 0 ] && [ ! -e /etc/spur-test-fresh ] &&
-   command -v debootstrap >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1; then
+   command -v debootstrap >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1 &&
+   git -C "$top" rev-parse --verify -q HEAD >/dev/null 2>&1; then
     run_fresh || status=1
 fi
 if [ "$packages" = 1 ]; then
