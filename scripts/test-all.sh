@@ -16,9 +16,10 @@ cd "$(dirname "$0")/.."
 top=$(pwd)
 started=$(date +%s)
 ticker=""
-# progress STEP [CHECK_OUT]: from now on, every 20 s, prints STEP, the time since this script
-# started and, with CHECK_OUT (make check's output), the number of test programs finished;
-# progress with no argument stops it (before the summaries, which end the output).
+# progress STEP [BUILD_DIR]: from now on, every 20 s, prints STEP, the time since this script
+# started and, with BUILD_DIR (where make check runs), the number of test programs finished and
+# how far the wire tests are (pytest's percentage); progress with no argument stops it (before
+# the summaries, which end the output).
 progress() {
     if [ -n "$ticker" ]; then
         kill "$ticker" 2>/dev/null || true
@@ -26,13 +27,17 @@ progress() {
         ticker=""
     fi
     [ $# -gt 0 ] || return 0
-    step=$1 out=${2:-}
+    step=$1 bdir=${2:-}
     echo "=== $step [$(($(date +%s) - started))s]"
     (
         while sleep 20; do
-            done_n=""
-            [ -z "$out" ] || done_n=", $(grep -c -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):' "$out" 2>/dev/null || true) test programs done"
-            echo "... $step: $(($(date +%s) - started))s$done_n"
+            more=""
+            if [ -n "$bdir" ]; then
+                more=", $(grep -c -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):' "$bdir/check.out" 2>/dev/null || true) test programs done"
+                pct=$(grep -o '\[ *[0-9]*%\]' "$bdir/tests/run-wire.sh.log" 2>/dev/null | tail -n 1 | tr -d '[ ]')
+                [ -z "$pct" ] || more="$more, wire tests $pct"
+            fi
+            echo "... $step: $(($(date +%s) - started))s$more"
         done
     ) &
     ticker=$!
@@ -63,7 +68,7 @@ run_build() {
     (cd "$dir" && "$top/configure" --quiet --enable-werror "$@") || { progress; return 1; }
     progress "$name build: make"
     make -C "$dir" -j"$jobs" >/dev/null || { progress; return 1; }
-    progress "$name build: make check (unit tests, then the wire tests)" "$dir/check.out"
+    progress "$name build: make check (unit tests, then the wire tests)" "$dir"
     if make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1; then rc=0; else rc=1; fi
     progress
     echo "=== $name build: make check done [$(($(date +%s) - started))s]"
