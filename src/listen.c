@@ -73,8 +73,10 @@ static void listen_name(const struct sockaddr *sa, int port, char *out, size_t o
     }
 }
 
-int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
-               int max, int *bound_port, char *err, size_t errlen)
+/* listen_tcp_once is listen_tcp without the retries for port 0. */
+static int listen_tcp_once(char *const *hosts, int nhosts, int port, int backlog,
+                           struct listener *out, int max, int *bound_port, char *err,
+                           size_t errlen)
 {
     int count = 0;
     int all = nhosts == 0;
@@ -145,6 +147,21 @@ fail:
     for (int i = 0; i < count; i++)
         close(out[i].fd);
     return -1;
+}
+
+/* Port 0 with several addresses: the first bind picks a free port, which another process may
+ * hold on a later address (127.0.0.1 free, ::1 taken); then all of them try another port. */
+#define LISTEN_PORT0_TRIES 8
+
+int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
+               int max, int *bound_port, char *err, size_t errlen)
+{
+    for (int attempt = 1;; attempt++) {
+        errno = 0;
+        int n = listen_tcp_once(hosts, nhosts, port, backlog, out, max, bound_port, err, errlen);
+        if (n >= 0 || port != 0 || errno != EADDRINUSE || attempt == LISTEN_PORT0_TRIES)
+            return n;
+    }
 }
 
 int listen_unix(const char *path, int backlog, struct listen_unix_id *id, char *err,
