@@ -6,8 +6,8 @@
 # packages in a temporary copy, lintian, install, run the installed spurd, purge), printing its
 # last line; SPUR_SKIP_PACKAGES=1 skips that (e.g. where the packages are installed for real).
 # As root where scripts/test-fresh.sh can run (debootstrap and unshare installed, in a git clone,
-# not already in its root), it first runs `scripts/test-fresh.sh quick`: the README's quick start and first job
-# on a fresh minbase Debian 12 (SPUR_SKIP_FRESH=1 skips it).
+# not already in its root), it first runs `scripts/test-fresh.sh quick`: the README's quick
+# start and first job on a fresh minbase Debian 12 (SPUR_SKIP_FRESH=1 skips it).
 # While a build or a suite runs, a line every 20 s says which, for how long, and how far
 # make check is. Exits non-zero if any test fails. The output ends with the test runners' own
 # summaries.
@@ -43,13 +43,16 @@ progress() {
     ticker=$!
 }
 trap 'progress' EXIT
+progress "installing what is missing: scripts/deps.sh test"
 sh scripts/deps.sh test
 packages=0
 if [ "${SPUR_SKIP_PACKAGES:-0}" != "1" ] && [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null 2>&1
 then
     packages=1
+    progress "installing what is missing: scripts/deps.sh package"
     sh scripts/deps.sh package
 fi
+progress
 # configure refuses an out-of-tree build beside an in-tree one: clean that first
 if [ -f config.status ]; then
     echo "cleaning the in-tree build (make distclean) for the out-of-tree build"
