@@ -229,6 +229,7 @@ root=$1; work=$2; mode=$3; timeout=$4; full_timeout=$5; started=$6
 say() { echo "test-fresh: [$(($(date +%s) - started))s] $*"; }
 fail() { echo "test-fresh: FAIL: $*"; exit 1; }
 ip link set lo up
+login_shell=$(awk -F: '$1 == "root" { print $7 }' "$root/etc/passwd")
 python3 "$work/relay.py" in 3142 "$work/relay.sock" &
 i=0
 until python3 -c 'import socket; socket.create_connection(("127.0.0.1", 3142), timeout=1).close()' 2>/dev/null; do
@@ -243,7 +244,7 @@ mount -t tmpfs tmpfs "$root/run"
 mount --bind "$CACHE/apt-archives" "$root/var/cache/apt/archives"
 # in_root CMD: runs CMD with sh in /root/spur, with root's login environment
 in_root() {
-    chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/sh TERM=dumb \
+    chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL="$login_shell" TERM=dumb \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /bin/sh -c "cd /root/spur && $1"
 }
@@ -291,7 +292,7 @@ say "README, Using it:"
 printf '%s\n' "$USING" | sed 's/^/    /'
 # into a file: the worker the block leaves in the background keeps its output open
 if ! timeout "$timeout" chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
-        SHELL=/bin/sh TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        SHELL="$login_shell" TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /bin/sh -ec "cd /root/spur
 $USING" >"$work/using.out" 2>&1; then
     tail -n 40 "$work/using.out"
@@ -308,7 +309,7 @@ if [ "$mode" = full ]; then
     say "README: $ALL_CMD"
     rc=0
     timeout "$full_timeout" chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
-        SHELL=/bin/sh TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        SHELL="$login_shell" TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /bin/sh -c "cd /root/spur && $ALL_CMD" || rc=$?
     [ "$rc" = 0 ] || fail "$ALL_CMD exited with $rc"
     no_daemons "$ALL_CMD"
