@@ -7,9 +7,10 @@
 #     and ca-certificates added, clones this tree's HEAD into /root/spur, runs the README's quick
 #     start command exactly as the README's "Quick start" block spells it, waits until spurd
 #     answers on 127.0.0.1:4730 and [::1]:4730, then runs the README's "Using it" block (the
-#     first job with Debian's gearman CLI must print olleh). scripts/test-all.sh runs this.
-#   full: quick, then stops the quick start and runs the README's second command
-#     (scripts/test-all.sh) in the root too.
+#     first job with Debian's gearman CLI must print olleh), stops the quick start and runs
+#     the README's -d line (spurd in the background), which must answer on both addresses and
+#     stop on SIGTERM. scripts/test-all.sh runs this.
+#   full: quick, then the README's second command (scripts/test-all.sh) in the root too.
 # After each command no daemon the dependencies could have started (gearmand, postgres,
 # prometheus, exim4) may be running.
 # Everything runs in new mount, PID and network namespaces: a chroot with /proc, /sys and /dev
@@ -129,13 +130,15 @@ say "cloned $commit into /root/spur (uncommitted changes are not in it)"
 # -d line would start a second server on the quick start's port). A trailing "# comment" is not
 # part of the command.
 block() {
-    awk -v h="## $1" '$0 == h { in_s = 1; next } in_s && /^## / { exit }
-        in_s && $0 == "```sh" { in_b = 1; next } in_b && $0 == "```" { exit } in_b' \
+    awk -v h="## $1" -v n="${2:-1}" '$0 == h { in_s = 1; next } in_s && /^## / { exit }
+        in_s && $0 == "```sh" { in_b = ++seen == n; next }
+        in_b && $0 == "```" { exit } in_b' \
         "$root/root/spur/README.md" | sed 's/[[:space:]]\{1,\}#[[:space:]].*$//'
 }
 quick_cmd=$(block "Quick start" | sed -n 1p)
 all_cmd=$(block "Quick start" | sed -n 2p)
 using=$(block "Using it" | grep -v -e ' -d ' -e ' top$')
+daemon=$(block "Using it" 2 | grep -e ' -d ' || true)  # spurd in the background instead
 [ "$quick_cmd" = "sh scripts/quickstart.sh" ] || fail "README's quick start is '$quick_cmd'"
 [ "$all_cmd" = "sh scripts/test-all.sh" ] || fail "README's test command is '$all_cmd'"
 printf '%s\n' "$using" | grep -q '^echo hello | gearman -f reverse$' || fail "README's first job is missing"
@@ -303,9 +306,25 @@ echo "$out" | grep -q '^olleh$' || { echo "$out"; fail "the first job did not pr
 echo "$out" | grep -q '^reverse	' || { echo "$out"; fail "gearadmin --status does not list reverse"; }
 say "the first job printed olleh; every line of 'Using it' ran"
 
+kill "$qs"
+wait "$qs" || true
+if [ -n "$DAEMON" ]; then
+    # the README's daemon line, once the quick start is stopped: it returns once spurd is ready
+    say "README, Using it, in the background: $DAEMON"
+    in_root "timeout $timeout $DAEMON" ||
+        fail "the README's -d line failed"
+    answers 127.0.0.1 >/dev/null && answers ::1 >/dev/null ||
+        fail "the -d spurd does not answer on 127.0.0.1:4730 and [::1]:4730"
+    pidfile=$(printf '%s\n' "$DAEMON" | sed -n 's/.* -P \([^ ]*\).*/\1/p')
+    kill "$(cat "$root$pidfile")"
+    i=0
+    while answers 127.0.0.1 >/dev/null; do
+        i=$((i + 1))
+        [ $i -lt 300 ] || fail "the -d spurd did not stop within 30 s of SIGTERM"
+        sleep 0.1
+    done
+fi
 if [ "$mode" = full ]; then
-    kill "$qs"
-    wait "$qs" || true
     say "README: $ALL_CMD"
     rc=0
     timeout "$full_timeout" chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
@@ -318,6 +337,6 @@ say "PASS ($mode)"
 EOF
 
 say "running in new mount, PID and network namespaces"
-CACHE=$cache QUICK_CMD=$quick_cmd ALL_CMD=$all_cmd USING=$using \
+CACHE=$cache QUICK_CMD=$quick_cmd ALL_CMD=$all_cmd USING=$using DAEMON=$daemon \
     unshare --mount --propagation private --net --pid --fork --mount-proc \
     sh "$work/inside.sh" "$root" "$work" "$mode" "$timeout" "$full_timeout" "$started"
