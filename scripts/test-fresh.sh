@@ -271,7 +271,11 @@ no_daemons() {
 }
 
 say "README: $QUICK_CMD (log: $work/quickstart.log)"
-in_root "$QUICK_CMD" >"$work/quickstart.log" 2>&1 &
+# in a process group of its own (setsid does not fork here: a background job leads no group),
+# so that stopping it is the README's Ctrl-C: SIGINT to the group
+setsid chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL="$login_shell" \
+    TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/sh -c "cd /root/spur && $QUICK_CMD" >"$work/quickstart.log" 2>&1 &
 qs=$!
 deadline=$(($(date +%s) + timeout))
 until answers 127.0.0.1 >/dev/null && answers ::1 >/dev/null; do
@@ -306,8 +310,15 @@ echo "$out" | grep -q '^olleh$' || { echo "$out"; fail "the first job did not pr
 echo "$out" | grep -q '^reverse	' || { echo "$out"; fail "gearadmin --status does not list reverse"; }
 say "the first job printed olleh; every line of 'Using it' ran"
 
-kill "$qs"
+say "stopping the quick start (Ctrl-C)"
+kill -INT -- "-$qs"
 wait "$qs" || true
+i=0
+while answers 127.0.0.1 >/dev/null || answers ::1 >/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || fail "the quick start's spurd did not stop within 30 s of Ctrl-C"
+    sleep 0.1
+done
 if [ -n "$DAEMON" ]; then
     # the README's daemon line, once the quick start is stopped: it returns once spurd is ready
     say "README, Using it, in the background: $DAEMON"
