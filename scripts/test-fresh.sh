@@ -311,7 +311,7 @@ echo "$out" | grep -q '^reverse	' || { echo "$out"; fail "gearadmin --status doe
 say "the first job printed olleh; every line of 'Using it' ran"
 
 say "stopping the quick start (Ctrl-C)"
-kill -s INT "-$qs"
+/bin/kill -s INT -- "-$qs"
 wait "$qs" || true
 i=0
 while answers 127.0.0.1 >/dev/null || answers ::1 >/dev/null; do
