@@ -24,7 +24,7 @@
 # (rebuilt when missing; delete it to start again) and apt's downloaded packages, so a rerun
 # downloads nothing; one run at a time per cache (apt locks its archives). Timings on a 2-core
 # machine: cold about 5 minutes (debootstrap and the tarball 2, the quick start's install and
-# build 2, the rest under a minute); warm 1.5 to 3 (depending on the load); full adds test-all.sh's time.
+# build 2, the rest under a minute); warm 1 to 3 (with the load); full adds test-all.sh's time.
 # Limits: SPUR_FRESH_TIMEOUT (seconds, default 1800) for the quick start to answer and for the
 # "Using it" block; SPUR_FRESH_FULL_TIMEOUT (default 10800) for test-all.sh. SPUR_FRESH_KEEP=1 keeps
 # the root (its path is printed) for a look afterwards. SPUR_FRESH_REF=COMMIT tests that commit
