@@ -90,8 +90,10 @@ static void listen_name(const struct sockaddr *sa, int port, char *out, size_t o
     }
 }
 
-int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
-               int max, int *bound_port, char *err, size_t errlen)
+/* listen_tcp_once is listen_tcp without the retries for port 0. */
+static int listen_tcp_once(char *const *hosts, int nhosts, int port, int backlog,
+                           struct listener *out, int max, int *bound_port, char *err,
+                           size_t errlen)
 {
     int count = 0;
     int all = nhosts == 0;
@@ -108,6 +110,10 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
                      gai_strerror(rc));
             goto fail;
         }
+        /* a name with several addresses (localhost: 127.0.0.1 and ::1 on a stock Debian) binds
+         * them all, and needs only one of them when the machine lacks a family */
+        int several = res != NULL && res->ai_next != NULL;
+        int opened = 0, skipped_errno = 0;
         for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
             if (count == max) {
                 freeaddrinfo(res);
@@ -118,8 +124,10 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
             if (fd < 0) {
                 /* an address family the machine lacks (no IPv6) is not fatal when listening
                  * on all addresses */
-                if (all && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+                if ((all || several) && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
+                    skipped_errno = errno;
                     continue;
+                }
                 int e = errno;
                 snprintf(err, errlen, "cannot listen on '%s' port %d: %s", host ? host : "*",
                          port, strerror(e));
@@ -137,8 +145,14 @@ int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct lis
             out[count].proto = LISTEN_GEARMAN;
             listen_name(ai->ai_addr, port, out[count].name, sizeof out[count].name);
             count++;
+            opened++;
         }
         freeaddrinfo(res);
+        if (!all && opened == 0) {
+            snprintf(err, errlen, "cannot listen on '%s' port %d: %s", host, port,
+                     strerror(skipped_errno));
+            goto fail;
+        }
     }
     if (count == 0) {
         snprintf(err, errlen, "no address to listen on");
@@ -150,6 +164,21 @@ fail:
     for (int i = 0; i < count; i++)
         close(out[i].fd);
     return -1;
+}
+
+/* Port 0 with several addresses: the first bind picks a free port, which another process may
+ * hold on a later address (127.0.0.1 free, ::1 taken); then all of them try another port. */
+#define LISTEN_PORT0_TRIES 8
+
+int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,
+               int max, int *bound_port, char *err, size_t errlen)
+{
+    for (int attempt = 1;; attempt++) {
+        errno = 0;
+        int n = listen_tcp_once(hosts, nhosts, port, backlog, out, max, bound_port, err, errlen);
+        if (n >= 0 || port != 0 || errno != EADDRINUSE || attempt == LISTEN_PORT0_TRIES)
+            return n;
+    }
 }
 
 int listen_unix(const char *path, int backlog, struct listen_unix_id *id, char *err,

@@ -44,7 +44,9 @@ int listen_backlog(int configured);
 /* listen_tcp binds every address of hosts (NULL/0 entries mean all addresses) on port, with
  * SO_REUSEADDR and IPV6_V6ONLY. The listeners it fills speak LISTEN_GEARMAN with no transport
  * set: the caller chooses it. With port 0 the first socket picks a free port and the rest use
- * the same one. Appends to out (at most LISTEN_MAX) and returns how many it opened, or -1 with a
+ * the same one (if another process holds it on one of them, up to 8 tries with a new port). A name that resolves to several addresses binds each; one of a family the
+ * machine lacks (EAFNOSUPPORT, EADDRNOTAVAIL: ::1 with IPv6 off) is skipped as long as another
+ * of that name binds. Appends to out (at most LISTEN_MAX) and returns how many it opened, or -1 with a
  * message in err (errno tells why a bind failed, e.g. EADDRINUSE). *bound_port receives the
  * port. */
 int listen_tcp(char *const *hosts, int nhosts, int port, int backlog, struct listener *out,

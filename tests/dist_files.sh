@@ -22,10 +22,13 @@ if [ "$exec_start" != "/usr/sbin/spurd --config-file=/etc/spur/spurd.conf" ]; th
     echo "FAIL: $unit: unexpected ExecStart=$exec_start"
     exit 1
 fi
-for key in Type=notify User=spur StateDirectory=spur LogsDirectory=spur WatchdogSec= \
-           ProtectSystem=strict NoNewPrivileges=yes; do
+for key in Type=notify User=spur StateDirectory=spur LogsDirectory=spur RuntimeDirectory=spur \
+           WatchdogSec= ProtectSystem=strict NoNewPrivileges=yes; do
     grep -q "^$key" "$unit" || { echo "FAIL: $unit has no $key"; exit 1; }
 done
+# the packaged config listens on localhost, both families where /etc/hosts says so: Debian's
+# gearman CLI tries ::1 first
+grep -q '^--listen=localhost[[:space:]]' "$conf" || { echo "FAIL: $conf does not listen on localhost"; exit 1; }
 # debian/control's Build-Depends are scripts/deps.sh's BUILD list (debian/ is not in the tarball)
 control="$SPUR_SRCDIR/debian/control"
 if [ -f "$control" ]; then
@@ -36,6 +39,12 @@ if [ -f "$control" ]; then
           grep -v '^debhelper-compat$' | sort | tr '\n' ' ')
     if [ "$want" != "$got" ]; then
         echo "FAIL: debian/control Build-Depends ($got) differ from scripts/deps.sh BUILD ($want)"
+        exit 1
+    fi
+    # systemctl reload runs ExecReload: /bin/kill is procps's, which minbase lacks
+    if grep -q '^ExecReload=/bin/kill ' "$unit" &&
+       ! sed -n '/^Package: spurd$/,/^$/p' "$control" | grep -q '^Depends:.*procps'; then
+        echo "FAIL: $unit's ExecReload needs /bin/kill but the spurd package does not depend on procps"
         exit 1
     fi
 fi

@@ -7,9 +7,13 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 extern "C" {
@@ -162,6 +166,56 @@ TEST(Conn, TcpListenersSpeakGearmanAndLeaveTheTransportToTheCaller)
     EXPECT_EQ(lis[0].transport_arg, nullptr);
     EXPECT_EQ(std::string(lis[0].name), "127.0.0.1:" + std::to_string(port));
     close(lis[0].fd);
+}
+
+// localhost_addresses lists what "localhost" resolves to that this machine can bind (::1 is
+// skipped where IPv6 is off), as "ADDR:PORT" names.
+static std::set<std::string> localhost_addresses(int port)
+{
+    std::set<std::string> out;
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo("localhost", "0", &hints, &res) != 0)
+        return out;
+    for (addrinfo *ai = res; ai != nullptr; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+        if (fd < 0)
+            continue;
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            char host[INET6_ADDRSTRLEN];
+            const void *a = ai->ai_family == AF_INET6
+                                ? (const void *)&((sockaddr_in6 *)ai->ai_addr)->sin6_addr
+                                : (const void *)&((sockaddr_in *)ai->ai_addr)->sin_addr;
+            inet_ntop(ai->ai_family, a, host, sizeof host);
+            out.insert(ai->ai_family == AF_INET6
+                           ? "[" + std::string(host) + "]:" + std::to_string(port)
+                           : std::string(host) + ":" + std::to_string(port));
+        }
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return out;
+}
+
+TEST(Conn, LocalhostListensOnEveryAddressItHas)
+{
+    // --listen=localhost (the quick start's and dist/spurd.conf's) binds 127.0.0.1 and ::1 where
+    // /etc/hosts maps localhost to both, as Debian's does: a client that tries ::1 first (the
+    // gearman CLI) must find the server there
+    listener lis[LISTEN_MAX];
+    char host[] = "localhost";
+    char *hosts[] = {host};
+    char err[256];
+    int port = 0;
+    int n = listen_tcp(hosts, 1, 0, 8, lis, LISTEN_MAX, &port, err, sizeof err);
+    ASSERT_GE(n, 1) << err;
+    std::set<std::string> got;
+    for (int i = 0; i < n; i++) {
+        got.insert(lis[i].name);
+        close(lis[i].fd);
+    }
+    EXPECT_EQ(got, localhost_addresses(port));
 }
 
 TEST(Conn, EchoRoundTripAndPeerName)

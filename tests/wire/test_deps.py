@@ -161,15 +161,22 @@ def test_http_x_spur_after(server_factory, tmp_path):
     assert (h, data) == (hb, b"bin\0body")
 
 
-def restart(factory, s, *args):
-    s.stop(signal.SIGKILL)
-    s.proc = None  # killed on purpose
+def start_replayed(factory, *args):
+    """A spurd with a store, once the store's replay has ended: until then an admin submit gets
+    `ERR BUSY` (docs/ADMIN.md), even for an empty store, and under load the replay can outlast
+    the first request."""
     n = factory(*args)
     deadline = time.monotonic() + KILL_WAIT
     while "store: replayed" not in n.stderr_text():
         assert time.monotonic() < deadline, "replay did not finish"
         time.sleep(0.01)
     return n
+
+
+def restart(factory, s, *args):
+    s.stop(signal.SIGKILL)
+    s.proc = None  # killed on purpose
+    return start_replayed(factory, *args)
 
 
 def durable(c):
@@ -181,7 +188,7 @@ def durable(c):
 
 def test_a_chain_survives_kill_9_and_runs_each_job_once(server_factory, tmp_path):
     arg = "--store=sqlite:" + str(tmp_path / "s.db")
-    s = server_factory(arg)
+    s = start_replayed(server_factory, arg)
     c = s.connect(timeout=DEADLINE)
     a = submit(c, "submit k_a 1")
     b = submit(c, "submit k_b --after %s 2" % a.decode())

@@ -9,7 +9,9 @@ values (job handles, pids) are normalised: real libgearman on gearmand is the re
 
 The examples come from gearmand's source tree and include three of its internal headers; the
 stand-ins are in tests/wire/libgearman_doc/. The C examples connect to "localhost" on the default
-port: libgearman_doc/example_port.h (forced in with -include) points them at the test's server.
+port: libgearman_doc/example_port.h (forced in with -include) points them at the test's server,
+its address as well as its port (where localhost is also ::1, as on a stock Debian, libgearman
+would try ::1 first and hang after falling back to the server's 127.0.0.1).
 
 Needs libgearman-doc, libgearman-dev, libboost-program-options-dev and a C++ compiler
 (scripts/deps.sh test); skipped otherwise. SPUR_LIBGEARMAN_EXAMPLES overrides the examples' place.
@@ -163,7 +165,7 @@ class Programs:
     def __init__(self, exes, server):
         self.exes = exes
         self.host, self.port = server.addr if server is not None else ("127.0.0.1", 0)
-        self.env = dict(os.environ, SPUR_EXAMPLE_PORT=str(self.port))
+        self.env = dict(os.environ, SPUR_EXAMPLE_PORT=str(self.port), SPUR_EXAMPLE_HOST=self.host)
         self.transcript = []
         self.background = []
 

@@ -39,7 +39,9 @@ class Pane:
             pytest.fail("tmux is not installed (scripts/deps.sh test)")
         self.sock = f"spurtop-{os.getpid()}-{time.monotonic_ns()}"
         env = dict(os.environ, PS1="$ ", ENV="")
-        self.tmux("new-session", "-d", "-s", "top", "-x", str(cols), "-y", str(rows), "sh",
+        # tmux runs the command with $SHELL -c: with SHELL=/bin/sh, dash forks for "sh", and
+        # child_pid found that sh instead of top. exec: the pane's process is sh whatever $SHELL
+        self.tmux("new-session", "-d", "-s", "top", "-x", str(cols), "-y", str(rows), "exec sh",
                   env=env)
         # type nothing before the shell shows its prompt: on a loaded machine, keys sent
         # earlier are echoed first and the prompt lands on the command's first output line
