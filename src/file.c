@@ -59,3 +59,17 @@ char *file_absolute(const char *path, const char *cwd)
     memcpy(out + o, path, b + 1);
     return out;
 }
+
+int file_dirname(const char *path, char *out, size_t n)
+{
+    if (snprintf(out, n, "%s", path) >= (int)n)
+        return -1;
+    char *slash = strrchr(out, '/');
+    if (slash == NULL)
+        snprintf(out, n, ".");
+    else if (slash == out)
+        out[1] = '\0';
+    else
+        *slash = '\0';
+    return 0;
+}

@@ -20,6 +20,10 @@ int file_write_atomic(const char *path, const char *text);
  * else cwd + "/" + path. Returns NULL when out of memory. */
 char *file_absolute(const char *path, const char *cwd);
 
+/* file_dirname writes the directory part of path into out (size n): "." for a bare name, "/"
+ * for a file in the root. Returns 0, or -1 when path does not fit in out. */
+int file_dirname(const char *path, char *out, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -168,14 +168,8 @@ static int check_store_dir(const struct config *c, char *err, size_t errlen)
         p.location[0] == '\0')
         return 0;
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", p.location);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    if (file_dirname(p.location, dir, sizeof dir) != 0)
+        return 0; /* too long to check here: the open says what is wrong */
     struct stat st;
     int bad = stat(dir, &st) != 0 ? errno : 0;
     if (bad != 0 || !S_ISDIR(st.st_mode)) {

@@ -6,6 +6,7 @@
  * connection side owns `db`, the statements, `err`, `hwm`, `wal_frames` and the maintenance flags.
  * No field is shared between the two sides. */
 #include "store_sqlite.h"
+#include "file.h"
 
 #include "log.h"
 #include "store_backend.h"
@@ -1136,15 +1137,8 @@ static int swap_in(const char *path, const char *tmp, const char *damaged, char 
     }
     /* make the renames durable */
     char dir[4200];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+    if (file_dirname(path, dir, sizeof dir) != 0)
         return 0;
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         fsync(fd);
