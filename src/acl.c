@@ -357,6 +357,10 @@ static int parse_line(struct acl_policy *pol, const struct word *w, int nw, int 
     memcpy(r.pat, f, fl);
     r.patlen = esc_decode(r.pat, fl); /* the escaped form of the listings: %09 is a TAB */
     r.pat[r.patlen] = '\0';
+    if (memchr(r.pat, '\0', r.patlen) != NULL) {
+        free(r.pat);
+        return errf(err, errlen, "a NUL byte (%%00) in a function pattern: no name has one");
+    }
     struct acl_rule *nr = realloc(pol->rules, (pol->nrules + 1) * sizeof *nr);
     if (nr == NULL) {
         free(r.pat);

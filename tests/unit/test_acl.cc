@@ -238,6 +238,9 @@ TEST(AclPolicy, FunctionPatternsTakeTheEscapedFormOfTheListings)
     EXPECT_TRUE(acl_policy_allows(pol, &lo.p, ACL_CAN_DO, "a b", 3));
     EXPECT_FALSE(acl_policy_allows(pol, &lo.p, ACL_CAN_DO, "a%20b", 5));
     acl_policy_free(pol);
+    // a %00 would decode to a NUL, which no name has (found by fuzz_policy)
+    EXPECT_EQ(parse_err("allow submit a%00b* loopback\n"),
+              "p.conf:1: a NUL byte (%00) in a function pattern: no name has one");
 }
 
 TEST(AclPolicy, PeersOfOneClassShareTheCache)
