@@ -698,13 +698,14 @@ EXAMPLES = ["reverse_client", "reverse_worker", "background_client", "epoch_clie
 
 
 def real_libgearman_cmd():
-    """cc arguments to build against Debian's libgearman, or skip when libgearman-dev is absent."""
+    """cc arguments to build against Debian's libgearman (pkg-config name `gearmand`), or skip
+    when libgearman-dev is absent."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None or not os.path.exists("/usr/include/libgearman/gearman.h"):
         pytest.skip("libgearman-dev is not installed")
     flags = ["-lgearman"]
     if shutil.which("pkg-config"):
-        p = subprocess.run(["pkg-config", "--cflags", "--libs", "gearman"], capture_output=True)
+        p = subprocess.run(["pkg-config", "--cflags", "--libs", "gearmand"], capture_output=True)
         if p.returncode == 0:
             flags = p.stdout.decode().split()
     return cc, flags

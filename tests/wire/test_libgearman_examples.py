@@ -89,7 +89,7 @@ def _build_ldflags():
 
 
 def _real_flags():
-    p = subprocess.run(["pkg-config", "--cflags", "--libs", "gearman"], capture_output=True)
+    p = subprocess.run(["pkg-config", "--cflags", "--libs", "gearmand"], capture_output=True)
     return p.stdout.decode().split() if p.returncode == 0 else ["-lgearman"]
 
 
