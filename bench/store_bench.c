@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* store_bench: a micro-benchmark of the SQLite store (src/store_sqlite.c), driven through the
+/* store_bench: a micro-benchmark of the SQLite store (src/store/store_sqlite.c), driven through the
  * backend interface (store_backend.h) and the batch queue (store_batch.h) as spurd drives it,
  * minus the committer thread. Not a test.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fuzz_store: libFuzzer target for the store manager (src/store.c) over the in-memory backend
- * (src/store_mem.c). The input is a sequence of operations: submit a background job (held for one
+/* fuzz_store: libFuzzer target for the store manager (src/store/store.c) over the in-memory backend
+ * (src/store/store_mem.c). The input is a sequence of operations: submit a background job (held for one
  * of four owners, or for nobody), finish a live job, flush, commit (flush and wait until the batch
  * is written), inject write failures or a full disk, drop an owner, and restart (close the store,
  * throw the engine away, open a new one and replay). Checked:

@@ -25,7 +25,7 @@ WORK_EXCEPTION, OPTION_REQ, WORK_DATA, WORK_WARNING, GRAB_JOB_UNIQ = 25, 26, 28,
 SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW, SUBMIT_JOB_LOW_BG = 32, 33, 34
 SUBMIT_JOB_SCHED, SUBMIT_JOB_EPOCH, SUBMIT_REDUCE_JOB, SUBMIT_REDUCE_JOB_BACKGROUND = 35, 36, 37, 38
 GRAB_JOB_ALL, GET_STATUS_UNIQUE = 39, 41
-CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto.h)
+CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto/proto.h)
 
 
 def b(x):
@@ -376,7 +376,7 @@ TARGETS["fuzz_tls"] = tls_seeds
 
 
 # ---------------------------------------------------------------- fuzz_dump_line
-# one dump line (see fuzz_dump_line.c and src/dumpfmt.h)
+# one dump line (see fuzz_dump_line.c and src/util/dumpfmt.h)
 
 def dump_line_seeds():
     return {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Builds the libFuzzer targets with clang straight from src/*.c (no configure, no libev) and runs
+# Builds the libFuzzer targets with clang straight from src/*/*.c (no configure, no libev) and runs
 # each for a bounded time on its seed corpus.
 #
 #   fuzz/run.sh [BUILD_DIR]            default BUILD_DIR: /tmp/spur-fuzz
@@ -40,21 +40,21 @@ cat >"$build/spur_config.h" <<EOF
 EOF
 
 # Headers that pull in libev, directly or through another src header, until nothing changes.
-ev_headers=$(cd "$top/src" && grep -l '#include <ev.h>' *.h 2>/dev/null || true)
+ev_headers=$(cd "$top/src" && for h in */*.h; do grep -q '#include <ev.h>' "$h" && basename "$h"; done || true)
 while :; do
     more=$ev_headers
     for h in $ev_headers; do
-        more="$more $(cd "$top/src" && grep -l "#include \"$h\"" *.h 2>/dev/null || true)"
+        more="$more $(cd "$top/src" && for g in */*.h; do grep -q "#include \"$h\"" "$g" && basename "$g"; done || true)"
     done
     more=$(echo $more | tr ' ' '\n' | sort -u | tr '\n' ' ')
     [ "$more" = "$(echo $ev_headers | tr ' ' '\n' | sort -u | tr '\n' ' ')" ] && break
     ev_headers=$more
 done
 
-# The pure library: every src/*.c but main.c and the files that need libev.
+# The pure library: every src/*/*.c but main.c and the files that need libev.
 sources=""
 skipped="main.c"
-for f in "$top"/src/*.c; do
+for f in "$top"/src/*/*.c; do
     b=$(basename "$f")
     [ "$b" = main.c ] && continue
     uses_ev=0
@@ -71,7 +71,7 @@ done
 echo "fuzz build: $(echo $sources | wc -w) files from src/ (left out: $skipped)"
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CFLAGS_COMMON="-g -O1 $SAN -include $build/spur_config.h -I$build -I$top/src -Wall -Wextra"
+CFLAGS_COMMON="-g -O1 $SAN -include $build/spur_config.h -I$build $(for d in "$top"/src/*/; do printf -- "-I%s " "${d%/}"; done)-Wall -Wextra"
 # store_pg.c includes <libpq-fe.h> from /usr/include/postgresql
 CFLAGS_COMMON="$CFLAGS_COMMON $(pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)"
 # transport_tls.c includes OpenSSL 3's headers

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Fails when src/ modules depend on each other in a cycle, at link time or through includes.
+"""Fails when a src/ module depends on a module of a higher layer, or modules depend in a cycle.
 
-A module is a file name without its extension (engine.c + engine.h = engine). Link edges come from
-`nm` over libspur.a: module A depends on B when A's object uses a symbol B's object defines.
-Include edges come from `#include "b.h"` lines in A's .c and .h. The only cycle allowed is inside
-the core (engine, job, func, worker, and jobx: the side state of jobs beyond Gearman); every other
-dependency must point one way, so the store, protocol and shell layers can be tested and replaced
-on their own.
+src/LAYERS lists the layer folders of src/, lowest first. A module is a file name without its
+extension (engine.c + engine.h = engine) and belongs to the layer of its folder. Link edges come
+from `nm` over libspur.a: module A depends on B when A's object uses a symbol B's object defines.
+Include edges come from `#include "b.h"` lines in A's .c and .h. An edge may point to the module's
+own layer or a lower one, never up; the only cycle allowed is the core model (engine, job, func,
+worker). Every .c and .h under src/ must be in a listed layer folder.
 
 usage: check_layers.py SRCDIR LIBSPUR_A
 """
@@ -16,7 +16,44 @@ import re
 import subprocess
 import sys
 
-CORE = {"engine", "job", "func", "worker", "jobx"}
+CORE = {"engine", "job", "func", "worker"}
+
+# Edges that still point up while issue 29 is under way: each entry is removed when its module is
+# moved behind a hook or a table. The check fails on any other upward edge, and on an entry here
+# that no longer exists (so the list only shrinks).
+KNOWN_UP = {
+    ("admin", "dump"), ("admin", "jobx_admin"), ("admin", "recur"),
+    ("cmd", "jobx"), ("metrics", "jobx"),
+    ("engine", "jobx"), ("job", "jobx"), ("worker", "jobx"),
+    ("config", "store_pg_text"),
+}
+KNOWN_CYCLE = {"engine", "job", "func", "worker", "jobx"}
+
+
+def read_layers(srcdir):
+    """The layer folders of SRCDIR/LAYERS, lowest first ('#' starts a comment)."""
+    names = []
+    with open(os.path.join(srcdir, "LAYERS"), encoding="utf-8") as fh:
+        for line in fh:
+            words = line.split("#", 1)[0].split()
+            if words:
+                names.append(words[0])
+    return names
+
+
+def modules(srcdir, layers):
+    """{module: rank} for every .c/.h of the layer folders; the files found outside them."""
+    rank, stray = {}, []
+    for root, _dirs, files in os.walk(srcdir):
+        rel = os.path.relpath(root, srcdir)
+        for f in sorted(files):
+            if not f.endswith((".c", ".h")):
+                continue
+            if rel not in layers:
+                stray.append(os.path.join(rel, f))
+                continue
+            rank[f.rsplit(".", 1)[0]] = layers.index(rel)
+    return rank, stray
 
 
 def module_of_object(name):
@@ -47,13 +84,19 @@ def link_edges(lib):
     return edges
 
 
+def source_files(srcdir):
+    for root, _dirs, files in os.walk(srcdir):
+        for f in sorted(files):
+            if f.endswith((".c", ".h")):
+                yield os.path.join(root, f)
+
+
 def include_edges(srcdir):
     edges = {}
-    for f in sorted(os.listdir(srcdir)):
-        if not f.endswith((".c", ".h")):
-            continue
+    for path in sorted(source_files(srcdir)):
+        f = os.path.basename(path)
         mod = f.rsplit(".", 1)[0]
-        with open(os.path.join(srcdir, f), encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             for line in fh:
                 m = re.match(r'\s*#\s*include\s+"([^"]+)\.h"', line)
                 if m and m.group(1) != mod:
@@ -95,10 +138,10 @@ def cycles(edges):
     return comps
 
 
-def report(kind, edges):
+def report(kind, edges, allowed_cycle):
     bad = 0
     for comp in cycles(edges):
-        if comp <= CORE:
+        if comp <= allowed_cycle:
             continue
         bad += 1
         print(f"{kind} cycle among: {' '.join(sorted(comp))}")
@@ -116,11 +159,39 @@ def main():
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     srcdir, lib = sys.argv[1], sys.argv[2]
-    bad = report("link", link_edges(lib)) + report("include", include_edges(srcdir))
+    layers = read_layers(srcdir)
+    rank, stray = modules(srcdir, layers)
+    bad = 0
+    for f in stray:
+        bad += 1
+        print(f"{f}: not in a layer folder of {os.path.join(srcdir, 'LAYERS')}")
+    link, incl = link_edges(lib), include_edges(srcdir)
+    known = set(KNOWN_UP)
+    seen = set()
+    for kind, edges in (("link", link), ("include", incl)):
+        for a in sorted(edges):
+            for b in sorted(edges[a]):
+                if a not in rank or b not in rank or rank[b] <= rank[a]:
+                    continue
+                seen.add((a, b))
+                if (a, b) in known:
+                    continue
+                bad += 1
+                why = sorted(edges[a][b])
+                more = f" (+{len(why) - 4} more)" if len(why) > 4 else ""
+                print(f"{kind} edge up: {a} ({layers[rank[a]]}) -> {b} ({layers[rank[b]]}): "
+                      f"{', '.join(why[:4])}{more}")
+    for a, b in sorted(known - seen):
+        bad += 1
+        print(f"KNOWN_UP lists {a} -> {b}, which is gone: remove it from the list")
+    allowed = KNOWN_CYCLE if any(a in CORE for a, _ in known) else CORE
+    bad += report("link", link, allowed) + report("include", incl, allowed)
     if bad:
-        print(f"FAIL: {bad} dependency cycle(s) outside the core ({', '.join(sorted(CORE))})")
+        print(f"FAIL: {bad} layer problem(s); layers, lowest first: {' '.join(layers)}")
         return 1
-    print("ok: no include or link cycle among src/ modules outside the core")
+    print(f"ok: {len(rank)} modules in {len(layers)} layers ({' < '.join(layers)}); no edge "
+          f"points up{' beyond the known ' + str(len(known)) if known else ''}; the only cycle "
+          f"is the core ({', '.join(sorted(allowed))})")
     return 0
 
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Unit tests of the store manager (src/store.c) over the in-memory backend (src/store_mem.c), with
+// Unit tests of the store manager (src/store/store.c) over the in-memory backend (src/store/store_mem.c), with
 // a recording sink in place of the protocol side. No SQLite is linked (see tests/include.am).
 #include <gtest/gtest.h>
 

@@ -54,7 +54,7 @@ GRAB_JOB_ALL = 39
 JOB_ASSIGN_ALL = 40
 GET_STATUS_UNIQUE = 41
 STATUS_RES_UNIQUE = 42
-CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto.h)
+CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto/proto.h)
 
 DEFAULT_TIMEOUT = 5.0
 
