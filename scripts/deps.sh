@@ -12,7 +12,8 @@
 # The packages install without starting anything: gearman-job-server, prometheus, postgresql
 # and exim4 (pulled in by some of them) would otherwise start daemons that hold the ports Spur
 # uses (4730, 9090...). A policy-rc.d refuses every start during the install (unless the machine
-# has one already), and on a systemd machine the units the new packages enabled are disabled.
+# has one already), and the units and init scripts the new packages enabled are disabled after
+# (their links removed even where systemd does not run, e.g. in a chroot or an image).
 set -e
 BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson-dev libsqlite3-dev libsystemd-dev libmicrohttpd-dev libpq-dev libssl-dev"
 QUICKSTART="gearman-tools netcat-openbsd"
@@ -50,21 +51,43 @@ apt-get install -y -qq --no-install-recommends $missing >/dev/null
 if [ "$ours" = 1 ]; then
     rm -f "$policy"
 fi
-# policy-rc.d stops the starts, not the enables: disable the units of the packages just installed
-# (their dependencies included) that are enabled now, on a machine that runs systemd
-if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-    new=$(dpkg-query -W -f='${Package}\n' | sort | comm -13 "$before" -)
-    units=""
-    for p in $new; do
-        # units, and init scripts (exim4 has only one; systemctl handles both)
-        for f in $(dpkg-query -L "$p" 2>/dev/null |
-                   grep -E '^(/usr)?/lib/systemd/system/[^/]+\.(service|socket|timer)$|^/etc/init\.d/[^/]+$'); do
-            u=${f##*/}
-            [ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ] && units="$units $u"
-        done
+# policy-rc.d stops the starts, not the enables: disable the units and init scripts of the
+# packages just installed (their dependencies included) that the install enabled. The links are
+# removed whether systemd runs or not (a chroot, a container, an image built for later boots);
+# only a running systemd is also asked to stop them.
+new=$(dpkg-query -W -f='${Package}\n' | sort | comm -13 "$before" -)
+units=""
+scripts=""
+for p in $new; do
+    for f in $(dpkg-query -L "$p" 2>/dev/null |
+               grep -E '^(/usr)?/lib/systemd/system/[^/]+\.(service|socket|timer)$|^/etc/init\.d/[^/]+$'); do
+        u=${f##*/}
+        case $f in
+        /etc/init.d/*)
+            ls /etc/rc[2-5].d/S[0-9][0-9]"$u" >/dev/null 2>&1 && scripts="$scripts $u" ;;
+        *)
+            if ls /etc/systemd/system/*.wants/"$u" >/dev/null 2>&1 ||
+               { [ -d /run/systemd/system ] && [ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ]; }; then
+                units="$units $u"
+            fi ;;
+        esac
     done
-    if [ -n "$units" ]; then
-        echo "deps: disabling what the install enabled:$units"
-        systemctl disable --now $units >/dev/null 2>&1 || true
-    fi
+done
+if [ -n "$units$scripts" ]; then
+    echo "deps: disabling what the install enabled:$units$scripts"
 fi
+for u in $units; do
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --now "$u" >/dev/null 2>&1 || true
+    elif command -v systemctl >/dev/null 2>&1; then
+        systemctl disable "$u" >/dev/null 2>&1 || true
+    else
+        deb-systemd-helper disable "$u" >/dev/null 2>&1 || true
+    fi
+done
+for s in $scripts; do
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --now "$s" >/dev/null 2>&1 || true
+    fi
+    update-rc.d "$s" disable >/dev/null 2>&1 || true
+done

@@ -12,7 +12,8 @@
 #     stop on SIGTERM. scripts/test-all.sh runs this.
 #   full: quick, then the README's second command (scripts/test-all.sh) in the root too.
 # After each command no daemon the dependencies could have started (gearmand, postgres,
-# prometheus, exim4) may be running.
+# prometheus, exim4) may be running, or be left enabled for the next boot (a systemd wants link,
+# a SysV start link).
 # Everything runs in new mount, PID and network namespaces: a chroot with /proc, /sys and /dev
 # mounted, and only a loopback interface, set up as on a stock install (/etc/hosts maps
 # localhost to 127.0.0.1 and ::1). apt reaches the mirror of this machine's own apt sources
@@ -268,6 +269,10 @@ no_daemons() {
         ps -eo pid,args
         fail "a daemon runs after $1 (above)"
     fi
+    # nor be left enabled for the next boot: a systemd wants link or a SysV start link
+    enabled=$(cd "$root/etc" && ls -d systemd/system/*.wants/* rc[2-5].d/S* 2>/dev/null |
+              grep -E '/(S[0-9]+)?(gearman-job-server|postgresql[^/]*|prometheus[^/]*|exim4)(\.service)?$' || true)
+    [ -z "$enabled" ] || fail "$1 left enabled for the next boot: $enabled"
 }
 
 say "README: $QUICK_CMD (log: $work/quickstart.log)"
