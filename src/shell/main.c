@@ -15,7 +15,7 @@
 
 #include "acl.h"
 #include "config.h"
-#include "dump.h"
+#include "dump_offline.h"
 #include "file.h"
 #include "log.h"
 #include "server.h"
@@ -240,8 +240,8 @@ int main(int argc, char **argv)
             rc = -1;
         } else {
             log_set_level(LOG_WARNING);
-            rc = cfg.dump_file != NULL ? dump_offline(&cfg, cfg.dump_file)
-                                       : load_offline(&cfg, cfg.load_file);
+            rc = cfg.dump_file != NULL ? dump_offline_dump(&cfg, cfg.dump_file)
+                                       : dump_offline_load(&cfg, cfg.load_file);
         }
         config_free(&cfg);
         return rc == 0 ? 0 : 1;
