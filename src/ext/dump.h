@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dump: the server's jobs and records as dump lines (dumpfmt.h), for the admin `dump` listing
- * (admin.c), and the stopped-store `spurd --dump=FILE` / `spurd --load=FILE` (main.c), which
- * work on a store through store_backend.h and exit. */
+ * and `load` command (admin.c). The stopped-store `spurd --dump=FILE` / `spurd --load=FILE` are
+ * dump_offline.h's (the shell: they open a store). */
 #ifndef SPUR_DUMP_H
 #define SPUR_DUMP_H
 
@@ -15,6 +15,7 @@ extern "C" {
 #endif
 
 struct config;
+struct dump_job;
 struct engine;
 struct job;
 
@@ -40,18 +41,9 @@ int dump_records_append(const struct engine *e, struct buf *b, uint64_t *n);
  * record, a header or end line), or "ERR CODE text\r\n". */
 void dump_load_line(struct engine *e, const char *line, size_t len, char *out, size_t cap);
 
-/* dump_offline writes the jobs and records of the store c describes (--store=...) to path ("-"
- * = stdout) and returns 0, or -1 with a message on stderr. The server must not be running on
- * that store. */
-int dump_offline(const struct config *c, const char *path);
-
-/* load_offline adds the jobs and records of the dump file path ("-" = stdin) to the store c
- * describes, with new handle numbers ("after" in a meta renumbered), in transactions of up to
- * 64 MiB of payload; a job whose function and unique are already stored, or met earlier in the
- * file, is skipped. The file is checked whole first: a cut or damaged one stores nothing. Prints
- * a summary line on stdout; returns 0, or -1 with a message on stderr (a job a submit would
- * refuse is reported and counted as failed, the others still load). */
-int load_offline(const struct config *c, const char *path);
+/* dump_job_invalid returns why d cannot be a job under configuration c (what a submit refuses,
+ * so that no loaded job is one a replay would set aside), or NULL. */
+const char *dump_job_invalid(const struct config *c, const struct dump_job *d);
 
 #ifdef __cplusplus
 }

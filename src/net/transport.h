@@ -5,8 +5,10 @@
  * writes and closes only through it. No libev: a transport reports "would block until readable /
  * writable" and conn turns that into its watchers.
  *
- * Adding a transport is one new file implementing struct transport_ops plus a transport_kind,
- * and one entry in transport_kinds[] (transport_kinds.c). */
+ * Adding a transport is one new file implementing struct transport_ops plus a transport_kind
+ * (its per-server state behind init/reload/destroy, its traits), one enum transport_id value and
+ * one entry in transport_kinds[] (transport_kinds.c); the shell iterates that table. Which
+ * listeners carry the kind is the shell's (server.c's open_* and an option in config.c). */
 #ifndef SPUR_TRANSPORT_H
 #define SPUR_TRANSPORT_H
 
@@ -73,11 +75,32 @@ struct transport {
     void *ctx;                       /* the implementation's state (a TLS session), or NULL */
 };
 
-/* struct transport_kind makes transports: what a listener carries. */
+struct config;
+
+/* What a kind's connections are (struct transport_kind.traits). */
+enum transport_trait {
+    TRANSPORT_SECURE = 1u << 0, /* encrypted, with an opening handshake bounded by
+                                   --ssl-handshake-timeout and maybe a client certificate: the
+                                   shell sets PEER_TLS on its connections' peers */
+};
+
+/* struct transport_kind makes transports: what a listener carries. It has a lifecycle, as
+ * redis's ConnectionType: the shell calls init once per kind at start-up, reload on SIGHUP and
+ * destroy at exit, and hands the state init made to wrap (as the listener's transport_arg). The
+ * lifecycle ops may be NULL (a kind with no per-server state). Called on the loop thread. */
 struct transport_kind {
     const char *name; /* "tcp", "loop" */
+    unsigned traits;  /* enum transport_trait bits */
+    /* init makes the kind's per-server state from cfg into *state: NULL when cfg does not use
+     * the kind (its listeners cannot be opened then). Returns 0, or -1 with a message in err. */
+    int (*init)(const struct config *cfg, void **state, char *err, size_t errlen);
+    /* reload re-reads what the state was made from (SIGHUP), for connections accepted from now
+     * on, and logs the outcome: on failure the old state stays in use. state is not NULL. */
+    void (*reload)(void *state);
+    /* destroy frees the state (connections still open keep what they hold). NULL is allowed. */
+    void (*destroy)(void *state);
     /* wrap makes *t a transport over the accepted socket fd; arg is the listener's
-     * transport_arg (TLS: its struct tls_server). Returns 0, or -1 (fd left open for the caller). */
+     * transport_arg (the state init made). Returns 0, or -1 (fd left open for the caller). */
     int (*wrap)(struct transport *t, int fd, void *arg);
 };
 
@@ -85,7 +108,7 @@ struct transport_kind {
 enum transport_id {
     TRANSPORT_PLAIN, /* TCP and unix sockets (transport_tcp.c) */
     TRANSPORT_LOOP,  /* in-memory pipe for unit tests (transport_loop.c); not configurable */
-    TRANSPORT_TLS,   /* TLS over TCP (transport_tls.c); its arg is a struct tls_server */
+    TRANSPORT_TLS,   /* TLS over TCP (transport_tls.c); its state is a struct tls_server */
     TRANSPORT_MAX
 };
 extern const struct transport_kind *const transport_kinds[TRANSPORT_MAX];

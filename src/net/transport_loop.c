@@ -136,4 +136,4 @@ static int loop_wrap(struct transport *t, int fd, void *arg)
     return 0;
 }
 
-const struct transport_kind transport_loop = {"loop", loop_wrap};
+const struct transport_kind transport_loop = {.name = "loop", .wrap = loop_wrap};

@@ -96,4 +96,4 @@ static int tcp_wrap(struct transport *t, int fd, void *arg)
     return 0;
 }
 
-const struct transport_kind transport_tcp = {"tcp", tcp_wrap};
+const struct transport_kind transport_tcp = {.name = "tcp", .wrap = tcp_wrap};

@@ -593,4 +593,36 @@ fail:
     return -1;
 }
 
-const struct transport_kind transport_tls = {"tls", tls_wrap};
+/* ------------------------------------------------------------ the kind's lifecycle */
+
+/* tls_kind_init makes the server's context when cfg turns TLS on (--ssl, --ssl-listen). */
+static int tls_kind_init(const struct config *cfg, void **state, char *err, size_t errlen)
+{
+    *state = NULL;
+    if (!config_tls_enabled(cfg))
+        return 0;
+    *state = tls_server_new(cfg, err, errlen);
+    return *state != NULL ? 0 : -1;
+}
+
+/* tls_kind_reload reads the certificate, key and CA files again for new connections (SIGHUP). */
+static void tls_kind_reload(void *state)
+{
+    char err[512];
+    if (tls_server_reload(state, err, sizeof err) != 0)
+        log_error("SIGHUP: TLS files not reloaded, the old ones stay in use: %s", err);
+    else
+        log_notice("SIGHUP: TLS certificate, key and CA reloaded for new connections");
+}
+
+/* tls_kind_destroy frees the server's context. */
+static void tls_kind_destroy(void *state) { tls_server_free(state); }
+
+const struct transport_kind transport_tls = {
+    .name = "tls",
+    .traits = TRANSPORT_SECURE,
+    .init = tls_kind_init,
+    .reload = tls_kind_reload,
+    .destroy = tls_kind_destroy,
+    .wrap = tls_wrap,
+};

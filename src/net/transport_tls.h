@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* transport_tls: the TLS transport kind (OpenSSL 3) and the server's TLS context.
  *
- * A struct tls_server holds the SSL_CTX new connections are made with; a TLS listener's
- * transport_arg points at it. transport_tls.wrap makes an accept-state SSL over the socket; the
- * handshake runs inside the transport's read (never blocking, never looping: it returns
- * TRANSPORT_WANT_READ / TRANSPORT_WANT_WRITE and conn waits on the fd), so no decrypted byte
- * reaches conn before it is done. conn bounds its time (transport_handshaking,
+ * A struct tls_server holds the SSL_CTX new connections are made with. It is the kind's state:
+ * transport_tls.init makes it when the configuration turns TLS on (--ssl, --ssl-listen),
+ * .reload re-reads its files on SIGHUP, .destroy frees it, and a TLS listener's transport_arg
+ * points at it. The kind has the TRANSPORT_SECURE trait. transport_tls.wrap makes an
+ * accept-state SSL over the socket; the handshake runs inside the transport's read (never
+ * blocking, never looping: it returns TRANSPORT_WANT_READ / TRANSPORT_WANT_WRITE and conn waits
+ * on the fd), so no decrypted byte reaches conn before it is done. conn bounds its time (transport_handshaking,
  * --ssl-handshake-timeout) and takes the client certificate's names (transport_peer_names) when
  * it ends. tls_server_reload swaps in a new SSL_CTX (SIGHUP): each SSL holds a reference to the
  * context it was made with, so open connections keep theirs.

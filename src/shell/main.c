@@ -15,7 +15,7 @@
 
 #include "acl.h"
 #include "config.h"
-#include "dump.h"
+#include "dump_offline.h"
 #include "file.h"
 #include "log.h"
 #include "server.h"
@@ -180,6 +180,140 @@ static int check_store_dir(const struct config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* check_only runs --check-policy or --check-args, which check and exit. Returns the exit code,
+ * or -1 when neither was asked for. */
+static int check_only(struct config *cfg)
+{
+    char err[512];
+    if (cfg->check_policy != NULL) {
+        struct acl_policy *pol = acl_policy_load(cfg->check_policy, err, sizeof err);
+        if (pol != NULL)
+            printf("%s: OK (%zu rules)\n", cfg->check_policy, pol->nrules);
+        else
+            fprintf(stderr, "spurd: %s\n", err);
+        int bad = pol == NULL;
+        acl_policy_free(pol);
+        return bad;
+    }
+    if (!cfg->check_args)
+        return -1;
+    /* the --admin-allow rules; the policy file is server_init's (or --check-policy's) */
+    char *policy = cfg->policy;
+    struct acl *acl_check = NULL;
+    cfg->policy = NULL;
+    int rc = acl_new(cfg, &acl_check, err, sizeof err);
+    cfg->policy = policy;
+    acl_free(acl_check);
+    if (rc == 0)
+        rc = check_store_dir(cfg, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "spurd: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* apply_env_port applies $GEARMAND_PORT (env_port, read before the options) like gearmand: when
+ * the port was left at its default. */
+static void apply_env_port(struct config *cfg, const char *env_port)
+{
+    if (env_port != NULL && *env_port != '\0' && cfg->port == 4730) {
+        char *end;
+        long p = strtol(env_port, &end, 10);
+        if (*end == '\0' && p >= 0 && p <= 65535)
+            cfg->port = (int)p;
+    }
+}
+
+/* run_offline dumps or loads a stopped store (--dump, --load), with no listener. Returns the
+ * exit code. */
+static int run_offline(const struct config *cfg)
+{
+    if (cfg->dump_file != NULL && cfg->load_file != NULL) {
+        fprintf(stderr, "spurd: --dump and --load cannot be given together\n");
+        return 1;
+    }
+    log_set_level(LOG_WARNING);
+    int rc = cfg->dump_file != NULL ? dump_offline_dump(cfg, cfg->dump_file)
+                                    : dump_offline_load(cfg, cfg->load_file);
+    return rc == 0 ? 0 : 1;
+}
+
+/* start_logging makes a daemon's relative paths absolute and opens the log (stderr, a file,
+ * syslog). Returns 0, or -1 with the reason printed on stderr. */
+static int start_logging(struct config *cfg)
+{
+    /* a daemon runs in "/": relative paths name files in the directory it was started from */
+    if (cfg->daemon) {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd) == NULL || config_make_absolute(cfg, cwd) != 0) {
+            fprintf(stderr, "spurd: cannot resolve relative paths: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+    int log_to_stderr = cfg->log_file == NULL || strcmp(cfg->log_file, "stderr") == 0;
+    log_set_level((enum log_level)cfg->verbose);
+    if (cfg->syslog || (cfg->daemon && log_to_stderr))
+        log_set_syslog(1);
+    if (cfg->daemon && log_to_stderr)
+        log_set_quiet(1); /* syslog has the lines; start-up errors are still printed */
+    if (log_open(cfg->log_file) != 0) {
+        if (cfg->daemon) {
+            fprintf(stderr, "spurd: cannot open log file '%s': %s\n", cfg->log_file,
+                    strerror(errno));
+            log_set_syslog(0);
+            return -1;
+        }
+        fprintf(stderr, "spurd: cannot open log file '%s': %s; logging to stderr\n",
+                cfg->log_file, strerror(errno));
+    }
+    return 0;
+}
+
+/* start_server binds (server_init), daemonizes, opens the store (server_start), writes the pid
+ * and port files and switches user. Returns 0, or -1 once start_failed has reported why; srv
+ * needs server_destroy either way. */
+static int start_server(struct config *cfg, struct server *srv)
+{
+    char err[512];
+    /* bind first, start threads (the store's committer) only after the daemon forked: a fork
+     * keeps the calling thread only, and any lock another thread held stays held forever */
+    if (server_init(srv, cfg, err, sizeof err) != 0)
+        goto failed;
+    if (cfg->daemon) {
+        if (daemon_begin() != 0) {
+            snprintf(err, sizeof err, "cannot daemonize: %s", strerror(errno));
+            goto failed;
+        }
+        ev_loop_fork(srv->loop);
+    }
+    if (server_start(srv, err, sizeof err) != 0)
+        goto failed;
+    if (cfg->pid_file != NULL) {
+        char text[32];
+        snprintf(text, sizeof text, "%ld\n", (long)getpid());
+        if (file_write_atomic(cfg->pid_file, text) != 0) {
+            snprintf(err, sizeof err, "cannot write pid file %s: %s", cfg->pid_file,
+                     strerror(errno));
+            goto failed;
+        }
+    }
+    /* the port file last: whoever waits for it may then rely on the pid file and the store */
+    if (server_write_port_file(srv, err, sizeof err) != 0 ||
+        (cfg->user != NULL && switch_user(cfg->user, err, sizeof err) != 0)) {
+        start_failed(err);
+        if (cfg->pid_file != NULL)
+            remove_pid_file(cfg->pid_file);
+        return -1;
+    }
+    if (cfg->daemon)
+        daemon_ready();
+    return 0;
+failed:
+    start_failed(err);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     struct config cfg;
@@ -197,81 +331,17 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 1;
     }
-    if (cfg.check_policy != NULL) {
-        struct acl_policy *pol = acl_policy_load(cfg.check_policy, err, sizeof err);
-        if (pol != NULL)
-            printf("%s: OK (%zu rules)\n", cfg.check_policy, pol->nrules);
-        else
-            fprintf(stderr, "spurd: %s\n", err);
-        int bad = pol == NULL;
-        acl_policy_free(pol);
+    rc = check_only(&cfg);
+    if (rc < 0) {
+        apply_env_port(&cfg, env_port);
+        if (cfg.dump_file != NULL || cfg.load_file != NULL) /* a stopped store */
+            rc = run_offline(&cfg);
+        else if (start_logging(&cfg) != 0)
+            rc = 1;
+    }
+    if (rc >= 0) {
         config_free(&cfg);
-        return bad;
-    }
-    if (cfg.check_args) {
-        /* the --admin-allow rules; the policy file is server_init's (or --check-policy's) */
-        char *policy = cfg.policy;
-        struct acl *acl_check = NULL;
-        cfg.policy = NULL;
-        rc = acl_new(&cfg, &acl_check, err, sizeof err);
-        cfg.policy = policy;
-        acl_free(acl_check);
-        if (rc == 0)
-            rc = check_store_dir(&cfg, err, sizeof err);
-        if (rc != 0) {
-            fprintf(stderr, "spurd: %s\n", err);
-            config_free(&cfg);
-            return 1;
-        }
-        config_free(&cfg);
-        return 0;
-    }
-    /* like gearmand: $GEARMAND_PORT applies when the port was left at its default */
-    if (env_port != NULL && *env_port != '\0' && cfg.port == 4730) {
-        char *end;
-        long p = strtol(env_port, &end, 10);
-        if (*end == '\0' && p >= 0 && p <= 65535)
-            cfg.port = (int)p;
-    }
-    if (cfg.dump_file != NULL || cfg.load_file != NULL) {
-        /* a stopped store: dump or load it and exit, no listener */
-        if (cfg.dump_file != NULL && cfg.load_file != NULL) {
-            fprintf(stderr, "spurd: --dump and --load cannot be given together\n");
-            rc = -1;
-        } else {
-            log_set_level(LOG_WARNING);
-            rc = cfg.dump_file != NULL ? dump_offline(&cfg, cfg.dump_file)
-                                       : load_offline(&cfg, cfg.load_file);
-        }
-        config_free(&cfg);
-        return rc == 0 ? 0 : 1;
-    }
-    /* a daemon runs in "/": relative paths name files in the directory it was started from */
-    if (cfg.daemon) {
-        char cwd[4096];
-        if (getcwd(cwd, sizeof cwd) == NULL || config_make_absolute(&cfg, cwd) != 0) {
-            fprintf(stderr, "spurd: cannot resolve relative paths: %s\n", strerror(errno));
-            config_free(&cfg);
-            return 1;
-        }
-    }
-
-    int log_to_stderr = cfg.log_file == NULL || strcmp(cfg.log_file, "stderr") == 0;
-    log_set_level((enum log_level)cfg.verbose);
-    if (cfg.syslog || (cfg.daemon && log_to_stderr))
-        log_set_syslog(1);
-    if (cfg.daemon && log_to_stderr)
-        log_set_quiet(1); /* syslog has the lines; start-up errors are still printed */
-    if (log_open(cfg.log_file) != 0) {
-        if (cfg.daemon) {
-            fprintf(stderr, "spurd: cannot open log file '%s': %s\n", cfg.log_file,
-                    strerror(errno));
-            log_set_syslog(0);
-            config_free(&cfg);
-            return 1;
-        }
-        fprintf(stderr, "spurd: cannot open log file '%s': %s; logging to stderr\n",
-                cfg.log_file, strerror(errno));
+        return rc;
     }
 
     signal(SIGPIPE, SIG_IGN);
@@ -283,57 +353,14 @@ int main(int argc, char **argv)
                       strerror(errno));
     }
 
-    /* bind first, start threads (the store's committer) only after the daemon forked: a fork
-     * keeps the calling thread only, and any lock another thread held stays held forever */
     struct server srv;
     int code = 1;
-    if (server_init(&srv, &cfg, err, sizeof err) != 0) {
-        start_failed(err);
-        goto out;
-    }
-    if (cfg.daemon) {
-        if (daemon_begin() != 0) {
-            snprintf(err, sizeof err, "cannot daemonize: %s", strerror(errno));
-            start_failed(err);
-            goto out;
-        }
-        ev_loop_fork(srv.loop);
-    }
-    if (server_start(&srv, err, sizeof err) != 0) {
-        start_failed(err);
-        goto out;
-    }
-    if (cfg.pid_file != NULL) {
-        char text[32];
-        snprintf(text, sizeof text, "%ld\n", (long)getpid());
-        if (file_write_atomic(cfg.pid_file, text) != 0) {
-            snprintf(err, sizeof err, "cannot write pid file %s: %s", cfg.pid_file,
-                     strerror(errno));
-            start_failed(err);
-            goto out;
-        }
-    }
-    /* the port file last: whoever waits for it may then rely on the pid file and the store */
-    if (server_write_port_file(&srv, err, sizeof err) != 0) {
-        start_failed(err);
+    if (start_server(&cfg, &srv) == 0) {
+        code = server_run(&srv);
+        log_notice("spurd stopped (exit code %d)", code);
         if (cfg.pid_file != NULL)
             remove_pid_file(cfg.pid_file);
-        goto out;
     }
-    if (cfg.user != NULL && switch_user(cfg.user, err, sizeof err) != 0) {
-        start_failed(err);
-        if (cfg.pid_file != NULL)
-            remove_pid_file(cfg.pid_file);
-        goto out;
-    }
-    if (cfg.daemon)
-        daemon_ready();
-
-    code = server_run(&srv);
-    log_notice("spurd stopped (exit code %d)", code);
-    if (cfg.pid_file != NULL)
-        remove_pid_file(cfg.pid_file);
-out:
     server_destroy(&srv);
     if (store_stuck()) {
         /* the store's thread is still in its database or disk call: exit without the exit

@@ -26,7 +26,6 @@
 #include "recur.h"
 #include "store.h"
 #include "transport.h"
-#include "transport_tls.h"
 
 static struct log_limit accept_limit = {5.0, 0, 0, 0, 0};
 
@@ -183,7 +182,7 @@ static void accept_gearman(struct server *s, const struct listener *lis, int fd,
         s->eng.stats.accept_errors++;
     } else {
         c->peer.listener = lis->name;
-        if (lis->transport == &transport_tls)
+        if (lis->transport->traits & TRANSPORT_SECURE)
             c->peer.flags |= PEER_TLS;
     }
 }
@@ -523,16 +522,12 @@ static void usr1_cb(struct ev_loop *loop, ev_signal *w, int revents)
     }
 }
 
-/* reload_tls reads the TLS certificate, key and CA files again for new connections (SIGHUP). */
-static void reload_tls(struct server *s)
+/* reload_transports has each transport kind in use re-read its files (SIGHUP). */
+static void reload_transports(struct server *s)
 {
-    char err[512];
-    if (s->tls == NULL)
-        return;
-    if (tls_server_reload(s->tls, err, sizeof err) != 0)
-        log_error("SIGHUP: TLS files not reloaded, the old ones stay in use: %s", err);
-    else
-        log_notice("SIGHUP: TLS certificate, key and CA reloaded for new connections");
+    for (int k = 0; k < TRANSPORT_MAX; k++)
+        if (transport_kinds[k]->reload != NULL && s->transport_state[k] != NULL)
+            transport_kinds[k]->reload(s->transport_state[k]);
 }
 
 /* server_reload_policy re-reads the --policy file; a bad file keeps the old policy. */
@@ -557,7 +552,7 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
         log_error("SIGHUP: cannot reopen the log file");
     else
         log_notice("SIGHUP: log file reopened");
-    reload_tls(s);
+    reload_transports(s);
     server_reload_policy(s);
 }
 
@@ -602,6 +597,43 @@ static int open_http(struct server *s, char *err, size_t errlen)
     return 0;
 }
 
+/* init_transports runs each transport kind's init. Returns 0, or -1 with a message in err. */
+static int init_transports(struct server *s, char *err, size_t errlen)
+{
+    for (int k = 0; k < TRANSPORT_MAX; k++)
+        if (transport_kinds[k]->init != NULL &&
+            transport_kinds[k]->init(s->cfg, &s->transport_state[k], err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+/* destroy_transports frees each transport kind's state. */
+static void destroy_transports(struct server *s)
+{
+    for (int k = 0; k < TRANSPORT_MAX; k++) {
+        if (transport_kinds[k]->destroy != NULL)
+            transport_kinds[k]->destroy(s->transport_state[k]);
+        s->transport_state[k] = NULL;
+    }
+}
+
+/* set_transport makes listener i carry transport kind k, with the kind's state. */
+static void set_transport(struct server *s, int i, enum transport_id k)
+{
+    s->lis[i].transport = transport_kinds[k];
+    s->lis[i].transport_arg = s->transport_state[k];
+}
+
+/* secure_in_use reports whether a kind with the TRANSPORT_SECURE trait (a handshake to bound)
+ * is in use. */
+static int secure_in_use(const struct server *s)
+{
+    for (int k = 0; k < TRANSPORT_MAX; k++)
+        if ((transport_kinds[k]->traits & TRANSPORT_SECURE) && s->transport_state[k] != NULL)
+            return 1;
+    return 0;
+}
+
 /* open_tls opens the --ssl-listen listeners, TLS only. Returns 0, or -1 with a message in err. */
 static int open_tls(struct server *s, char *err, size_t errlen)
 {
@@ -619,8 +651,7 @@ static int open_tls(struct server *s, char *err, size_t errlen)
         if (n < 0)
             return -1;
         for (int k = 0; k < n; k++) {
-            s->lis[s->nlis + k].transport = &transport_tls;
-            s->lis[s->nlis + k].transport_arg = s->tls;
+            set_transport(s, s->nlis + k, TRANSPORT_TLS);
             log_notice("spurd listening for TLS on %s", s->lis[s->nlis + k].name);
         }
         s->nlis += n;
@@ -688,19 +719,14 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     s->store_async.data = s;
     ev_async_start(s->loop, &s->store_async);
 
-    if (config_tls_enabled(cfg)) {
-        s->tls = tls_server_new(cfg, err, errlen);
-        if (s->tls == NULL)
-            return -1;
-    }
+    if (init_transports(s, err, errlen) != 0)
+        return -1;
     int n = open_tcp(s, err, errlen);
     if (n < 0)
         return -1;
     s->nlis = n;
-    for (int i = 0; i < n; i++) { /* --ssl makes them TLS, as gearmand */
-        s->lis[i].transport = cfg->ssl ? &transport_tls : transport_kinds[TRANSPORT_PLAIN];
-        s->lis[i].transport_arg = cfg->ssl ? s->tls : NULL;
-    }
+    for (int i = 0; i < n; i++) /* --ssl makes them TLS, as gearmand */
+        set_transport(s, i, cfg->ssl ? TRANSPORT_TLS : TRANSPORT_PLAIN);
     if (open_tls(s, err, errlen) != 0)
         return -1;
     if (cfg->unix_path != NULL) {
@@ -712,7 +738,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         s->lis[s->nlis].fd = fd;
         s->lis[s->nlis].family = AF_UNIX;
         s->lis[s->nlis].proto = LISTEN_GEARMAN;
-        s->lis[s->nlis].transport = transport_kinds[TRANSPORT_PLAIN]; /* always plain */
+        set_transport(s, s->nlis, TRANSPORT_PLAIN); /* always plain */
         snprintf(s->lis[s->nlis].name, sizeof s->lis[s->nlis].name, "unix:%s", cfg->unix_path);
         s->nlis++;
     }
@@ -738,7 +764,7 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     spin_init(&s->spin, cfg->busy_poll);
     ev_timer_init(&s->idle_timer, idle_sweep_cb, 1.0, 1.0);
     s->idle_timer.data = s;
-    if (cfg->idle_timeout > 0 || (s->tls != NULL && cfg->ssl_handshake_timeout > 0))
+    if (cfg->idle_timeout > 0 || (secure_in_use(s) && cfg->ssl_handshake_timeout > 0))
         ev_timer_start(s->loop, &s->idle_timer);
     ev_timer_init(&s->shutdown_timer, shutdown_timeout_cb, 0., 0.);
     s->shutdown_timer.data = s;
@@ -838,8 +864,7 @@ void server_destroy(struct server *s)
         s->http = NULL;
     }
     conn_ctx_destroy(&s->conns); /* every connection, then the shared buffer */
-    tls_server_free(s->tls);
-    s->tls = NULL;
+    destroy_transports(s);
     close_listeners(s);
     ev_timer_stop(s->loop, &s->shutdown_timer);
     /* only the socket this process bound, and only if it is still there (not replaced) */

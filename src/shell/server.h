@@ -12,14 +12,13 @@
 #include "http.h"
 #include "listen.h"
 #include "spin.h"
+#include "transport.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* struct server owns the loop and everything attached to it. */
-struct tls_server;
-
 struct server {
     struct ev_loop *loop;             /* the one event loop */
     const struct config *cfg;         /* settings (borrowed) */
@@ -57,7 +56,8 @@ struct server {
     ev_timer idle_timer;              /* once a second: --idle-timeout and TLS handshake sweeps */
     ev_timer watchdog_timer;          /* sd_notify WATCHDOG=1 at half $WATCHDOG_USEC (notify.h) */
     int ready_told;                   /* READY=1 was sent (after the store replay) */
-    struct tls_server *tls;           /* the TLS listeners' context (transport_tls.h), or NULL */
+    void *transport_state[TRANSPORT_MAX]; /* each transport kind's per-server state (its init),
+                                             NULL when the kind is not in use */
 };
 
 /* server_init opens the listeners and sets up the loop, starting no thread (a daemon forks

@@ -192,6 +192,81 @@ TEST(TlsServer, StartUpChecksNameTheFileAndWhy)
     config_free(&c);
 }
 
+// file_text returns the contents of path ("" when it cannot be read).
+static std::string file_text(const std::string &path)
+{
+    std::string out;
+    FILE *fp = fopen(path.c_str(), "r");
+    if (fp == nullptr)
+        return out;
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+        out.append(buf, n);
+    fclose(fp);
+    return out;
+}
+
+TEST(TlsKind, LifecycleMakesReloadsAndFreesTheServersContext)
+{
+    const struct transport_kind *k = transport_kinds[TRANSPORT_TLS];
+    EXPECT_EQ(k, &transport_tls);
+    EXPECT_TRUE(k->traits & TRANSPORT_SECURE); // what sets PEER_TLS
+    EXPECT_FALSE(transport_kinds[TRANSPORT_PLAIN]->traits & TRANSPORT_SECURE);
+    EXPECT_FALSE(transport_kinds[TRANSPORT_LOOP]->traits & TRANSPORT_SECURE);
+    EXPECT_EQ(transport_kinds[TRANSPORT_PLAIN]->init, nullptr); // no per-server state
+    ASSERT_NE(k->init, nullptr);
+    ASSERT_NE(k->reload, nullptr);
+    ASSERT_NE(k->destroy, nullptr);
+
+    Files f;
+    struct config c;
+    char err[512];
+    void *state = &f;
+    config_defaults(&c); // TLS off: no state, no error
+    EXPECT_EQ(k->init(&c, &state, err, sizeof err), 0);
+    EXPECT_EQ(state, nullptr);
+    config_free(&c);
+
+    f.config(&c, "missing.key", SSL_VERIFY_CLIENT_NONE); // tls_server_new's checks and texts
+    EXPECT_EQ(k->init(&c, &state, err, sizeof err), -1);
+    EXPECT_EQ(state, nullptr);
+    EXPECT_NE(strstr(err, "cannot read --ssl-key"), nullptr) << err;
+    config_free(&c);
+
+    f.config(&c, "srv.key", SSL_VERIFY_CLIENT_NONE);
+    ASSERT_EQ(k->init(&c, &state, err, sizeof err), 0) << err;
+    ASSERT_NE(state, nullptr);
+    std::string log = f.path("log.txt");
+    enum log_level level = log_get_level();
+    log_set_level(LOG_NOTICE);
+    ASSERT_EQ(log_open(log.c_str()), 0);
+    k->reload(state);
+    unlink(f.path("srv.key").c_str()); // a reload that fails keeps the old context
+    k->reload(state);
+    log_open("stderr");
+    log_set_level(level);
+    std::string text = file_text(log);
+    unlink(log.c_str());
+    EXPECT_NE(text.find("SIGHUP: TLS certificate, key and CA reloaded for new connections"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("SIGHUP: TLS files not reloaded, the old ones stay in use: cannot read "
+                        "--ssl-key"),
+              std::string::npos)
+        << text;
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct transport t;
+    ASSERT_EQ(k->wrap(&t, sv[0], state), 0); // still made with the old context
+    EXPECT_TRUE(transport_handshaking(&t));
+    transport_close(&t);
+    close(sv[1]);
+    k->destroy(state);
+    k->destroy(nullptr);
+    config_free(&c);
+}
+
 TEST(TlsTransport, HandshakeWouldBlockThenBytesFlowAndNamesComeOut)
 {
     Files f;
