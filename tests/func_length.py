@@ -14,7 +14,7 @@ import sys
 KNOWN_LONG = {
     # function: the files where it may still exceed the limit while issue 29 is under way; the
     # check fails when an entry is no longer needed, so the list only shrinks
-    ("config.c", "apply"), ("config.c", "config_usage"), ("main.c", "main"),
+    ("config.c", "apply"), ("config.c", "config_usage"),
 }
 
 
