@@ -239,6 +239,30 @@ TEST_F(AdminTest, RequestsAfterAListingAreAnsweredAfterIt)
     EXPECT_EQ(out.substr(dot + 3), "OK " PACKAGE_VERSION "\n" + FakeShell::res(CMD_ECHO_RES, "e"));
 }
 
+// A function name argument that is too long, has a NUL (%00) or an undecodable escape gets each
+// command's own reply: the core commands say ARGUMENT_TOO_LARGE for a long one, `retry` (as the
+// submit paths) INVALID_FUNCTION_NAME; both say INVALID_FUNCTION_NAME for a NUL.
+TEST_F(AdminTest, FunctionNameArgumentsKeepEachCommandsErrorText)
+{
+    peer *c = f.connect();
+    const string lng(f.cfg.max_function + 1, 'n');
+    const string too_large = "ERR ARGUMENT_TOO_LARGE Function+name+too+long\r\n";
+    const string bad = "ERR INVALID_FUNCTION_NAME NUL+byte+in+function+name\r\n";
+    const std::pair<string, string> cases[] = {
+        {"create function " + lng, too_large}, {"drop function " + lng, too_large},
+        {"maxqueue " + lng + " 1", too_large}, {"retry " + lng + " 1 1", bad},
+        {"create function a%00b", bad},        {"drop function a%00b", bad},
+        {"maxqueue a%00b", bad},               {"retry a%00b 1 1", bad},
+    };
+    for (const auto &k : cases) {
+        ASSERT_EQ(FakeShell::feed(c, k.first + "\n"), 0);
+        EXPECT_EQ(FakeShell::take(c), k.second) << k.first.substr(0, 20);
+    }
+    const string fits(f.cfg.max_function, 'n');
+    ASSERT_EQ(FakeShell::feed(c, "create function " + fits + "\nretry " + fits + " 1 1\n"), 0);
+    EXPECT_EQ(FakeShell::take(c), "OK\r\nOK\r\n") << "a name of --max-function-name bytes fits";
+}
+
 // `workers` is written in slices too (50,000 connected workers used to be listed in one go on the
 // loop), and its output is the same as when it was written at once.
 class AdminWorkersTest : public AdminTest {
