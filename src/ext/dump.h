@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* dump: the server's jobs and records as dump lines (dumpfmt.h), for the admin `dump` listing
- * (admin.c), and the stopped-store `spurd --dump=FILE` / `spurd --load=FILE` (main.c), which
- * work on a store through store_backend.h and exit. */
+/* dump: the server's jobs and records as dump lines (dumpfmt.h), for the admin commands `dump`
+ * and `load` (dump_admin_register adds them to admin.c's command table), and the stopped-store
+ * `spurd --dump=FILE` / `spurd --load=FILE` (main.c), which work on a store through
+ * store_backend.h and exit. */
 #ifndef SPUR_DUMP_H
 #define SPUR_DUMP_H
 
@@ -39,6 +40,10 @@ int dump_records_append(const struct engine *e, struct buf *b, uint64_t *n);
  * H N\r\n" (the new job's handle number), "OK EXISTS N\r\n" (the job there), "OK\r\n" (a
  * record, a header or end line), or "ERR CODE text\r\n". */
 void dump_load_line(struct engine *e, const char *line, size_t len, char *out, size_t cap);
+
+/* dump_admin_register adds the admin commands `dump`, `dump next-id` and `load LINE` to e
+ * (admin_register). Returns 0 or -1. */
+int dump_admin_register(struct engine *e);
 
 /* dump_offline writes the jobs and records of the store c describes (--store=...) to path ("-"
  * = stdout) and returns 0, or -1 with a message on stderr. The server must not be running on
