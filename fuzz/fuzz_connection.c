@@ -31,10 +31,12 @@
 #include "cmd.h"
 #include "acl.h"
 #include "config.h"
+#include "dump.h"
 #include "engine.h"
 #include "func.h"
 #include "fuzz_util.h"
 #include "job.h"
+#include "jobx_admin.h"
 #include "log.h"
 #include "peer.h"
 #include "proto.h"
@@ -617,6 +619,9 @@ static void setup(struct reader *r)
     FUZZ_CHECK(rc == 0, "engine_init");
     engine_set_sink(&S.eng, &cmd_sink);
     FUZZ_CHECK(recur_attach(&S.eng) == 0, "recur_attach");
+    FUZZ_CHECK(jobx_admin_register(&S.eng) == 0 && recur_admin_register(&S.eng) == 0 &&
+                   dump_admin_register(&S.eng) == 0,
+               "admin_register");
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;

@@ -17,9 +17,11 @@
 extern "C" {
 #endif
 
+#define ENGINE_ADMIN_TABLES 8 /* admin command tables the features may register (admin.h) */
 #define PRIO_SNAPSHOT 3 /* priorities in struct engine_snapshot (PRIO_COUNT in job.h) */
 
 struct acl;
+struct admin_cmd;
 struct admin_listing;
 struct peer;
 struct engine;
@@ -213,6 +215,10 @@ struct engine {
     struct list_node listings;    /* peers with a 'show' listing still to write
                                      (peer.listing_node), in turn order */
     struct list_node worker_listings; /* 'workers' listings in progress (admin.c) */
+    const struct admin_cmd *admin_cmds[ENGINE_ADMIN_TABLES]; /* the admin command tables the
+                                     features registered (admin_register), each ended by a row
+                                     without a name; admin.c's own rows are not among them */
+    size_t admin_tables;          /* how many of admin_cmds are set */
     uint64_t peer_seq;            /* attach number of the next peer */
     struct hmap jobs_by_id;       /* struct job by handle number */
     struct list_node jobs;        /* every job in handle-number order (job.anode) */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "config.h"
 #include "dumpfmt.h"
 #include "engine.h"
@@ -194,3 +195,52 @@ void dump_load_line(struct engine *e, const char *line, size_t len, char *out, s
         snprintf(out, cap, "OK\r\n"); /* a header or end line: nothing to do */
     dump_line_free(&l);
 }
+
+/* ------------------------------------------------------------ admin commands */
+
+/* listing_head writes a dump's header and its record lines (few: schedules and retry
+ * policies), counting the records in *records. */
+static int listing_head(struct engine *e, struct buf *b, uint64_t *records)
+{
+    const char *server = e->cfg->server_id ? e->cfg->server_id : e->prefix;
+    if (dump_write_header(b, (int64_t)engine_now(e), server) != 0)
+        return -1;
+    return dump_records_append(e, b, records);
+}
+
+/* dump_listing is the `dump` listing's lines, written by admin.c a slice at a time. */
+static const struct admin_job_listing dump_listing = {listing_head, dump_dumped, dump_job_append,
+                                                      dump_write_end};
+
+/* admin_dump: 'dump' streams the dump lines (docs/BEYOND-GEARMAN.md), then a line "."; 'dump
+ * next-id' answers "OK N", the handle number the next new job gets (spuradmin --load tells a job
+ * it created from one that existed before). */
+static void admin_dump(struct peer *p, const struct pa_token *t, size_t n)
+{
+    if (n == 1)
+        admin_list_jobs(p, &dump_listing);
+    else if (n == 2 && pa_token_is(&t[1], "next-id"))
+        peer_printf(p, "OK %llu\n", (unsigned long long)p->eng->next_id);
+    else {
+        static const char usage[] = "ERR UNKNOWN_ARGS Usage:+dump+[next-id]\r\n";
+        peer_write(p, usage, sizeof usage - 1);
+    }
+}
+
+/* admin_load: 'load LINE', one dump line (spuradmin --load sends records and jobs with meta so).
+ * The JSON has spaces of its own: the rest of the line is taken whole, not split. */
+static void admin_load(struct peer *p, const char *line, size_t len)
+{
+    char out[512];
+    dump_load_line(p->eng, line + 5, len - 5, out, sizeof out);
+    peer_write(p, out, strlen(out));
+}
+
+/* dump_cmds are the admin commands of dump and load. */
+static const struct admin_cmd dump_cmds[] = {
+    {"dump", ADM_CHANGES, admin_dump, NULL}, /* reads every payload: as sensitive as a change */
+    {"load", ADM_CHANGES | ADM_LINE, NULL, admin_load},
+    {NULL, 0, NULL, NULL},
+};
+
+int dump_admin_register(struct engine *e) { return admin_register(e, dump_cmds); }

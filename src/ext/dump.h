@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* dump: the server's jobs and records as dump lines (dumpfmt.h), for the admin `dump` listing
- * and `load` command (admin.c). The stopped-store `spurd --dump=FILE` / `spurd --load=FILE` are
- * dump_offline.h's (the shell: they open a store). */
+/* dump: the server's jobs and records as dump lines (dumpfmt.h), for the admin commands `dump`
+ * and `load` (dump_admin_register adds them to admin.c's command table). The stopped-store
+ * `spurd --dump=FILE` / `spurd --load=FILE` are dump_offline.h's (the shell: they open a store). */
 #ifndef SPUR_DUMP_H
 #define SPUR_DUMP_H
 
@@ -44,6 +44,10 @@ void dump_load_line(struct engine *e, const char *line, size_t len, char *out, s
 /* dump_job_invalid returns why d cannot be a job under configuration c (what a submit refuses,
  * so that no loaded job is one a replay would set aside), or NULL. */
 const char *dump_job_invalid(const struct config *c, const struct dump_job *d);
+
+/* dump_admin_register adds the admin commands `dump`, `dump next-id` and `load LINE` to e
+ * (admin_register). Returns 0 or -1. */
+int dump_admin_register(struct engine *e);
 
 #ifdef __cplusplus
 }

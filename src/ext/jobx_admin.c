@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "buf.h"
 #include "engine.h"
 #include "esc.h"
@@ -20,24 +21,7 @@
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
 
-#define BAD_NAME_CODE "INVALID_FUNCTION_NAME NUL+byte+in+function+name"
-#define BAD_NAME "ERR " BAD_NAME_CODE "\r\n"
-
-/* name_arg returns the function name of token t decoded (esc_decode_dup: the escaped form the
- * listings print), malloc'd; or NULL after answering a name that is too long, has a NUL
- * (func_name_ok) or no memory. */
-static char *name_arg(struct peer *p, const struct pa_token *t, size_t *len)
-{
-    char *name = esc_decode_dup(t->ptr, t->len, len);
-    if (name == NULL)
-        reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
-    else if (*len > p->eng->cfg->max_function || !func_name_ok(name, *len))
-        reply(p, BAD_NAME);
-    else
-        return name;
-    free(name);
-    return NULL;
-}
+#define BAD_NAME_CODE ADMIN_BAD_NAME_CODE
 
 /* find_func returns the function named by token t (escaped form), NULL if none or invalid. */
 static struct func *find_func(struct engine *e, const struct pa_token *t)
@@ -124,7 +108,7 @@ void jobx_admin_retry(struct peer *p, const struct pa_token *t, size_t n)
         return;
     }
     size_t fl;
-    char *fn = name_arg(p, &t[1], &fl);
+    char *fn = admin_name_arg(p, &t[1], &fl, ADMIN_BAD_NAME); /* too long: as a submit says */
     if (fn == NULL)
         return;
     char cs[32], bs[32], ms[32];
@@ -231,6 +215,19 @@ void jobx_admin_purge(struct peer *p, const struct pa_token *t, size_t n)
     }
     peer_printf(p, "OK %zu\r\n", k);
 }
+
+/* jobx_admin_cmds are the admin commands of retry policies, the dead-letter list and submit
+ * --after. */
+static const struct admin_cmd jobx_admin_cmds[] = {
+    {"retry", ADM_CHANGES, jobx_admin_retry, NULL},
+    {"retry list", ADM_EXACT, jobx_admin_retry, NULL}, /* only reads (`retry list x` changes) */
+    {"purge", ADM_CHANGES, jobx_admin_purge, NULL},
+    {"submit", ADM_CHANGES | ADM_RAW, NULL, jobx_admin_submit},
+    {"show failed jobs", 0, jobx_admin_show_failed, NULL},
+    {NULL, 0, NULL, NULL},
+};
+
+int jobx_admin_register(struct engine *e) { return admin_register(e, jobx_admin_cmds); }
 
 /* ------------------------------------------------------------ submit [--after] */
 

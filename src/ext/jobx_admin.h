@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* jobx_admin: the admin text commands of jobx.h (retry policies, the dead-letter list); admin.c
- * dispatches to them. Replies are docs/ADMIN.md's. */
+/* jobx_admin: the admin text commands of jobx.h (retry policies, the dead-letter list, submit
+ * --after), rows of admin.c's command table (jobx_admin_register). Replies are docs/ADMIN.md's. */
 #ifndef SPUR_JOBX_ADMIN_H
 #define SPUR_JOBX_ADMIN_H
 
@@ -13,6 +13,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* jobx_admin_register adds the commands below (retry, retry list, purge, submit, show failed
+ * jobs) to e's admin commands (admin_register). Returns 0 or -1. */
+int jobx_admin_register(struct engine *e);
 
 /* jobx_admin_retry runs `retry FUNC COUNT BACKOFF [MAX]`, `retry list`, `retry job HANDLE` and
  * `retry job all FUNC` (t[0] is "retry"). */

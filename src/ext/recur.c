@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "admin.h"
 #include "config.h"
 #include "engine.h"
 #include "esc.h"
@@ -655,3 +656,14 @@ void recur_admin(struct peer *p, const char *line, size_t len)
         reply_err(p, "INVALID_ARGUMENTS", "usage: schedule add TEXT | schedule list | schedule remove NAME");
     }
 }
+
+/* recur_cmds are the `schedule` admin commands: every verb but list changes state (an unknown
+ * one too: its usage reply is refused where a change would be); the word alone only reads. */
+static const struct admin_cmd recur_cmds[] = {
+    {"schedule", ADM_CHANGES | ADM_RAW, NULL, recur_admin}, /* add, remove */
+    {"schedule", ADM_EXACT | ADM_RAW, NULL, recur_admin},   /* the usage reply */
+    {"schedule list", ADM_RAW, NULL, recur_admin},
+    {NULL, 0, NULL, NULL},
+};
+
+int recur_admin_register(struct engine *e) { return admin_register(e, recur_cmds); }

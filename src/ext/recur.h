@@ -68,6 +68,11 @@ size_t recur_count(const struct engine *e);
  * on p. */
 void recur_admin(struct peer *p, const char *line, size_t len);
 
+/* recur_admin_register adds the `schedule` admin commands (recur_admin) to e's admin commands
+ * (admin_register); they answer "schedules are not enabled" until recur_attach. Returns 0 or
+ * -1. */
+int recur_admin_register(struct engine *e);
+
 /* recur_check verifies that the heap and the map agree: every schedule in both, at its due
  * time, counted. Returns 0, or -1 with a description in err. O(n). */
 int recur_check(const struct engine *e, char *err, size_t errlen);

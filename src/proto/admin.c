@@ -10,23 +10,17 @@
 #include <unistd.h>
 
 #include "acl.h"
-#include "dump.h"
-#include "dumpfmt.h"
 #include "engine.h"
 #include "esc.h"
 #include "func.h"
 #include "job.h"
-#include "jobx_admin.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto_admin.h"
-#include "recur.h"
 #include "worker.h"
 
-/* the reply to a function name func_name_ok refuses (a NUL byte, %00 in the escaped form) */
-#define BAD_NAME "ERR INVALID_FUNCTION_NAME NUL+byte+in+function+name\r\n"
-
 #define ADMIN_MAX_TOKENS 6 /* the most any command takes ("maxqueue F H N L" is 5) */
+_Static_assert(ADMIN_MAX_TOKENS >= ADMIN_CMD_WORDS, "admin_find looks at a name's words");
 
 /* reply queues a C string. */
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
@@ -62,12 +56,12 @@ void admin_line_too_long(struct peer *p)
  * Jobs submitted, functions created and peers connected after the request are left out, as a
  * snapshot would. */
 enum listing_kind { LIST_WORKERS, LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE,
-                    LIST_JOBS_JSON, LIST_DUMP };
+                    LIST_JOBS_JSON, LIST_EXT /* a feature's (struct admin_job_listing) */ };
 
 /* job_listing reports whether a listing of kind walks the jobs (a marker in engine->jobs). */
 static int job_listing(enum listing_kind kind)
 {
-    return kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_JOBS_JSON || kind == LIST_DUMP;
+    return kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_JOBS_JSON || kind == LIST_EXT;
 }
 
 struct admin_listing {
@@ -78,9 +72,10 @@ struct admin_listing {
     struct func *fmark;     /* the place in engine->func_list (function listings) */
     struct peer *pnext;     /* the next peer of a workers listing, NULL at its end */
     struct list_node wnode; /* engine->worker_listings (workers listings) */
-    uint64_t rows;          /* rows written (JSON: a comma before each but the first; dump:
+    const struct admin_job_listing *ext; /* the lines of a LIST_EXT listing (borrowed) */
+    uint64_t rows;          /* rows written (JSON: a comma before each but the first; LIST_EXT:
                                job lines) */
-    uint64_t records;       /* dump: record lines written */
+    uint64_t records;       /* LIST_EXT: what its head counted */
 };
 
 /* set_pnext moves a workers listing's place to q (NULL: the end). */
@@ -134,9 +129,9 @@ static void write_func(struct peer *p, enum listing_kind kind, const struct func
 static void write_job(struct peer *p, struct admin_listing *l, const struct job *j)
 {
     enum listing_kind kind = l->kind;
-    if (kind == LIST_DUMP) {
+    if (kind == LIST_EXT) {
         struct buf b = {0};
-        if (dump_job_append(p->eng, j, &b) == 0)
+        if (l->ext->row(p->eng, j, &b) == 0)
             peer_write(p, buf_head(&b), buf_len(&b));
         else
             peer_close(p); /* out of memory: the receiver sees no end line */
@@ -215,14 +210,15 @@ static int write_slice(struct peer *p, int max, int *used)
                 done = 1;
                 break;
             }
-            if (next->state != JOB_MARKER && (l->kind != LIST_DUMP || dump_dumped(next))) {
+            if (next->state != JOB_MARKER && (l->kind != LIST_EXT || l->ext->wanted(next))) {
                 write_job(p, l, next);
                 l->rows++;
             }
             at = next;
             n++;
-            /* dump lines carry payloads: a slice stops once the socket has enough to send */
-            if (l->kind == LIST_DUMP && outq_pending(&p->out) > ADMIN_SLICE_BACKLOG)
+            /* a feature's lines may carry payloads: a slice stops once the socket has enough
+               to send */
+            if (l->kind == LIST_EXT && outq_pending(&p->out) > ADMIN_SLICE_BACKLOG)
                 break;
         }
         if (at != &l->jmark) {
@@ -250,9 +246,9 @@ static int write_slice(struct peer *p, int max, int *used)
     *used += n;
     if (!done)
         return 0;
-    if (l->kind == LIST_DUMP) {
+    if (l->kind == LIST_EXT) {
         struct buf b = {0};
-        if (dump_write_end(&b, l->rows, l->records) == 0)
+        if (l->ext->tail(&b, l->rows, l->records) == 0)
             peer_write(p, buf_head(&b), buf_len(&b));
         else
             peer_close(p);
@@ -262,23 +258,21 @@ static int write_slice(struct peer *p, int max, int *used)
     return 1;
 }
 
-/* dump_start writes a dump's header and its record lines (few: schedules and retry policies). */
-static void dump_start(struct peer *p, struct admin_listing *l)
+/* ext_start writes the lines a feature's listing has before its first job. */
+static void ext_start(struct peer *p, struct admin_listing *l)
 {
-    struct engine *e = p->eng;
     struct buf b = {0};
-    const char *server = e->cfg->server_id ? e->cfg->server_id : e->prefix;
-    if (dump_write_header(&b, (int64_t)engine_now(e), server) != 0 ||
-        dump_records_append(e, &b, &l->records) != 0)
+    if (l->ext->head(p->eng, &b, &l->records) != 0)
         peer_close(p); /* out of memory: the receiver sees no end line */
-    else
+    else if (buf_len(&b) > 0)
         peer_write(p, buf_head(&b), buf_len(&b));
     buf_free(&b);
 }
 
 /* start_listing places the listing's marker before the first job or function and writes the
- * first slice. */
-static void start_listing(struct peer *p, enum listing_kind kind)
+ * first slice; ext: the lines of a LIST_EXT listing (else NULL). */
+static void start_listing(struct peer *p, enum listing_kind kind,
+                          const struct admin_job_listing *ext)
 {
     struct engine *e = p->eng;
     if (p->listing != NULL) {
@@ -297,6 +291,7 @@ static void start_listing(struct peer *p, enum listing_kind kind)
         return;
     }
     l->kind = kind;
+    l->ext = ext;
     if (kind == LIST_WORKERS) {
         l->limit = e->peer_seq;
         list_push_front(&e->worker_listings, &l->wnode);
@@ -314,8 +309,8 @@ static void start_listing(struct peer *p, enum listing_kind kind)
     p->listing = l;
     if (kind == LIST_JOBS_JSON)
         reply(p, "{\"jobs\":[");
-    if (kind == LIST_DUMP)
-        dump_start(p, l);
+    if (kind == LIST_EXT)
+        ext_start(p, l);
     int used = 0;
     if (write_slice(p, ADMIN_SLICE_ONE, &used)) {
         listing_free(p);
@@ -354,7 +349,7 @@ static void adm_workers(struct peer *p, const struct pa_token *t, size_t n)
         send_rendered(p, metrics_json_workers(p->eng, &b, reply_max(p)), &b);
         return;
     }
-    start_listing(p, LIST_WORKERS);
+    start_listing(p, LIST_WORKERS, NULL);
 }
 
 static void adm_status(struct peer *p, const struct pa_token *t, size_t n)
@@ -364,7 +359,7 @@ static void adm_status(struct peer *p, const struct pa_token *t, size_t n)
         send_rendered(p, metrics_json_status(p->eng, &b, reply_max(p)), &b);
         return;
     }
-    start_listing(p, LIST_STATUS);
+    start_listing(p, LIST_STATUS, NULL);
 }
 
 /* adm_stats: 'stats' (STAT lines), 'stats functions', 'stats json', 'stats reset'. */
@@ -387,8 +382,9 @@ static void adm_stats(struct peer *p, const struct pa_token *t, size_t n)
 }
 
 /* adm_metrics: the Prometheus text exposition, then a line ".". */
-static void adm_metrics(struct peer *p, size_t n)
+static void adm_metrics(struct peer *p, const struct pa_token *t, size_t n)
 {
+    (void)t;
     if (n != 1) {
         reply(p, "ERR UNKNOWN_ARGS Usage:+metrics\r\n");
         return;
@@ -400,19 +396,16 @@ static void adm_metrics(struct peer *p, size_t n)
     send_rendered(p, rc, &b);
 }
 
-static void adm_prioritystatus(struct peer *p) { start_listing(p, LIST_PRIORITY); }
-
-/* adm_dump: 'dump' streams the dump lines (docs/BEYOND-GEARMAN.md), then a line "."; 'dump
- * next-id' answers "OK N", the handle number the next new job gets (spuradmin --load tells a job
- * it created from one that existed before). */
-static void adm_dump(struct peer *p, const struct pa_token *t, size_t n)
+static void adm_prioritystatus(struct peer *p, const struct pa_token *t, size_t n)
 {
-    if (n == 1)
-        start_listing(p, LIST_DUMP);
-    else if (n == 2 && pa_token_is(&t[1], "next-id"))
-        peer_printf(p, "OK %llu\n", (unsigned long long)p->eng->next_id);
-    else
-        reply(p, "ERR UNKNOWN_ARGS Usage:+dump+[next-id]\r\n");
+    (void)t;
+    (void)n;
+    start_listing(p, LIST_PRIORITY, NULL);
+}
+
+void admin_list_jobs(struct peer *p, const struct admin_job_listing *l)
+{
+    start_listing(p, LIST_EXT, l);
 }
 
 /* listing_waits reports whether p's listing must wait for its socket to take what is queued. */
@@ -478,13 +471,11 @@ void admin_peer_gone(struct peer *p)
 static void adm_show(struct peer *p, const struct pa_token *t, size_t n)
 {
     if (n == 2 && pa_token_is(&t[1], "jobs"))
-        start_listing(p, LIST_JOBS);
+        start_listing(p, LIST_JOBS, NULL);
     else if (n == 3 && pa_token_is(&t[1], "jobs") && pa_token_is(&t[2], "json"))
-        start_listing(p, LIST_JOBS_JSON);
+        start_listing(p, LIST_JOBS_JSON, NULL);
     else if (n == 3 && pa_token_is(&t[1], "unique") && pa_token_is(&t[2], "jobs"))
-        start_listing(p, LIST_UNIQUE);
-    else if (n >= 3 && pa_token_is(&t[1], "failed") && pa_token_is(&t[2], "jobs"))
-        jobx_admin_show_failed(p, t, n);
+        start_listing(p, LIST_UNIQUE, NULL);
     else if (n == 1)
         unknown_command(p, &t[0]);
     else
@@ -513,18 +504,15 @@ static void adm_cancel(struct peer *p, const struct pa_token *t, size_t n)
     reply(p, "OK\r\n");
 }
 
-/* name_arg returns the function name of token t decoded (esc_decode_dup: the escaped form the
- * listings print), malloc'd; or NULL after answering a name that is too long, invalid
- * (func_name_ok) or out of memory. */
-static char *name_arg(struct peer *p, const struct pa_token *t, size_t *len)
+char *admin_name_arg(struct peer *p, const struct pa_token *t, size_t *len, const char *too_long)
 {
     char *name = esc_decode_dup(t->ptr, t->len, len);
     if (name == NULL)
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
     else if (*len > p->eng->cfg->max_function)
-        reply(p, "ERR ARGUMENT_TOO_LARGE Function+name+too+long\r\n");
+        reply(p, too_long);
     else if (!func_name_ok(name, *len))
-        reply(p, BAD_NAME);
+        reply(p, ADMIN_BAD_NAME);
     else
         return name;
     free(name);
@@ -538,7 +526,7 @@ static void adm_create_function(struct peer *p, const struct pa_token *t, size_t
         return;
     }
     size_t len;
-    char *name = name_arg(p, &t[2], &len);
+    char *name = admin_name_arg(p, &t[2], &len, ADMIN_NAME_TOO_LONG);
     if (name == NULL)
         return;
     struct func *f = func_get(p->eng, name, len, 1);
@@ -562,7 +550,7 @@ static void adm_drop_function(struct peer *p, const struct pa_token *t, size_t n
         return;
     }
     size_t len;
-    char *name = name_arg(p, &t[2], &len);
+    char *name = admin_name_arg(p, &t[2], &len, ADMIN_NAME_TOO_LONG);
     if (name == NULL)
         return;
     struct func *f = func_get(p->eng, name, len, 0);
@@ -600,7 +588,7 @@ static void adm_maxqueue(struct peer *p, const struct pa_token *t, size_t n)
         return;
     }
     size_t len;
-    char *name = name_arg(p, &t[1], &len);
+    char *name = admin_name_arg(p, &t[1], &len, ADMIN_NAME_TOO_LONG);
     if (name == NULL)
         return;
     struct func *f = func_get(p->eng, name, len, 0);
@@ -641,56 +629,208 @@ static void adm_shutdown(struct peer *p, const struct pa_token *t, size_t n)
     e->ops.shutdown(e, graceful);
 }
 
-/* ------------------------------------------------------------ dispatch */
+/* ------------------------------------------------------------ small replies */
 
-/* admin_changes reports whether the command tok[0..n) changes the server's state, so that
- * --admin-allow governs it: shutdown, cancel, create, drop, maxqueue, retry (but retry list),
- * purge, schedule add and remove, stats reset, load, and dump (which reads every payload). The
- * rest (and unknown commands) only read. Keep docs/SECURITY.md's list in step. */
-static int admin_changes(const struct pa_token *tok, size_t n)
+static void adm_version(struct peer *p, const struct pa_token *t, size_t n)
 {
-    static const char *const changing[] = {"shutdown", "cancel", "create", "drop", "maxqueue",
-                                            "purge", "load", "submit",
-                                            "dump" /* reads every payload */};
-    for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++)
-        if (pa_token_is(&tok[0], changing[i]))
-            return 1;
-    if (pa_token_is(&tok[0], "retry"))
-        return !(n == 2 && pa_token_is(&tok[1], "list"));
-    if (n >= 2 && pa_token_is(&tok[0], "schedule") && !pa_token_is(&tok[1], "list"))
-        return 1; /* schedule add, schedule remove */
-    return n >= 2 && pa_token_is(&tok[0], "stats") && pa_token_is(&tok[1], "reset");
+    (void)t;
+    (void)n;
+    reply(p, "OK " PACKAGE_VERSION "\n");
 }
 
-/* admin_name returns the command's name for the log: a known command's, else "other". */
-static const char *admin_name(const struct pa_token *c)
+static void adm_verbose(struct peer *p, const struct pa_token *t, size_t n)
 {
-    static const char *const known[] = {"workers", "status", "stats", "metrics",
-                                        "prioritystatus", "maxqueue", "show", "cancel",
-                                        "create", "drop", "shutdown", "version", "verbose",
-                                        "getpid", "dump", "load", "retry", "purge", "schedule",
-                                        "submit"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (pa_token_is(c, known[i]))
-            return known[i];
-    return "other";
+    (void)t;
+    (void)n;
+    peer_printf(p, "OK %s\n", log_level_name(log_get_level()));
 }
 
-/* adm_load: 'load LINE', one dump line (spuradmin --load sends records and jobs with meta so).
- * The JSON has spaces of its own: the rest of the line is taken whole, not split. */
-static void adm_load(struct peer *p, const char *line, size_t len)
+static void adm_getpid(struct peer *p, const struct pa_token *t, size_t n)
 {
-    if (p->eng->acl != NULL && acl_admin_check(p->eng->acl, p, 1, "load") != 0)
-        return;
-    char out[512];
-    dump_load_line(p->eng, line + 5, len - 5, out, sizeof out);
-    reply(p, out);
+    (void)t;
+    (void)n;
+    peer_printf(p, "OK %ld\n", (long)getpid());
+}
+
+/* ------------------------------------------------------------ the command table */
+
+/* core_cmds are gearmand's admin commands and spurd's own listings. The features add theirs with
+ * admin_register where they are attached: jobx_admin.c (retry, purge, submit, show failed jobs),
+ * recur.c (schedule), dump.c (dump, load). */
+static const struct admin_cmd core_cmds[] = {
+    {"workers", 0, adm_workers, NULL},
+    {"status", 0, adm_status, NULL},
+    {"stats", 0, adm_stats, NULL},
+    {"stats reset", ADM_CHANGES, adm_stats, NULL},
+    {"metrics", 0, adm_metrics, NULL},
+    {"prioritystatus", 0, adm_prioritystatus, NULL},
+    {"maxqueue", ADM_CHANGES, adm_maxqueue, NULL},
+    {"show", 0, adm_show, NULL},
+    {"cancel", ADM_CHANGES, adm_cancel, NULL},
+    {"create", ADM_CHANGES, adm_create_function, NULL},
+    {"drop", ADM_CHANGES, adm_drop_function, NULL},
+    {"shutdown", ADM_CHANGES, adm_shutdown, NULL},
+    {"version", 0, adm_version, NULL},
+    {"verbose", 0, adm_verbose, NULL},
+    {"getpid", 0, adm_getpid, NULL},
+    {NULL, 0, NULL, NULL},
+};
+
+/* struct cmd_iter walks e's commands: core_cmds, then each registered table. */
+struct cmd_iter {
+    size_t table;              /* the next registered table to walk */
+    const struct admin_cmd *r; /* the row returned last, NULL before the first */
+};
+
+/* cmd_next returns the next command of e, or NULL after the last (then it must not be called
+ * again). */
+static const struct admin_cmd *cmd_next(const struct engine *e, struct cmd_iter *it)
+{
+    it->r = it->r == NULL ? core_cmds : it->r + 1;
+    while (it->r->name == NULL) {
+        if (it->table >= e->admin_tables)
+            return NULL;
+        it->r = e->admin_cmds[it->table++];
+    }
+    return it->r;
+}
+
+const struct admin_cmd *admin_cmd_at(const struct engine *e, size_t i)
+{
+    struct cmd_iter it = {0, NULL};
+    const struct admin_cmd *c;
+    while ((c = cmd_next(e, &it)) != NULL && i-- > 0)
+        ;
+    return c;
+}
+
+/* name_ok reports whether name is 1 to ADMIN_CMD_WORDS words of lower-case printable bytes,
+ * each at most ADMIN_CMD_WORD_MAX, one space apart. */
+static int name_ok(const char *name)
+{
+    size_t words = 1, wl = 0;
+    if (name == NULL || *name == '\0')
+        return 0;
+    for (const char *s = name; *s != '\0'; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == ' ') {
+            if (wl == 0 || s[1] == '\0')
+                return 0;
+            words++;
+            wl = 0;
+        } else if (ch < 0x21 || ch > 0x7e || (ch >= 'A' && ch <= 'Z') ||
+                   ++wl > ADMIN_CMD_WORD_MAX) {
+            return 0;
+        }
+    }
+    return words <= ADMIN_CMD_WORDS;
+}
+
+/* row_ok reports whether r is a well-formed row: its name, known flags, and exactly the
+ * handler its flags call for. */
+static int row_ok(const struct admin_cmd *r)
+{
+    const unsigned known = ADM_CHANGES | ADM_RAW | ADM_EXACT | ADM_LINE;
+    int raw = (r->flags & (ADM_RAW | ADM_LINE)) != 0;
+    return name_ok(r->name) && (r->flags & ~known) == 0 &&
+           (raw ? r->run_raw != NULL && r->run == NULL : r->run != NULL && r->run_raw == NULL);
+}
+
+/* same_cmd reports whether a and b are one command (their name, and both or neither exact). */
+static int same_cmd(const struct admin_cmd *a, const struct admin_cmd *b)
+{
+    return strcmp(a->name, b->name) == 0 && (a->flags & ADM_EXACT) == (b->flags & ADM_EXACT);
+}
+
+int admin_register(struct engine *e, const struct admin_cmd *rows)
+{
+    if (e->admin_tables >= ENGINE_ADMIN_TABLES)
+        return -1;
+    for (const struct admin_cmd *r = rows; r->name != NULL; r++) {
+        if (!row_ok(r))
+            return -1;
+        for (const struct admin_cmd *q = rows; q != r; q++)
+            if (same_cmd(q, r))
+                return -1;
+        struct cmd_iter it = {0, NULL};
+        for (const struct admin_cmd *c; (c = cmd_next(e, &it)) != NULL;)
+            if (same_cmd(c, r))
+                return -1;
+    }
+    e->admin_cmds[e->admin_tables++] = rows;
+    return 0;
+}
+
+/* name_words returns how many words name has when they are the first words of t[0..filled)
+ * (ignoring ASCII case), else 0. */
+static size_t name_words(const char *name, const struct pa_token *t, size_t filled)
+{
+    for (size_t w = 0;; w++) {
+        const char *sp = strchr(name, ' ');
+        size_t wl = sp != NULL ? (size_t)(sp - name) : strlen(name);
+        if (w >= filled || t[w].len != wl || strncasecmp(t[w].ptr, name, wl) != 0)
+            return 0;
+        if (sp == NULL)
+            return w + 1;
+        name = sp + 1;
+    }
+}
+
+const struct admin_cmd *admin_find(const struct engine *e, const struct pa_token *t, size_t n)
+{
+    size_t filled = n < ADMIN_CMD_WORDS ? n : ADMIN_CMD_WORDS, best_words = 0;
+    const struct admin_cmd *best = NULL;
+    struct cmd_iter it = {0, NULL};
+    for (const struct admin_cmd *c; (c = cmd_next(e, &it)) != NULL;) {
+        size_t w = name_words(c->name, t, filled);
+        if (w == 0 || ((c->flags & ADM_EXACT) && n != w))
+            continue;
+        if (w > best_words || (w == best_words && (c->flags & ADM_EXACT))) {
+            best = c;
+            best_words = w;
+        }
+    }
+    return best;
+}
+
+/* line_cmd returns the ADM_LINE command the raw line[0..len) is ("NAME REST": the name in any
+ * case, a space, REST not empty), or NULL. */
+static const struct admin_cmd *line_cmd(const struct engine *e, const char *line, size_t len)
+{
+    struct cmd_iter it = {0, NULL};
+    for (const struct admin_cmd *c; (c = cmd_next(e, &it)) != NULL;) {
+        size_t nl = strlen(c->name);
+        if ((c->flags & ADM_LINE) && len > nl + 1 && strncasecmp(line, c->name, nl) == 0 &&
+            line[nl] == ' ')
+            return c;
+    }
+    return NULL;
+}
+
+/* allowed asks the access rules whether p may run c (NULL: an unknown command, which only
+ * reads); a refusal is logged under the command's first word ("other" for an unknown one).
+ * Returns 1, or 0 after the refusal was queued. */
+static int allowed(struct peer *p, const struct admin_cmd *c)
+{
+    if (p->eng->acl == NULL)
+        return 1;
+    char what[ADMIN_CMD_WORD_MAX + 1] = "other";
+    if (c != NULL) {
+        size_t wl = strcspn(c->name, " ");
+        wl = wl < ADMIN_CMD_WORD_MAX ? wl : ADMIN_CMD_WORD_MAX;
+        memcpy(what, c->name, wl);
+        what[wl] = '\0';
+    }
+    int changes = c != NULL && (c->flags & ADM_CHANGES);
+    return acl_admin_check(p->eng->acl, p, changes, what) == 0;
 }
 
 void admin_line(struct peer *p, const char *line, size_t len)
 {
-    if (len > 5 && strncasecmp(line, "load ", 5) == 0) {
-        adm_load(p, line, len);
+    const struct admin_cmd *c = line_cmd(p->eng, line, len);
+    if (c != NULL) { /* load: the rest of the line is taken whole, not split */
+        if (allowed(p, c))
+            c->run_raw(p, line, len);
         return;
     }
     struct pa_token tok[ADMIN_MAX_TOKENS];
@@ -699,54 +839,17 @@ void admin_line(struct peer *p, const char *line, size_t len)
         unknown_command(p, NULL);
         return;
     }
-    /* these take the raw line: a payload has spaces */
-    int raw = pa_token_is(&tok[0], "schedule") || pa_token_is(&tok[0], "submit");
-    if (n > ADMIN_MAX_TOKENS - 1 && !raw) {
+    c = admin_find(p->eng, tok, n);
+    if (n > ADMIN_MAX_TOKENS - 1 && (c == NULL || !(c->flags & ADM_RAW))) {
         reply(p, "ERR TOO_MANY_ARGS Too+many+arguments\r\n");
         return;
     }
-    const struct pa_token *c = &tok[0];
-    if (p->eng->acl != NULL && acl_admin_check(p->eng->acl, p, admin_changes(tok, n),
-                                               admin_name(c)) != 0)
+    if (!allowed(p, c))
         return;
-    if (raw && pa_token_is(c, "submit"))
-        jobx_admin_submit(p, line, len);
-    else if (raw)
-        recur_admin(p, line, len);
-    else if (pa_token_is(c, "workers"))
-        adm_workers(p, tok, n);
-    else if (pa_token_is(c, "status"))
-        adm_status(p, tok, n);
-    else if (pa_token_is(c, "stats"))
-        adm_stats(p, tok, n);
-    else if (pa_token_is(c, "metrics"))
-        adm_metrics(p, n);
-    else if (pa_token_is(c, "prioritystatus"))
-        adm_prioritystatus(p);
-    else if (pa_token_is(c, "dump"))
-        adm_dump(p, tok, n);
-    else if (pa_token_is(c, "maxqueue"))
-        adm_maxqueue(p, tok, n);
-    else if (pa_token_is(c, "show"))
-        adm_show(p, tok, n);
-    else if (pa_token_is(c, "cancel"))
-        adm_cancel(p, tok, n);
-    else if (pa_token_is(c, "create"))
-        adm_create_function(p, tok, n);
-    else if (pa_token_is(c, "drop"))
-        adm_drop_function(p, tok, n);
-    else if (pa_token_is(c, "shutdown"))
-        adm_shutdown(p, tok, n);
-    else if (pa_token_is(c, "retry"))
-        jobx_admin_retry(p, tok, n);
-    else if (pa_token_is(c, "purge"))
-        jobx_admin_purge(p, tok, n);
-    else if (pa_token_is(c, "version"))
-        reply(p, "OK " PACKAGE_VERSION "\n");
-    else if (pa_token_is(c, "verbose"))
-        peer_printf(p, "OK %s\n", log_level_name(log_get_level()));
-    else if (pa_token_is(c, "getpid"))
-        peer_printf(p, "OK %ld\n", (long)getpid());
+    if (c == NULL || (c->flags & ADM_LINE)) /* an ADM_LINE command's name alone */
+        unknown_command(p, &tok[0]);
+    else if (c->flags & ADM_RAW) /* these take the raw line: a payload has spaces */
+        c->run_raw(p, line, len);
     else
-        unknown_command(p, c);
+        c->run(p, tok, n);
 }

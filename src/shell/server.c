@@ -19,7 +19,9 @@
 #include "admin.h"
 #include "cmd.h"
 #include "conn.h"
+#include "dump.h"
 #include "file.h"
+#include "jobx_admin.h"
 #include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
@@ -704,6 +706,11 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     }
     if (recur_attach(&s->eng) != 0) {
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (jobx_admin_register(&s->eng) != 0 || recur_admin_register(&s->eng) != 0 ||
+        dump_admin_register(&s->eng) != 0) {
+        snprintf(err, errlen, "cannot register the admin commands");
         return -1;
     }
     if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)

@@ -13,8 +13,11 @@
 extern "C" {
 #include "cmd.h"
 #include "config.h"
+#include "dump.h"
 #include "engine.h"
+#include "jobx_admin.h"
 #include "peer.h"
+#include "recur.h"
 #include "session.h"
 }
 
@@ -46,6 +49,10 @@ struct FakeShell {
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &cmd_sink);
+        // the features' admin commands (the server registers the same in server_init)
+        ASSERT_EQ(jobx_admin_register(&eng), 0);
+        ASSERT_EQ(recur_admin_register(&eng), 0);
+        ASSERT_EQ(dump_admin_register(&eng), 0);
     }
 
     ~FakeShell()

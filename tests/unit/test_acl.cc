@@ -412,3 +412,61 @@ TEST_F(AclShell, AdminReadAllowedWithoutRulesMeansLocal)
     FakeShell::feed(local, "status\n");
     EXPECT_EQ(FakeShell::take(local), "f\t0\t0\t0\n.\n");
 }
+
+// Which admin lines --admin-allow governs follows the first words of the line, command by
+// command, with the edges kept as they were before the command table: `retry list` and
+// `schedule list` only read, a bare `schedule` only reads (its usage reply), every other
+// `schedule` or `retry` line changes, `stats reset` with anything after it changes, a bare
+// `load` is refused before it is unknown, and an unknown word only reads.
+TEST_F(AclShell, AdminGatingByCommandWordsAndTheirEdges)
+{
+    admin({"10.0.0.0/8"});
+    peer *p = f.connect("127.0.0.1", 1);
+    p->listener = "127.0.0.1:4730";
+    const string no = "ERR PERMISSION_DENIED Not+allowed+from+this+connection\r\n";
+    const char *changes[] = {"shutdown graceful\n", "cancel job H:x:1\n", "cancel\n",
+                             "create function f\n", "drop function f\n", "maxqueue f\n",
+                             "stats reset\n", "STATS Reset x\n", "retry f 1 1\n", "retry\n",
+                             "retry list x\n", "retry job H:x:1\n", "purge failed\n",
+                             "load x\n", "LOAD {}\n", "load\n", "load \n", "dump\n",
+                             "dump next-id\n", "submit f x\n", "schedule add t @every 1h f x\n",
+                             "schedule remove t\n", "schedule foo\n", "Schedule List\n",
+                             "schedule a b c d e f g\n", "submit f a b c d e f g\n"};
+    uint64_t refused = 0;
+    for (const char *line : changes) {
+        if (string(line) == "Schedule List\n")
+            continue; // (listed below: it reads)
+        FakeShell::feed(p, line);
+        EXPECT_EQ(FakeShell::take(p), no) << line;
+        refused++;
+    }
+    EXPECT_EQ(f.eng.stats.permission_denied[DENIED_ADMIN], refused);
+    const std::pair<const char *, const char *> reads[] = {
+        {"schedule\n", "ERR "}, // (usage, or schedules not enabled without recur)
+        {"schedule list\n", ""},
+        {"Schedule List\n", ""},
+        {"schedule list x\n", "ERR "},
+        {"retry list\n", ".\n"},
+        {"RETRY LIST\n", ".\n"},
+        {"show failed jobs\n", ".\n"},
+        {"show failed\n", "ERR UNKNOWN_SHOW_ARGUMENTS\r\n"},
+        {"stats x\n", "ERR UNKNOWN_STATS_ARGUMENTS\r\n"},
+        {"status\n", ".\n"},
+        {"bogus\n", "ERR UNKNOWN_COMMAND Unknown+server+commandbogus\r\n"},
+        {"loadx y\n", "ERR UNKNOWN_COMMAND Unknown+server+commandloadx\r\n"},
+        {"shutdownx\n", "ERR UNKNOWN_COMMAND Unknown+server+commandshutdownx\r\n"},
+        {"version a b c d e f\n", "ERR TOO_MANY_ARGS Too+many+arguments\r\n"},
+        {"load\ta b c d e f\n", "ERR TOO_MANY_ARGS Too+many+arguments\r\n"},
+    };
+    for (const auto &r : reads) {
+        FakeShell::feed(p, r.first);
+        string out = FakeShell::take(p);
+        EXPECT_EQ(out.substr(0, strlen(r.second)), r.second) << r.first;
+        EXPECT_EQ(out.find("PERMISSION_DENIED"), string::npos) << r.first;
+    }
+    EXPECT_EQ(f.eng.stats.permission_denied[DENIED_ADMIN], refused) << "reads are not counted";
+    peer *q = f.connect("10.1.1.1", 0);
+    FakeShell::feed(q, "load\n");
+    EXPECT_EQ(FakeShell::take(q), "ERR UNKNOWN_COMMAND Unknown+server+commandload\r\n")
+        << "a bare load, allowed, is an unknown command";
+}

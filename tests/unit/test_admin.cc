@@ -2,6 +2,9 @@
 // Unit tests for admin commands that need engine state: sliced listings, shutdown policy.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -239,6 +242,30 @@ TEST_F(AdminTest, RequestsAfterAListingAreAnsweredAfterIt)
     EXPECT_EQ(out.substr(dot + 3), "OK " PACKAGE_VERSION "\n" + FakeShell::res(CMD_ECHO_RES, "e"));
 }
 
+// A function name argument that is too long, has a NUL (%00) or an undecodable escape gets each
+// command's own reply: the core commands say ARGUMENT_TOO_LARGE for a long one, `retry` (as the
+// submit paths) INVALID_FUNCTION_NAME; both say INVALID_FUNCTION_NAME for a NUL.
+TEST_F(AdminTest, FunctionNameArgumentsKeepEachCommandsErrorText)
+{
+    peer *c = f.connect();
+    const string lng(f.cfg.max_function + 1, 'n');
+    const string too_large = "ERR ARGUMENT_TOO_LARGE Function+name+too+long\r\n";
+    const string bad = "ERR INVALID_FUNCTION_NAME NUL+byte+in+function+name\r\n";
+    const std::pair<string, string> cases[] = {
+        {"create function " + lng, too_large}, {"drop function " + lng, too_large},
+        {"maxqueue " + lng + " 1", too_large}, {"retry " + lng + " 1 1", bad},
+        {"create function a%00b", bad},        {"drop function a%00b", bad},
+        {"maxqueue a%00b", bad},               {"retry a%00b 1 1", bad},
+    };
+    for (const auto &k : cases) {
+        ASSERT_EQ(FakeShell::feed(c, k.first + "\n"), 0);
+        EXPECT_EQ(FakeShell::take(c), k.second) << k.first.substr(0, 20);
+    }
+    const string fits(f.cfg.max_function, 'n');
+    ASSERT_EQ(FakeShell::feed(c, "create function " + fits + "\nretry " + fits + " 1 1\n"), 0);
+    EXPECT_EQ(FakeShell::take(c), "OK\r\nOK\r\n") << "a name of --max-function-name bytes fits";
+}
+
 // `workers` is written in slices too (50,000 connected workers used to be listed in one go on the
 // loop), and its output is the same as when it was written at once.
 class AdminWorkersTest : public AdminTest {
@@ -386,4 +413,204 @@ TEST_F(AdminWorkersTest, PeersClosingMidListingAreSafe)
     char err[256];
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
     EXPECT_EQ(session_check(&f.eng, err, sizeof err), 0) << err;
+}
+
+// ------------------------------------------------------------ the command table
+
+namespace {
+
+// tokens splits a command as docs write it ("retry job HANDLE") into admin words.
+struct Words {
+    std::vector<string> w;
+    std::vector<pa_token> t;
+    explicit Words(const string &s)
+    {
+        size_t i = 0;
+        while (i < s.size()) {
+            size_t j = s.find(' ', i);
+            if (j == string::npos)
+                j = s.size();
+            if (j > i)
+                w.push_back(s.substr(i, j - i));
+            i = j + 1;
+        }
+        for (const string &x : w)
+            t.push_back(pa_token{x.data(), x.size()});
+    }
+};
+
+const admin_cmd *find(const engine *e, const string &cmd)
+{
+    Words w(cmd);
+    return admin_find(e, w.t.data(), w.t.size());
+}
+
+// backticked returns the `...` items of text.
+std::vector<string> backticked(const string &text)
+{
+    std::vector<string> out;
+    for (size_t i = text.find('`'); i != string::npos; i = text.find('`', i)) {
+        size_t j = text.find('`', i + 1);
+        if (j == string::npos)
+            break;
+        out.push_back(text.substr(i + 1, j - i - 1));
+        i = j + 1;
+    }
+    return out;
+}
+
+// security_md returns docs/SECURITY.md's lines.
+std::vector<string> security_md()
+{
+    const char *top = getenv("SPUR_SRCDIR");
+    string path = string(top != nullptr && *top != '\0' ? top : SPUR_TOP_SRCDIR) +
+                  "/docs/SECURITY.md";
+    std::vector<string> lines;
+    FILE *fp = fopen(path.c_str(), "r");
+    if (fp == nullptr)
+        return lines;
+    char buf[4096];
+    while (fgets(buf, sizeof buf, fp) != nullptr) {
+        string l(buf);
+        if (!l.empty() && l.back() == '\n')
+            l.pop_back();
+        lines.push_back(l);
+    }
+    fclose(fp);
+    return lines;
+}
+
+// DocCommands is what SECURITY.md says of the admin commands: the first column of the table of
+// state-changing ones (under "admin commands that **change state**"), and the read-only list
+// (the paragraph "The **read-only** commands are ...", options left out).
+struct DocCommands {
+    std::vector<string> changes, reads;
+    DocCommands()
+    {
+        std::vector<string> lines = security_md();
+        size_t i = 0;
+        while (i < lines.size() && lines[i].find("admin commands that **change state**") ==
+                                       string::npos)
+            i++;
+        for (i++; i < lines.size() && (lines[i].empty() || lines[i][0] != '|'); i++)
+            ;
+        for (i += 2; i < lines.size() && !lines[i].empty() && lines[i][0] == '|'; i++) {
+            string first = lines[i].substr(1, lines[i].find(" | ") - 1);
+            for (const string &c : backticked(first))
+                changes.push_back(c);
+        }
+        while (i < lines.size() && lines[i].rfind("The **read-only** commands are", 0) != 0)
+            i++;
+        string para;
+        for (; i < lines.size() && !lines[i].empty(); i++)
+            para += lines[i] + " ";
+        for (const string &c : backticked(para))
+            if (c.rfind("--", 0) != 0)
+                reads.push_back(c);
+    }
+};
+
+} // namespace
+
+// SECURITY.md's table of the commands --admin-allow governs is the table's ADM_CHANGES rows,
+// both ways: every command it lists runs a row flagged ADM_CHANGES, and every such row is what
+// one of its lines runs; every command of its read-only list runs a row that is not flagged.
+TEST_F(AdminTest, SecurityMdListsExactlyTheStateChangingCommands)
+{
+    DocCommands doc;
+    ASSERT_GE(doc.changes.size(), 10u) << "SECURITY.md's table of state-changing commands";
+    ASSERT_GE(doc.reads.size(), 10u) << "SECURITY.md's list of read-only commands";
+    std::set<const admin_cmd *> documented;
+    for (const string &c : doc.changes) {
+        const admin_cmd *r = find(&f.eng, c);
+        ASSERT_NE(r, nullptr) << "SECURITY.md lists `" << c << "`, which is no command";
+        EXPECT_TRUE(r->flags & ADM_CHANGES)
+            << "SECURITY.md says `" << c << "` changes state; its row '" << r->name
+            << "' is not flagged ADM_CHANGES";
+        documented.insert(r);
+    }
+    size_t rows = 0;
+    for (const admin_cmd *r; (r = admin_cmd_at(&f.eng, rows)) != nullptr; rows++) {
+        if (r->flags & ADM_CHANGES) {
+            EXPECT_TRUE(documented.count(r))
+                << "the command '" << r->name << "' changes state (ADM_CHANGES) but "
+                << "SECURITY.md's table does not list it";
+        }
+    }
+    EXPECT_GE(rows, 25u) << "the core rows and the three features' ones";
+    for (const string &c : doc.reads) {
+        const admin_cmd *r = find(&f.eng, c);
+        ASSERT_NE(r, nullptr) << "SECURITY.md lists `" << c << "`, which is no command";
+        EXPECT_FALSE(r->flags & ADM_CHANGES)
+            << "SECURITY.md says `" << c << "` only reads; its row '" << r->name << "' is "
+            << "flagged ADM_CHANGES";
+    }
+}
+
+static void nop_run(peer *, const pa_token *, size_t) {}
+static void nop_raw(peer *, const char *, size_t) {}
+
+// The row with the most words wins, an exact row over another of its name when the line has
+// no arguments; matching ignores case; a line is looked at by its first ADMIN_CMD_WORDS words.
+TEST_F(AdminTest, CommandLookupPrefersTheLongestThenTheExactRow)
+{
+    EXPECT_STREQ(find(&f.eng, "stats")->name, "stats");
+    EXPECT_STREQ(find(&f.eng, "STATS Reset x")->name, "stats reset");
+    EXPECT_STREQ(find(&f.eng, "retry list")->name, "retry list");
+    EXPECT_STREQ(find(&f.eng, "retry list x")->name, "retry");
+    EXPECT_STREQ(find(&f.eng, "show failed jobs f")->name, "show failed jobs");
+    EXPECT_STREQ(find(&f.eng, "show failed")->name, "show");
+    const admin_cmd *bare = find(&f.eng, "schedule");
+    ASSERT_NE(bare, nullptr);
+    EXPECT_TRUE((bare->flags & ADM_EXACT) && !(bare->flags & ADM_CHANGES));
+    EXPECT_TRUE(find(&f.eng, "schedule add x")->flags & ADM_CHANGES);
+    EXPECT_EQ(find(&f.eng, "bogus"), nullptr);
+    EXPECT_EQ(find(&f.eng, "statsx"), nullptr);
+    EXPECT_EQ(find(&f.eng, ""), nullptr);
+}
+
+// admin_register takes well-formed rows only, never a command the engine has, and at most
+// ENGINE_ADMIN_TABLES tables; a registered row runs like a core one.
+TEST_F(AdminTest, RegisterRefusesMalformedAndRepeatedRows)
+{
+    static const admin_cmd bad[][2] = {
+        {{"Upper", 0, nop_run, nullptr}, {}},
+        {{"two  spaces", 0, nop_run, nullptr}, {}},
+        {{" lead", 0, nop_run, nullptr}, {}},
+        {{"trail ", 0, nop_run, nullptr}, {}},
+        {{"a b c d", 0, nop_run, nullptr}, {}},
+        {{"", 0, nop_run, nullptr}, {}},
+        {{"xyzzy", ADM_RAW, nop_run, nullptr}, {}},
+        {{"xyzzy", 0, nullptr, nop_raw}, {}},
+        {{"xyzzy", 0, nop_run, nop_raw}, {}},
+        {{"xyzzy", 1u << 7, nop_run, nullptr}, {}},
+        {{"status", 0, nop_run, nullptr}, {}},                  // a core command
+        {{"retry list", ADM_EXACT, nop_run, nullptr}, {}},      // a feature's
+        {{"xyzzy", 0, nop_run, nullptr}, {"xyzzy", 0, nop_run, nullptr}}, // twice in one table
+    };
+    for (const auto &t : bad)
+        EXPECT_EQ(admin_register(&f.eng, t), -1) << t[0].name;
+    static const admin_cmd long_word[] = {{"0123456789012345678901234567890x", 0, nop_run,
+                                           nullptr},
+                                          {}};
+    EXPECT_EQ(admin_register(&f.eng, long_word), -1) << "a word of ADMIN_CMD_WORD_MAX + 1";
+    static int runs = 0;
+    static const admin_cmd ok[] = {
+        {"xyzzy", ADM_CHANGES, [](peer *p, const pa_token *, size_t n) {
+             runs++;
+             peer_printf(p, "XYZZY %zu\n", n);
+         }, nullptr},
+        {"status now", 0, nop_run, nullptr}, // a longer name beside a core one
+        {}};
+    ASSERT_EQ(admin_register(&f.eng, ok), 0);
+    EXPECT_EQ(admin_register(&f.eng, ok), -1) << "the same commands again";
+    peer *c = f.connect();
+    ASSERT_EQ(FakeShell::feed(c, "XyZzy a b\n"), 0);
+    EXPECT_EQ(FakeShell::take(c), "XYZZY 3\n");
+    EXPECT_EQ(runs, 1);
+    static const admin_cmd empty[] = {{}};
+    size_t tables = f.eng.admin_tables;
+    for (; tables < ENGINE_ADMIN_TABLES; tables++)
+        ASSERT_EQ(admin_register(&f.eng, empty), 0);
+    EXPECT_EQ(admin_register(&f.eng, empty), -1) << "ENGINE_ADMIN_TABLES tables at most";
 }
