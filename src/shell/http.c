@@ -78,7 +78,7 @@ struct hconn {
 /* struct req is one POST/PUT /FUNC request: the internal client the engine sees, and its
  * answer. */
 struct req {
-    struct peer peer;          /* must be first: the engine's view (PEER_HTTP) */
+    struct peer peer;          /* the engine's view (its ops: req_ops) */
     struct http *h;            /* owner */
     struct MHD_Connection *mc; /* its connection */
     struct list_node dnode;    /* on h->dirty while on_dirty */
@@ -97,7 +97,6 @@ struct req {
                                   function and unique: the SUBMIT packet being built there counts
                                   against --max-buffer-memory like any partial packet) */
     size_t max_body;           /* the most body bytes this request may have */
-    struct buf rx;             /* replies drained from peer.out, not yet parsed */
     unsigned status;           /* the answer's HTTP status */
     const char *command;       /* X-Gearman-Command of the answer, or NULL */
     char handle[JOB_HANDLE_BUF]; /* X-Gearman-Job-Handle, "" until JOB_CREATED */
@@ -458,91 +457,123 @@ static void req_free(struct req *r)
     unwatch(r);
     list_del(&r->anode);
     r->h->nreqs--;
-    buf_free(&r->rx);
     buf_free(&r->out);
     free(r->after);
     free(r);
 }
 
-/* finish sets r's answer and releases what it held in the engine. */
-static void finish(struct req *r, unsigned status, const char *command)
+/* record sets r's answer; the request leaves the engine later (drain, req_free): this runs
+ * inside the engine's calls (the encoder), which may not have a peer detached under them. */
+static void record(struct req *r, unsigned status, const char *command)
 {
     if (r->state == REQ_DONE)
         return;
     r->state = REQ_DONE;
     r->status = status;
     r->command = command;
+}
+
+/* record_text is record with a text body replacing what was collected. */
+static void record_text(struct req *r, unsigned status, const char *command, const char *text,
+                        const void *extra, size_t extra_len)
+{
+    if (r->state == REQ_DONE)
+        return;
+    buf_free(&r->out);
+    if (buf_append(&r->out, text, strlen(text)) != 0 ||
+        (extra_len > 0 && buf_append(&r->out, extra, extra_len) != 0) ||
+        buf_append(&r->out, "\n", 1) != 0)
+        buf_free(&r->out); /* out of memory: the status alone says it */
+    record(r, status, command);
+}
+
+/* finish sets r's answer and releases what it held in the engine. */
+static void finish(struct req *r, unsigned status, const char *command)
+{
+    record(r, status, command);
     detach(r);
-    buf_free(&r->rx);
 }
 
 /* finish_text is finish with a text body replacing what was collected. */
 static void finish_text(struct req *r, unsigned status, const char *command, const char *text,
                         const void *extra, size_t extra_len)
 {
-    buf_free(&r->out);
-    if (buf_append(&r->out, text, strlen(text)) != 0 ||
-        (extra_len > 0 && buf_append(&r->out, extra, extra_len) != 0) ||
-        buf_append(&r->out, "\n", 1) != 0)
-        buf_free(&r->out); /* out of memory: the status alone says it */
-    finish(r, status, command);
+    record_text(r, status, command, text, extra, extra_len);
+    detach(r);
 }
 
-/* error_status maps an ERROR packet's code to an HTTP status. */
-static unsigned error_status(const char *code, size_t len)
+/* error_status maps an ERROR reply's code to an HTTP status. */
+static unsigned error_status(const struct proto_arg *code)
 {
-    if ((len == strlen(PROTO_ERR_ARGUMENT_TOO_LARGE) &&
-         memcmp(code, PROTO_ERR_ARGUMENT_TOO_LARGE, len) == 0) ||
-        (len == strlen(PROTO_ERR_INVALID_ARGUMENT) &&
-         memcmp(code, PROTO_ERR_INVALID_ARGUMENT, len) == 0))
-        return MHD_HTTP_BAD_REQUEST;
-    if (len == strlen(PROTO_ERR_PERMISSION_DENIED) &&
-        memcmp(code, PROTO_ERR_PERMISSION_DENIED, len) == 0)
-        return MHD_HTTP_FORBIDDEN; /* --policy */
+    static const struct {
+        const char *code;
+        unsigned status;
+    } map[] = {
+        {PROTO_ERR_ARGUMENT_TOO_LARGE, MHD_HTTP_BAD_REQUEST},
+        {PROTO_ERR_INVALID_ARGUMENT, MHD_HTTP_BAD_REQUEST},
+        {PROTO_ERR_PERMISSION_DENIED, MHD_HTTP_FORBIDDEN}, /* --policy */
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (code->len == strlen(map[i].code) && memcmp(code->ptr, map[i].code, code->len) == 0)
+            return map[i].status;
     return MHD_HTTP_SERVICE_UNAVAILABLE; /* queue full, store error, out of memory */
 }
 
-/* reply handles one packet the engine queued for r. */
-static void reply(struct req *r, const struct pb_packet *pkt)
+static struct req *req_of(struct peer *p)
 {
-    switch (pkt->cmd) {
+    return container_of(p, struct req, peer);
+}
+
+/* req_packet is an HTTP request's reply encoder (peer_ops.packet): the engine's reply, as the
+ * command, its arguments and its payload (the blob range, else the last of two or more
+ * arguments), becomes r's answer: JOB_CREATED (background: the answer), WORK_DATA and
+ * WORK_COMPLETE (the body), WORK_FAIL, WORK_EXCEPTION, ERROR. Others (WORK_STATUS,
+ * WORK_WARNING) are not part of it. Only records: drain, in http_flush, detaches. Returns 0. */
+static int req_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                      struct blob *b, size_t off, size_t len)
+{
+    struct req *r = req_of(p);
+    if (r->state == REQ_DONE || r->admin)
+        return 0;
+    struct proto_arg pay = {"", 0};
+    if (b != NULL)
+        pay = (struct proto_arg){b->data + off, len};
+    else if (nargs >= 2)
+        pay = args[nargs - 1];
+    switch (cmd) {
     case CMD_JOB_CREATED:
-        snprintf(r->handle, sizeof r->handle, "%.*s", (int)pkt->len[0], pkt->arg[0]);
+        snprintf(r->handle, sizeof r->handle, "%.*s", (int)args[0].len,
+                 (const char *)args[0].ptr);
         if (r->background)
-            finish(r, MHD_HTTP_OK, "JOB_CREATED");
-        return;
+            record(r, MHD_HTTP_OK, "JOB_CREATED");
+        return 0;
     case CMD_WORK_DATA:
     case CMD_WORK_COMPLETE:
-        if (pkt->data_len > 0 && buf_append(&r->out, pkt->data, pkt->data_len) != 0) {
-            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-            return;
-        }
-        if (buf_len(&r->out) > r->h->cfg->max_output) {
-            finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
+        if (pay.len > 0 && buf_append(&r->out, pay.ptr, pay.len) != 0)
+            record_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+        else if (buf_len(&r->out) > r->h->cfg->max_output)
+            record_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
                         "the result is larger than --max-output-buffer", NULL, 0);
-            return;
-        }
-        if (pkt->cmd == CMD_WORK_COMPLETE)
-            finish(r, MHD_HTTP_OK, "WORK_COMPLETE");
-        return;
+        else if (cmd == CMD_WORK_COMPLETE)
+            record(r, MHD_HTTP_OK, "WORK_COMPLETE");
+        return 0;
     case CMD_WORK_FAIL:
-        finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_FAIL", "the job failed (WORK_FAIL)",
+        record_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_FAIL", "the job failed (WORK_FAIL)",
                     NULL, 0);
-        return;
+        return 0;
     case CMD_WORK_EXCEPTION:
-        finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_EXCEPTION",
-                    "the job failed with an exception (WORK_EXCEPTION): ", pkt->data,
-                    pkt->data_len);
-        return;
+        record_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_EXCEPTION",
+                    "the job failed with an exception (WORK_EXCEPTION): ", pay.ptr, pay.len);
+        return 0;
     case CMD_ERROR: {
         char text[400];
-        snprintf(text, sizeof text, "ERROR %.*s: %.*s", (int)pkt->len[0], pkt->arg[0],
-                 (int)pkt->len[1], pkt->arg[1]);
-        finish_text(r, error_status(pkt->arg[0], pkt->len[0]), "ERROR", text, NULL, 0);
-        return;
+        snprintf(text, sizeof text, "ERROR %.*s: %.*s", (int)args[0].len,
+                 (const char *)args[0].ptr, (int)args[1].len, (const char *)args[1].ptr);
+        record_text(r, error_status(&args[0]), "ERROR", text, NULL, 0);
+        return 0;
     }
     default: /* WORK_STATUS, WORK_WARNING: not part of the answer */
-        return;
+        return 0;
     }
 }
 
@@ -560,46 +591,35 @@ static unsigned admin_status(const struct buf *out)
     return MHD_HTTP_OK;
 }
 
-/* take_output moves what r's output queue can give in one go (up to 64 segments) into b.
- * Returns 0, or -1 after answering 503 when out of memory. */
-static int take_output(struct req *r, struct buf *b)
-{
-    struct peer *p = &r->peer;
-    struct iovec iov[64];
-    int k = outq_iov(&p->out, iov, 64);
-    size_t got = 0;
-    for (int i = 0; i < k; i++) {
-        if (buf_append(b, iov[i].iov_base, iov[i].iov_len) != 0) {
-            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-            return -1;
-        }
-        got += iov[i].iov_len;
-    }
-    outq_consume(&p->out, got);
-    peer_account(p);
-    return 0;
-}
-
-/* drain_admin moves the admin reply text the engine queued for r into its answer; the answer is
- * complete once the line is consumed and no listing is still being written for it. */
+/* drain_admin moves the admin reply text the engine queued for r (peer_write, into its output
+ * queue: admin listings pace themselves by its backlog) into its answer; the answer is complete
+ * once the line is consumed and no listing is still being written for it. */
 static void drain_admin(struct req *r)
 {
     struct peer *p = &r->peer;
-    while (outq_pending(&p->out) > 0) {
-        if (take_output(r, &r->out) != 0)
-            return;
-        if (buf_len(&r->out) > r->h->cfg->max_output) {
+    while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
+        struct iovec iov[64];
+        int k = outq_iov(&p->out, iov, 64);
+        size_t got = 0;
+        for (int i = 0; i < k; i++) {
+            if (buf_append(&r->out, iov[i].iov_base, iov[i].iov_len) != 0) {
+                finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+                return;
+            }
+            got += iov[i].iov_len;
+        }
+        outq_consume(&p->out, got);
+        peer_account(p);
+        if (buf_len(&r->out) > r->h->cfg->max_output)
             finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
                         "the reply is larger than --max-output-buffer", NULL, 0);
-            return;
-        }
     }
     if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p))
         finish(r, admin_status(&r->out), NULL);
 }
 
-/* drain takes what the engine queued for r (binary reply packets, or an admin reply) and turns
- * it into r's answer, as far as it goes. */
+/* drain settles r after the engine's calls: an admin reply is collected; a request whose answer
+ * the encoder recorded leaves the engine; one the engine closed is answered 503. */
 static void drain(struct req *r)
 {
     dirty_del(r);
@@ -613,34 +633,41 @@ static void drain(struct req *r)
                         NULL, 0);
         return;
     }
-    size_t n = outq_pending(&p->out);
-    if (n > 0) {
-        while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
-            if (take_output(r, &r->rx) != 0)
-                return;
-            /* parse the whole packets received so far */
-            while (r->state != REQ_DONE && buf_len(&r->rx) > 0) {
-                struct pb_packet pkt;
-                size_t used = 0;
-                enum pb_status st = pb_parse(buf_head(&r->rx), buf_len(&r->rx),
-                                             PROTO_MAGIC_RES, UINT32_MAX, &pkt, &used);
-                if (st == PB_NEED_MORE)
-                    break;
-                if (st != PB_OK) { /* cannot happen: the engine encodes what it queues */
-                    finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "bad reply", NULL, 0);
-                    return;
-                }
-                reply(r, &pkt);
-                if (r->state != REQ_DONE)
-                    buf_consume(&r->rx, used);
-            }
-        }
-    }
-    if (r->state != REQ_DONE && (p->flags & PEER_CLOSING))
+    if (r->state == REQ_DONE)
+        detach(r);
+    else if (p->flags & PEER_CLOSING)
         finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                     "the server dropped the request (out of memory or --max-buffer-memory)",
                     NULL, 0);
 }
+
+/* ------------------------------------------------------------ the engine's ops for HTTP peers */
+
+/* req_output and req_closed note the request for http_flush. */
+static void req_output(struct peer *p)
+{
+    dirty_add(req_of(p));
+}
+
+static void req_closed(struct peer *p)
+{
+    dirty_add(req_of(p));
+}
+
+/* req_resumed handles the input the peer held back (a submit that waited for the store's
+ * replay). */
+static void req_resumed(struct peer *p)
+{
+    struct req *r = req_of(p);
+    if (!r->attached || (p->flags & PEER_CLOSING))
+        return;
+    session_process(p);
+    dirty_add(r);
+}
+
+/* req_ops are the peer_ops of an HTTP request's internal client: replies are encoded straight
+ * into its answer (req_packet), admin text is queued and collected by drain. */
+static const struct peer_ops req_ops = {req_output, req_closed, req_resumed, req_packet};
 
 /* ------------------------------------------------------------ submission */
 
@@ -651,7 +678,7 @@ static const char *header_value(struct MHD_Connection *mc, const char *name)
 }
 
 /* new_req sets up a request on mc whose body may have max_body bytes: its internal client is
- * attached to the engine (flagged PEER_HTTP, listener "http"). NULL when out of memory. */
+ * attached to the engine (with req_ops, listener "http"). NULL when out of memory. */
 static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max_body)
 {
     struct req *r = calloc(1, sizeof *r);
@@ -666,7 +693,8 @@ static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max
     char ip[48];
     client_ip(mc, ip, sizeof ip);
     peer_init(&r->peer, h->eng, r->fd, ip, 0);
-    r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
+    r->peer.ops = &req_ops;
+    r->peer.flags |= PEER_EXCEPTIONS; /* an exception's text is the answer */
     r->peer.listener = "http";
     list_node_init(&r->dnode);
     list_push_back(&h->all, &r->anode);
@@ -1184,27 +1212,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
         text[--n] = '\0';
     log_limited(&http_limit, LOG_DEBUG, __FILE__, __LINE__, "libmicrohttpd: %s", text);
-}
-
-/* ------------------------------------------------------------ the engine's ops for HTTP peers */
-
-void http_peer_output(struct peer *p)
-{
-    dirty_add((struct req *)p);
-}
-
-void http_peer_close(struct peer *p)
-{
-    dirty_add((struct req *)p);
-}
-
-void http_peer_resume(struct peer *p)
-{
-    struct req *r = (struct req *)p;
-    if (!r->attached || (p->flags & PEER_CLOSING))
-        return;
-    session_process(p);
-    dirty_add(r);
 }
 
 /* ------------------------------------------------------------ the shell's calls */

@@ -3,13 +3,14 @@
  * caller's loop (no thread of its own); this module routes them. GET routes answer pages
  * (/healthz, and the slots the observability renderers fill); POST /FUNC submits a job the way
  * gearmand's -r http does: each such request is an internal client of the engine (a struct peer
- * flagged PEER_HTTP) fed a SUBMIT_JOB* packet through session_feed, whose queued replies
- * (JOB_CREATED, WORK_DATA, WORK_COMPLETE, WORK_FAIL, WORK_EXCEPTION, ERROR) become the HTTP
- * response. So coalescing, priorities, durability and worker loss behave as for a binary client.
+ * with its own peer_ops) fed a SUBMIT_JOB* packet through session_process, whose replies
+ * (JOB_CREATED, WORK_DATA, WORK_COMPLETE, WORK_FAIL, WORK_EXCEPTION, ERROR) its encoder turns
+ * into the HTTP response from their values, not from encoded bytes. So coalescing, priorities,
+ * durability and worker loss behave as for a binary client.
  *
  * No libev here: the shell (server.c) watches the two descriptors of http_fds, arms a timer to
- * http_timeout_ms, calls http_run when either is due, routes the engine_ops of PEER_HTTP peers
- * to http_peer_output / _close / _resume, and calls http_flush before the loop sleeps. */
+ * http_timeout_ms, calls http_run when either is due, forwards its engine_ops to the peers'
+ * own peer_ops, and calls http_flush before the loop sleeps. */
 #ifndef SPUR_HTTP_H
 #define SPUR_HTTP_H
 
@@ -78,14 +79,6 @@ long long http_timeout_ms(struct http *h);
  * how many requests it resumed: when more than 0 the shell must call http_run soon (its
  * timer at 0). */
 size_t http_flush(struct http *h);
-
-/* http_peer_output, http_peer_close and http_peer_resume are the engine_ops output, close and
- * resume for a PEER_HTTP peer (the shell routes them here by the flag). Output and close only
- * note the request for http_flush; resume handles the input the peer held back (a submit that
- * waited for the store's replay). */
-void http_peer_output(struct peer *p);
-void http_peer_close(struct peer *p);
-void http_peer_resume(struct peer *p);
 
 /* http_path_has_nul reports whether the path of uri, a request target as sent (not yet
  * URL-decoded), has a %00: decoded, it would cut the function name at the NUL. */

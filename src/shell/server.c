@@ -32,24 +32,19 @@ static struct log_limit accept_limit = {5.0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------ engine callbacks */
 
-/* A PEER_HTTP peer is an HTTP request's internal client (http.h), not a struct conn. */
+/* The engine's output, close and resume go to the peer's owner (peer_ops: net/conn.c for a
+ * connection, the HTTP front-end for a request). */
 
 static void eng_output(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_output(p);
-    else
-        conn_mark_dirty((struct conn *)p);
+    p->ops->output(p);
 }
 
 static void eng_close(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_close(p);
-    else
-        conn_close((struct conn *)p);
+    p->ops->close(p);
 }
 
 static void close_listeners(struct server *s)
@@ -90,10 +85,7 @@ static void eng_shutdown(struct engine *e, int graceful)
 static void eng_resume(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_resume(p);
-    else
-        conn_resume((struct conn *)p);
+    p->ops->resume(p);
 }
 
 static double eng_now(struct engine *e)
