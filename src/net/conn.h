@@ -100,8 +100,9 @@ void conn_free(struct conn *c);
  * its teardown queued for others (re-queued jobs wake workers). Returns how many it freed. */
 size_t conn_free_closed(struct conn_ctx *x);
 
-/* conn_idle_sweep closes every connection (x's own list) whose unfinished packet has waited longer than
- * --idle-timeout (called about once a second when the option is set). */
+/* conn_idle_sweep closes every connection (x's own list, not the engine's other peers) whose
+ * unfinished packet has waited longer than --idle-timeout (called about once a second when the
+ * option is set). */
 void conn_idle_sweep(struct conn_ctx *x, double now);
 
 /* conn_handshake_sweep closes every connection whose transport handshake has run longer than
