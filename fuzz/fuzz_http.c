@@ -4,8 +4,8 @@
  * peer_ops and pumps http_run / http_flush as server.c's loop does, and a worker peer of the
  * engine takes the submitted jobs. The fuzz input is a list of operations: raw bytes to a
  * connection, well-formed requests built from the input (GET pages, POST/PUT submissions with
- * any headers and bodies, chunked or not), closing or half-closing a client mid-request or while its job
- * waits, the worker grabbing a job and answering it (WORK_DATA, COMPLETE, FAIL, EXCEPTION), and
+ * any headers and bodies, chunked or not), closing or half-closing a client mid-request or
+ * while its job waits, the worker grabbing a job and answering it (WORK_DATA, COMPLETE, FAIL, EXCEPTION), and
  * the store's replay starting and ending. After every operation:
  *   - engine_check() and session_check() pass (the HTTP peers are ordinary clients to them);
  *   - what a client received starts with an HTTP status line;
