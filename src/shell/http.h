@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* http: the HTTP front-end (docs/HTTP.md). libmicrohttpd parses the requests, driven from the
- * caller's loop (no thread of its own: http_mhd.c, its glue, watches its descriptors on the
- * loop); http.c routes them. GET routes answer pages
- * (/healthz, and the slots the observability renderers fill); POST /FUNC submits a job the way
+ * caller's loop (no thread of its own: http_mhd.c is its glue, http_ev.c its watchers on the
+ * shell's loop); http.c routes them. GET routes answer pages (/healthz, and the slots the
+ * observability renderers fill); POST /FUNC submits a job the way
  * gearmand's -r http does: each such request is an internal client of the engine (a struct peer
  * with its own peer_ops) fed a SUBMIT_JOB* packet through session_process, whose replies
  * (JOB_CREATED, WORK_DATA, WORK_COMPLETE, WORK_FAIL, WORK_EXCEPTION, ERROR) its encoder turns
  * into the HTTP response from their values, not from encoded bytes. So coalescing, priorities,
  * durability and worker loss behave as for a binary client.
  *
- * The shell (server.c) starts it with http_watch, hands it the accepted sockets (http_add),
+ * The shell (server.c) has it watched (http_ev_start), hands it the accepted sockets (http_add),
  * forwards its engine_ops to the peers' own peer_ops, and calls http_flush before the loop
  * sleeps. */
 #ifndef SPUR_HTTP_H

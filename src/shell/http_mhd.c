@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* http_mhd: the HTTP front-end's libmicrohttpd glue (http_mhd.h): the daemon in external-polling
- * epoll mode and its libev watchers, connection deadlines, the checks of a request's head,
+ * epoll mode (its watchers on the loop are http_ev.c's), connection deadlines, the checks of a request's head,
  * queueing answers, the disconnect watch. The routes and requests are http.c's. */
 #include "http_mhd.h"
 
@@ -366,63 +366,17 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     log_limited(&http_log_limit, LOG_DEBUG, __FILE__, __LINE__, "libmicrohttpd: %s", text);
 }
 
-/* ------------------------------------------------------------ the loop's watchers */
-
-/* arm points the timer at libmicrohttpd's next timeout (at_once: now), when watched. */
-static void arm(struct http *h, int at_once)
-{
-    if (h->loop == NULL)
-        return;
-    long long ms = at_once ? 0 : http_timeout_ms(h);
-    ev_timer_stop(h->loop, &h->timer);
-    if (ms < 0)
-        return;
-    ev_timer_set(&h->timer, (double)ms / 1000.0, 0.);
-    ev_timer_start(h->loop, &h->timer);
-}
-
-/* io_cb runs libmicrohttpd when one of its descriptors is readable. */
-static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    struct http *h = w->data;
-    http_run(h);
-    arm(h, 0);
-}
-
-/* timer_cb runs libmicrohttpd when its timeout is due. */
-static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    struct http *h = w->data;
-    http_run(h);
-    arm(h, 0);
-}
-
-int http_watch(struct http *h, struct ev_loop *loop, char *err, size_t errlen)
-{
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-    if (di == NULL || di->epoll_fd < 0) {
-        snprintf(err, errlen, "the HTTP engine has no epoll descriptor");
-        return -1;
-    }
-    h->loop = loop;
-    ev_io_init(&h->mhd_io, io_cb, di->epoll_fd, EV_READ);
-    h->mhd_io.data = h;
-    ev_io_start(loop, &h->mhd_io);
-    ev_io_init(&h->gone_io, io_cb, h->gone_fd, EV_READ);
-    h->gone_io.data = h;
-    ev_io_start(loop, &h->gone_io);
-    ev_timer_init(&h->timer, timer_cb, 0., 0.);
-    h->timer.data = h;
-    return 0;
-}
-
 void http_kick(struct http *h)
 {
-    arm(h, 1);
+    if (h->kick != NULL)
+        h->kick(h->kick_arg);
+}
+
+void http_fds(const struct http *h, int *mhd_fd, int *gone_fd)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+    *mhd_fd = di != NULL ? di->epoll_fd : -1;
+    *gone_fd = h->gone_fd;
 }
 
 /* ------------------------------------------------------------ the shell's calls */
@@ -460,11 +414,6 @@ int http_mhd_start(struct http *h, MHD_AccessHandlerCallback on_request,
 
 void http_mhd_stop(struct http *h)
 {
-    if (h->loop != NULL) {
-        ev_io_stop(h->loop, &h->mhd_io);
-        ev_io_stop(h->loop, &h->gone_io);
-        ev_timer_stop(h->loop, &h->timer);
-    }
     /* a few non-blocking rounds write the answers to clients that read them */
     for (int i = 0; i < 4; i++)
         MHD_run(h->d);
@@ -480,7 +429,7 @@ int http_add(struct http *h, int fd, const struct sockaddr *sa, socklen_t salen)
                     h->cfg->http_max_connections);
         return -1;
     }
-    arm(h, 1); /* libmicrohttpd takes the new connection in its next run */
+    http_kick(h); /* libmicrohttpd takes the new connection in its next run */
     return 0;
 }
 

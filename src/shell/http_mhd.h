@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* http_mhd: the lower half of the HTTP front-end (the shell reaches it through http.h, which
  * includes it). http_mhd.c is the libmicrohttpd glue: the daemon in external-polling
- * epoll mode and its libev watchers, connection deadlines (--http-request-timeout), the checks
+ * epoll mode, connection deadlines (--http-request-timeout), the checks
  * of a request's head, queueing answers, the disconnect watch. http.c, the API above it, is
  * the GET routes and the requests that submit jobs or admin lines as internal clients of the
  * engine; it hands its callbacks to http_mhd_start and sets struct http's req_gone, so this
@@ -9,7 +9,6 @@
 #ifndef SPUR_HTTP_MHD_H
 #define SPUR_HTTP_MHD_H
 
-#include <ev.h>
 #include <microhttpd.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -47,10 +46,10 @@ struct http {
     size_t resumed;            /* requests resumed by the last http_flush */
     int stopping;              /* http_destroy runs: new requests are answered 503 */
     http_gone_fn req_gone;     /* the API's handler of a waiting request's disconnect */
-    struct ev_loop *loop;      /* the loop watching it (http_watch), or NULL: driven by hand */
-    ev_io mhd_io;              /* libmicrohttpd's epoll fd is readable */
-    ev_io gone_io;             /* a waiting request's socket hung up (gone_fd) */
-    ev_timer timer;            /* libmicrohttpd's next timeout, or a resume to handle */
+    void (*kick)(void *arg);   /* libmicrohttpd has work now (a connection added, answers
+                                  resumed): whoever runs it (http_ev.c) runs it soon; NULL when
+                                  the caller drives it by hand (unit tests, the fuzzer) */
+    void *kick_arg;            /* kick's argument */
 };
 
 /* http_log_limit rate-limits the front-end's log lines about clients. */
@@ -99,14 +98,11 @@ int http_mhd_start(struct http *h, MHD_AccessHandlerCallback on_request,
  * answered and resumed every request first. */
 void http_mhd_stop(struct http *h);
 
-/* http_watch has loop watch h's descriptors (libmicrohttpd's epoll fd, and the epoll fd on
- * which the sockets of requests waiting on a job report a disconnect) and arm a timer to
- * http_timeout_ms, calling http_run when either is due; http_destroy stops them. Without it
- * (unit tests, the fuzzer) the caller calls http_run itself. Returns 0, or -1 with a message
- * in err. */
-int http_watch(struct http *h, struct ev_loop *loop, char *err, size_t errlen);
+/* http_fds gives the two descriptors to watch for reading: libmicrohttpd's epoll fd, and the
+ * epoll fd on which the sockets of requests waiting on a job report a disconnect. */
+void http_fds(const struct http *h, int *mhd_fd, int *gone_fd);
 
-/* http_kick has the watched h run at once (its timer at 0): new work for libmicrohttpd. */
+/* http_kick tells whoever runs h (its kick) that libmicrohttpd has work now. */
 void http_kick(struct http *h);
 
 /* http_add hands an accepted socket (non-blocking) to the HTTP engine, which owns it from now on

@@ -545,7 +545,7 @@ static int open_http(struct server *s, char *err, size_t errlen)
     s->http = http_new(&s->eng, cfg, err, errlen);
     if (s->http == NULL)
         return -1;
-    return http_watch(s->http, s->loop, err, errlen);
+    return http_ev_start(&s->http_ev, s->http, s->loop, err, errlen);
 }
 
 /* open_tls opens the --ssl-listen listeners, TLS only. Returns 0, or -1 with a message in err. */
@@ -776,6 +776,7 @@ void server_destroy(struct server *s)
     store_close(&s->eng);
     ev_timer_stop(s->loop, &s->store_timer);
     if (s->http != NULL) { /* every HTTP request leaves the engine before the engine goes */
+        http_ev_stop(&s->http_ev);
         http_destroy(s->http);
         s->http = NULL;
     }
