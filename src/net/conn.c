@@ -39,7 +39,7 @@ int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
 
 void conn_ctx_destroy(struct conn_ctx *x)
 {
-    while (!list_empty(&x->all)) {
+    while (x->eng != NULL && !list_empty(&x->all)) { /* x->eng: conn_ctx_init ran */
         struct conn *c = container_of(list_first(&x->all), struct conn, all_node);
         if (!c->closing)
             conn_close(c);
