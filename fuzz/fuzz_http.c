@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_http: the HTTP request path. libmicrohttpd (through http.c) serves up to NSLOTS
- * connections over socketpairs; a small C shell routes the engine_ops of HTTP peers to http.h
- * and pumps http_run / http_flush as server.c's loop does, and a worker peer of the engine takes
- * the submitted jobs. The fuzz input is a list of operations: raw bytes to a connection,
- * well-formed requests built from the input (GET pages, POST/PUT submissions with any headers
- * and bodies, chunked or not), closing or half-closing a client mid-request or while its job
- * waits, the worker grabbing a job and answering it (WORK_DATA, COMPLETE, FAIL, EXCEPTION), and
+ * connections over socketpairs; a small C shell forwards the engine_ops to the peers' own
+ * peer_ops and pumps http_run / http_flush as server.c's loop does, and a worker peer of the
+ * engine takes the submitted jobs. The fuzz input is a list of operations: raw bytes to a
+ * connection, well-formed requests built from the input (GET pages, POST/PUT submissions with
+ * any headers and bodies, chunked or not), closing or half-closing a client mid-request or
+ * while its job waits, the worker grabbing a job and answering it (WORK_DATA, COMPLETE, FAIL, EXCEPTION), and
  * the store's replay starting and ending. After every operation:
  *   - engine_check() and session_check() pass (the HTTP peers are ordinary clients to them);
  *   - what a client received starts with an HTTP status line;
@@ -42,15 +42,15 @@
 static void op_output(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_output(p);
+    if (p->ops != NULL)
+        p->ops->output(p);
 }
 
 static void op_close(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_close(p);
+    if (p->ops != NULL)
+        p->ops->close(p);
 }
 
 static void op_shutdown(struct engine *e, int graceful)
@@ -68,8 +68,8 @@ static double op_now(struct engine *e)
 static void op_resume(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_resume(p);
+    if (p->ops != NULL)
+        p->ops->resume(p);
     else
         session_process(p);
 }

@@ -32,15 +32,15 @@ int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
     list_node_init(&x->closing);
     list_node_init(&x->deferred);
     list_node_init(&x->handshakes);
+    list_node_init(&x->all);
     x->rbuf = malloc(CONN_READ_SIZE);
     return x->rbuf != NULL ? 0 : -1;
 }
 
 void conn_ctx_destroy(struct conn_ctx *x)
 {
-    /* every conn is on the engine's peer list until conn_free detaches it */
-    while (x->eng != NULL && !list_empty(&x->eng->peers)) {
-        struct conn *c = (struct conn *)peer_of(list_first(&x->eng->peers));
+    while (x->eng != NULL && !list_empty(&x->all)) { /* x->eng: conn_ctx_init ran */
+        struct conn *c = container_of(list_first(&x->all), struct conn, all_node);
         if (!c->closing)
             conn_close(c);
         conn_free(c);
@@ -48,6 +48,32 @@ void conn_ctx_destroy(struct conn_ctx *x)
     free(x->rbuf);
     x->rbuf = NULL;
 }
+
+/* conn_of returns the conn whose peer is p (a peer made by conn_new: its ops are
+ * conn_peer_ops). */
+static struct conn *conn_of(struct peer *p)
+{
+    return container_of(p, struct conn, peer);
+}
+
+static void peer_output(struct peer *p)
+{
+    conn_mark_dirty(conn_of(p));
+}
+
+static void peer_closed(struct peer *p)
+{
+    conn_close(conn_of(p));
+}
+
+static void peer_resumed(struct peer *p)
+{
+    conn_resume(conn_of(p));
+}
+
+/* conn_peer_ops are the peer_ops of a connection's peer: binary replies into its output
+ * queue, written by conn_flush. */
+static const struct peer_ops conn_peer_ops = {peer_output, peer_closed, peer_resumed, NULL};
 
 struct conn *conn_new(struct conn_ctx *x, const struct transport *t)
 {
@@ -63,6 +89,7 @@ struct conn *conn_new(struct conn_ctx *x, const struct transport *t)
     char ip[sizeof c->peer.ip];
     int local = transport_peer_name(&c->tr, ip, sizeof ip);
     peer_init(&c->peer, x->eng, fd, ip, local);
+    c->peer.ops = &conn_peer_ops;
     peer_attach(&c->peer);
     log_info("connect fd %d from %s (%s)", fd, c->peer.ip, t->ops->name);
     list_node_init(&c->dirty_node);
@@ -70,6 +97,7 @@ struct conn *conn_new(struct conn_ctx *x, const struct transport *t)
     list_node_init(&c->close_node);
     list_node_init(&c->defer_node);
     list_node_init(&c->hs_node);
+    list_push_back(&x->all, &c->all_node);
     c->opened = ev_now(x->loop);
     if (transport_handshaking(&c->tr)) {
         c->handshaking = 1;
@@ -216,6 +244,7 @@ void conn_free(struct conn *c)
     list_del(&c->close_node);
     list_del(&c->defer_node);
     list_del(&c->hs_node);
+    list_del(&c->all_node);
     session_detach(&c->peer);
     (void)transport_shutdown(&c->tr); /* best effort, as the last write */
     transport_close(&c->tr);
@@ -338,8 +367,8 @@ void conn_idle_sweep(struct conn_ctx *x, double now)
     double limit = x->cfg->idle_timeout;
     if (limit <= 0)
         return;
-    list_for_each_safe(n, next, &x->eng->peers) {
-        struct conn *c = (struct conn *)peer_of(n);
+    list_for_each_safe(n, next, &x->all) {
+        struct conn *c = container_of(n, struct conn, all_node);
         if (c->partial_since > 0 && !c->closing && now - c->partial_since >= limit) {
             log_info("closing fd %d (%s): a packet left unfinished for %.0fs (--idle-timeout)",
                      c->peer.fd, c->peer.ip, now - c->partial_since);

@@ -39,13 +39,14 @@ struct conn_ctx {
     struct list_node deferred; /* conns with input left for the next iteration (also input
                                   held inside the transport: transport_pending) */
     struct list_node handshakes; /* conns whose transport handshake runs, oldest first */
+    struct list_node all;      /* every open connection, oldest first (conn.all_node) */
     unsigned defer_round;      /* counts conn_run_deferred calls */
     size_t nconns;             /* open connections */
 };
 
 /* struct conn is a transport plus the engine's peer for it. */
 struct conn {
-    struct peer peer;        /* must be first: the engine's view of the connection */
+    struct peer peer;        /* the engine's view of the connection (its ops: conn_peer_ops) */
     struct conn_ctx *ctx;    /* shared surroundings and lists */
     struct transport tr;     /* how its bytes move (transport.h) */
     ev_io rio;               /* readable watcher */
@@ -55,6 +56,7 @@ struct conn {
     struct list_node close_node; /* on ctx->closing */
     struct list_node defer_node; /* on ctx->deferred */
     struct list_node hs_node;    /* on ctx->handshakes while handshaking */
+    struct list_node all_node;   /* on ctx->all until conn_free */
     double opened;           /* when it was accepted (ev_now) */
     unsigned eof : 1;        /* the peer half-closed: finish writing, then close */
     unsigned closing : 1;    /* conn_close was called */
@@ -73,7 +75,8 @@ struct conn {
 int conn_ctx_init(struct conn_ctx *x, struct ev_loop *loop, struct engine *eng,
                   const struct config *cfg, struct spin *spin);
 
-/* conn_ctx_destroy frees every connection still open (conn_free) and x's buffer. */
+/* conn_ctx_destroy frees every connection still open (conn_free; those on x's own list, not
+ * the engine's other peers) and x's buffer. */
 void conn_ctx_destroy(struct conn_ctx *x);
 
 /* conn_new makes a connection over transport t (copied; conn closes it from now on, also when
@@ -97,8 +100,9 @@ void conn_free(struct conn *c);
  * its teardown queued for others (re-queued jobs wake workers). Returns how many it freed. */
 size_t conn_free_closed(struct conn_ctx *x);
 
-/* conn_idle_sweep closes every connection whose unfinished packet has waited longer than
- * --idle-timeout (called about once a second when the option is set). */
+/* conn_idle_sweep closes every connection (x's own list, not the engine's other peers) whose
+ * unfinished packet has waited longer than --idle-timeout (called about once a second when the
+ * option is set). */
 void conn_idle_sweep(struct conn_ctx *x, double now);
 
 /* conn_handshake_sweep closes every connection whose transport handshake has run longer than

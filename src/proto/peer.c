@@ -235,20 +235,20 @@ static void mark_write(struct peer *p, uint32_t cmd)
     p->flags |= (f & PROTO_F_URGENT) ? PEER_URGENT : PEER_NOW;
 }
 
-/* put_packet queues a response: header, the arguments separated by NULs (and one after the last
- * when a blob range follows), then bytes [off, off+len) of b if b is not NULL. */
-static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
-                      struct blob *b, size_t off, size_t len)
+/* packet_body is the body size of a binary packet with these arguments and blob range. */
+static uint64_t packet_body(const struct proto_arg *args, int nargs, const struct blob *b,
+                            size_t len)
 {
-    if (p->flags & PEER_CLOSING)
-        return -1;
-    p->eng->stats.packets_out++;
-    mark_write(p, cmd);
     uint64_t body = b ? len : 0;
     for (int i = 0; i < nargs; i++)
         body += args[i].len + ((b != NULL || i + 1 < nargs) ? 1 : 0);
-    if (body > UINT32_MAX)
-        return -1;
+    return body;
+}
+
+int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                       struct blob *b, size_t off, size_t len)
+{
+    uint64_t body = packet_body(args, nargs, b, len);
     unsigned char hdr[PROTO_HEADER_SIZE];
     proto_header(hdr, PROTO_MAGIC_RES, cmd, (uint32_t)body);
     static const char nul = '\0';
@@ -260,7 +260,23 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
     }
     if (rc == 0 && b != NULL)
         rc = outq_put_ref(&p->out, b, off, len);
-    if (rc != 0) {
+    return rc;
+}
+
+/* put_packet queues a response through p's encoder (peer_ops.packet, binary by default): the
+ * arguments and, if b is not NULL, bytes [off, off+len) of b as the payload. */
+static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                      struct blob *b, size_t off, size_t len)
+{
+    if (p->flags & PEER_CLOSING)
+        return -1;
+    p->eng->stats.packets_out++;
+    mark_write(p, cmd);
+    if (packet_body(args, nargs, b, len) > UINT32_MAX)
+        return -1; /* no encoding carries it: dropped */
+    peer_packet_fn enc = p->ops != NULL && p->ops->packet != NULL ? p->ops->packet
+                                                                  : peer_packet_binary;
+    if (enc(p, cmd, args, nargs, b, off, len) != 0) {
         peer_close(p);
         return -1;
     }
@@ -278,8 +294,10 @@ int peer_send_status(struct peer *p, const struct proto_arg *args, int nargs, ui
     size_t body = 0;
     for (int i = 0; i < nargs; i++)
         body += args[i].len + (i + 1 < nargs ? 1 : 0);
-    if (!(p->flags & PEER_BLOCKED) || body > STATUS_SLOT_MAX - PROTO_HEADER_SIZE) {
-        /* the client reads (its socket takes what is written): every status goes out */
+    if (!(p->flags & PEER_BLOCKED) || body > STATUS_SLOT_MAX - PROTO_HEADER_SIZE ||
+        (p->ops != NULL && p->ops->packet != NULL)) {
+        /* the client reads (its socket takes what is written), or has its own encoder: every
+         * status goes out */
         *slot = 0;
         return put_packet(p, CMD_WORK_STATUS, args, nargs, NULL, 0, 0);
     }

@@ -40,8 +40,6 @@ enum {
     PEER_DEFERRED = 1u << 8,   /* input processing stopped at PEER_INPUT_QUOTA,
                                   PEER_OUTPUT_QUOTA or PEER_PACKET_QUOTA; the rest of p->in
                                   waits for the next loop iteration */
-    PEER_HTTP = 1u << 9,       /* an HTTP request's internal client (http.c's struct req), not
-                                  a struct conn: the shell routes its engine_ops to http.h */
     PEER_TLS = 1u << 10,       /* the connection is TLS (set by the shell at accept) */
 };
 
@@ -62,9 +60,33 @@ enum {
  * between. A turn of 1024 requests is far more than the batching benefit needs. */
 #define PEER_INPUT_QUOTA 1024u
 
+struct peer;
+
+/* peer_packet_fn encodes one reply packet for p: command cmd, the arguments args[0..nargs) and,
+ * when b is not NULL, bytes [off, off+len) of blob b as the body's tail (the payload); without
+ * b the last argument is the tail. Returns 0, or -1 when out of memory (p is then closed). */
+typedef int (*peer_packet_fn)(struct peer *p, uint32_t cmd, const struct proto_arg *args,
+                              int nargs, struct blob *b, size_t off, size_t len);
+
+/* struct peer_ops is what a peer's owner does for it: set by whoever creates the peer (net/conn.c
+ * for a connection, shell/http_api.c for an HTTP request); the shell's engine_ops forward their
+ * output, close and resume to it, so no one needs to know what a peer is embedded in. */
+struct peer_ops {
+    void (*output)(struct peer *p); /* p has new output (queued, or its answer recorded):
+                                       handle it before the loop sleeps */
+    void (*close)(struct peer *p);  /* tear p down once the current callback has returned */
+    void (*resume)(struct peer *p); /* p had stopped taking input (a listing, the store's
+                                       replay) and takes it again */
+    peer_packet_fn packet;          /* its reply encoder; NULL: the binary one
+                                       (peer_packet_binary, into p->out) */
+};
+
 /* struct peer is one connection's protocol state. */
 struct peer {
     struct engine *eng;   /* owner */
+    const struct peer_ops *ops; /* its owner's callbacks (peer_ops), or NULL for a peer whose
+                                   shell handles it by other means (unit tests); peer_init
+                                   sets NULL */
     struct list_node node; /* in engine->peers while attached */
     struct buf in;        /* unparsed input (a partial packet or line) */
     struct outq out;      /* replies not yet written */
@@ -143,8 +165,15 @@ static inline int peer_waiting(const struct peer *p)
     return p->pending_acks > 0 || (p->flags & PEER_WAIT_REPLAY);
 }
 
-/* peer_send queues one binary response packet with these arguments; the last argument is the
- * body tail (no NUL after it). Returns 0 or -1 (out of memory: the peer is being closed). */
+/* peer_packet_binary is the binary reply encoder: the packet (header, the arguments separated
+ * by NULs, one after the last when a blob range follows, then the blob range, shared rather
+ * than copied when large) appended to p->out. Returns 0 or -1 (out of memory). */
+int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                       struct blob *b, size_t off, size_t len);
+
+/* peer_send queues one response packet with these arguments through p's encoder (peer_ops;
+ * binary by default); the last argument is the body tail (no NUL after it). Returns 0 or -1
+ * (out of memory: the peer is being closed). */
 int peer_send(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs);
 
 /* peer_send_ref queues a packet whose body is the arguments args[0..nargs) each followed by a

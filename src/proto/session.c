@@ -138,7 +138,6 @@ static long text_frame(struct peer *p, const char *data, size_t n)
 
 const struct session_proto session_protos[] = {
     {"binary", bin_match, bin_must_wait, bin_frame},
-    /* HTTP goes here, before the text entry that takes any line (see session.h) */
     {"text", text_match, text_must_wait, text_frame},
     {NULL, NULL, NULL, NULL},
 };

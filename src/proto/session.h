@@ -33,13 +33,10 @@ enum session_match {
 /* struct session_proto is one protocol a connection may speak, one entry of session_protos.
  *
  * Adding a protocol is one file with its match and frame functions and one entry in the table
- * (session.c), before any entry that would also match its first bytes. Planned entries:
- *   - HTTP (metrics, job submission): matches a method and a space ("GET ", "POST ") with
- *     SESSION_NEED_MORE on a shorter prefix, placed before the admin text entry, which accepts
- *     any line; its frame function reads the request head and body.
- *   - TLS: a ClientHello (0x16 0x03) at the first byte of a connection only. Its frame function
- *     does not handle packets itself: it asks the shell to put a TLS transport under the
- *     connection, after which the decrypted bytes are sniffed by this same table.
+ * (session.c), before any entry that would also match its first bytes. HTTP and TLS are not
+ * entries: an HTTP listener hands its sockets to the HTTP front-end (shell/http_mhd.c), whose
+ * requests are peers with their own peer_ops (peer.h), and TLS is a transport under the
+ * connection (net/transport.h), whose decrypted bytes are sniffed by this same table.
  * Sniffing is per packet, as in gearmand: binary and text may be mixed on one connection. */
 struct session_proto {
     const char *name; /* for logs and tests, e.g. "binary" */

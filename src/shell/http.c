@@ -1,22 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* http: the HTTP front-end: libmicrohttpd in external-polling epoll mode, the route table, and
- * job submission through an internal client per request (http.h). */
+/* http: the HTTP front-end's API (http.h): the GET route table, and job submission and admin
+ * lines through an internal client per request, whose replies its own encoder turns into the
+ * answer. The libmicrohttpd glue is http_mhd.c. */
 #include "http.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "config.h"
@@ -30,12 +24,9 @@
 #include "metrics.h"
 #include "peer.h"
 #include "proto.h"
-#include "proto_bin.h"
 #include "session.h"
 #include "store.h"
 
-#define TEXT_PLAIN "text/plain; charset=utf-8"
-#define GONE_EVENTS 64 /* disconnect notices handled per http_run */
 
 /* enum req_state is where a submission request is. */
 enum req_state {
@@ -44,41 +35,10 @@ enum req_state {
     REQ_DONE,     /* the answer is known (status, headers, body): queue it */
 };
 
-/* struct http is the HTTP engine: the MHD daemon and the live requests. */
-struct http {
-    struct engine *eng;        /* the engine requests submit to (borrowed) */
-    const struct config *cfg;  /* limits (borrowed) */
-    struct MHD_Daemon *d;      /* libmicrohttpd, external polling through its epoll fd */
-    int gone_fd;               /* epoll: sockets of suspended requests, for EOF (EPOLLRDHUP) */
-    size_t max_body;           /* --http-max-body (or --max-packet-size) */
-    struct list_node dirty;    /* requests with replies or a close to look at (req.dnode) */
-    struct list_node all;      /* every live submission request (req.anode) */
-    struct list_node slow;     /* connections whose request deadline runs (hconn.node), in
-                                  deadline order: one --http-request-timeout for all */
-    size_t nreqs;              /* entries in all */
-    size_t resumed;            /* requests resumed by the last http_flush */
-    int stopping;              /* http_destroy runs: new requests are answered 503 */
-};
-
-/* struct hconn is one HTTP connection's deadline for its current request
- * (--http-request-timeout): armed when the request begins (the connection is accepted, or the
- * first byte of a kept-alive connection's next request arrives), disarmed once the request line,
- * headers and body are all in (it is answered or waits on its job). MHD's socket context. */
-struct hconn {
-    struct list_node node;     /* on h->slow while armed */
-    struct http *h;            /* owner */
-    int fd;                    /* the socket (MHD's: only watched and shut down here) */
-    double deadline;           /* CLOCK_MONOTONIC second by which the request must be in */
-    char ip[48];               /* the client's address, for the log */
-    unsigned armed : 1;        /* node is linked */
-    unsigned watched : 1;      /* fd is in h->gone_fd, for the next request's first byte */
-    unsigned expired : 1;      /* shut down by the deadline: MHD closes it */
-};
-
 /* struct req is one POST/PUT /FUNC request: the internal client the engine sees, and its
  * answer. */
 struct req {
-    struct peer peer;          /* must be first: the engine's view (PEER_HTTP) */
+    struct peer peer;          /* the engine's view (its ops: req_ops) */
     struct http *h;            /* owner */
     struct MHD_Connection *mc; /* its connection */
     struct list_node dnode;    /* on h->dirty while on_dirty */
@@ -97,224 +57,12 @@ struct req {
                                   function and unique: the SUBMIT packet being built there counts
                                   against --max-buffer-memory like any partial packet) */
     size_t max_body;           /* the most body bytes this request may have */
-    struct buf rx;             /* replies drained from peer.out, not yet parsed */
     unsigned status;           /* the answer's HTTP status */
     const char *command;       /* X-Gearman-Command of the answer, or NULL */
     char handle[JOB_HANDLE_BUF]; /* X-Gearman-Job-Handle, "" until JOB_CREATED */
     struct buf out;            /* the answer's body (never consumed: data is the allocation) */
 };
 
-static struct log_limit http_limit = {1.0, 0, 0, 0, 0};
-static struct log_limit slow_limit = {1.0, 0, 0, 0, 0}; /* --http-request-timeout closes */
-
-/* ------------------------------------------------------------ request deadlines */
-
-/* HCONN_TAG marks an hconn in h->gone_fd's event data (a req is untagged; both are aligned). */
-#define HCONN_TAG 1u
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* client_ip writes mc's client address into ip ("-" when unknown). */
-static void client_ip(struct MHD_Connection *mc, char *ip, size_t len)
-{
-    snprintf(ip, len, "-");
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci == NULL || ci->client_addr == NULL)
-        return;
-    const struct sockaddr *sa = ci->client_addr;
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, (socklen_t)len);
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, (socklen_t)len);
-}
-
-static struct hconn *hconn_of(struct MHD_Connection *mc)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci != NULL ? ci->socket_context : NULL;
-}
-
-/* hconn_arm starts c's deadline, unless it runs already (or the option is 0). */
-static void hconn_arm(struct hconn *c)
-{
-    double t = c->h->cfg->http_request_timeout;
-    if (c->armed || c->expired || t <= 0)
-        return;
-    c->deadline = mono_now() + t;
-    c->armed = 1;
-    list_push_back(&c->h->slow, &c->node);
-}
-
-static void hconn_disarm(struct hconn *c)
-{
-    if (!c->armed)
-        return;
-    c->armed = 0;
-    list_del(&c->node);
-}
-
-/* hconn_watch waits for the first byte of the kept-alive connection's next request, which
- * starts its deadline (check_gone). */
-static void hconn_watch(struct hconn *c)
-{
-    if (c->watched || c->expired || c->fd < 0 || c->h->cfg->http_request_timeout <= 0)
-        return;
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.u64 = (uint64_t)(uintptr_t)c | HCONN_TAG;
-    if (epoll_ctl(c->h->gone_fd, EPOLL_CTL_ADD, c->fd, &ev) == 0)
-        c->watched = 1;
-    else
-        hconn_arm(c); /* cannot watch: the deadline runs from now */
-}
-
-static void hconn_unwatch(struct hconn *c)
-{
-    if (!c->watched)
-        return;
-    c->watched = 0;
-    epoll_ctl(c->h->gone_fd, EPOLL_CTL_DEL, c->fd, NULL);
-}
-
-/* request_in notes that mc's request is all in (answered, or waiting on its job): its
- * deadline stops. */
-static void request_in(struct MHD_Connection *mc)
-{
-    struct hconn *c = hconn_of(mc);
-    if (c != NULL)
-        hconn_disarm(c);
-}
-
-/* on_connection is MHD's notice of a connection starting (its deadline runs from the accept)
- * and closing. */
-static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe)
-{
-    struct http *h = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct hconn *c = calloc(1, sizeof *c);
-        if (c == NULL)
-            return; /* no deadline for this one: --http-idle-timeout still applies */
-        c->h = h;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-        c->fd = ci != NULL ? ci->connect_fd : -1;
-        client_ip(mc, c->ip, sizeof c->ip);
-        hconn_arm(c);
-        *socket_context = c;
-        return;
-    }
-    struct hconn *c = *socket_context;
-    if (c == NULL)
-        return;
-    hconn_disarm(c);
-    hconn_unwatch(c);
-    free(c);
-    *socket_context = NULL;
-}
-
-/* sweep_slow shuts down the connections whose request is not in by its deadline; MHD then
- * reads the end of the stream and closes them (on_completed, on_connection). */
-static void sweep_slow(struct http *h)
-{
-    if (list_empty(&h->slow))
-        return;
-    double now = mono_now();
-    while (!list_empty(&h->slow)) {
-        struct hconn *c = container_of(list_first(&h->slow), struct hconn, node);
-        if (c->deadline > now)
-            break;
-        hconn_disarm(c);
-        hconn_unwatch(c);
-        c->expired = 1;
-        h->eng->stats.http_request_timeouts++;
-        log_limited(&slow_limit, LOG_WARNING, __FILE__, __LINE__,
-                    "closing HTTP connection fd %d (%s): its request was not in after %gs "
-                    "(--http-request-timeout)",
-                    c->fd, c->ip, h->cfg->http_request_timeout);
-        if (c->fd >= 0)
-            shutdown(c->fd, SHUT_RDWR);
-    }
-}
-
-/* ------------------------------------------------------------ answers */
-
-/* queue_answer queues status with body (taken over: malloc'd, freed by MHD) and the optional
- * X-Gearman headers. Returns MHD's result. */
-static enum MHD_Result queue_answer(struct MHD_Connection *mc, unsigned status, char *body,
-                                    size_t len, const char *type, const char *handle,
-                                    const char *command, const char *allow)
-{
-    request_in(mc);
-    struct MHD_Response *rsp;
-    if (body != NULL)
-        rsp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    else
-        rsp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    if (rsp == NULL) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : TEXT_PLAIN);
-    if (handle != NULL && handle[0] != '\0')
-        MHD_add_response_header(rsp, "X-Gearman-Job-Handle", handle);
-    if (command != NULL)
-        MHD_add_response_header(rsp, "X-Gearman-Command", command);
-    if (allow != NULL)
-        MHD_add_response_header(rsp, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result r = MHD_queue_response(mc, status, rsp);
-    MHD_destroy_response(rsp);
-    return r;
-}
-
-/* answer_text queues status with a short text body formatted from fmt. */
-static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, const char *allow,
-                                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum MHD_Result answer_text(struct MHD_Connection *mc, unsigned status, const char *allow,
-                                   const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        n = 0;
-    if ((size_t)n >= sizeof text)
-        n = (int)sizeof text - 1;
-    char *body = NULL;
-    if (n > 0) {
-        body = malloc((size_t)n);
-        if (body == NULL)
-            return MHD_NO;
-        memcpy(body, text, (size_t)n);
-    }
-    return queue_answer(mc, status, body, (size_t)n, NULL, NULL, NULL, allow);
-}
-
-/* refuse_close queues status with text and closes the connection after it: for a request
- * whose framing or head cannot be trusted, so nothing after it on the connection is read. */
-static enum MHD_Result refuse_close(struct MHD_Connection *mc, unsigned status, const char *text)
-{
-    request_in(mc);
-    struct MHD_Response *rsp = MHD_create_response_from_buffer(strlen(text), (void *)text,
-                                                               MHD_RESPMEM_PERSISTENT);
-    if (rsp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONTENT_TYPE, TEXT_PLAIN);
-    MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result r = MHD_queue_response(mc, status, rsp);
-    MHD_destroy_response(rsp);
-    return r;
-}
 
 /* ------------------------------------------------------------ GET routes */
 
@@ -402,17 +150,17 @@ static enum MHD_Result answer_page(struct http *h, struct MHD_Connection *mc,
                                    const struct http_route *rt)
 {
     if (rt->page == NULL)
-        return answer_text(mc, MHD_HTTP_NOT_IMPLEMENTED, NULL,
+        return http_answer_text(mc, MHD_HTTP_NOT_IMPLEMENTED, NULL,
                            "%s is not available in this build\n", rt->path);
     struct http_page pg = {200, NULL, NULL, 0};
     int rc = rt->page(h->eng, &pg, h->cfg->max_output);
     if (rc != 0) {
         free(pg.body);
-        return answer_text(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+        return http_answer_text(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
                            rc == -2 ? "reply too large (--max-output-buffer)\n"
                                     : "out of memory\n");
     }
-    return queue_answer(mc, pg.status, pg.body, pg.len, pg.type, NULL, NULL, NULL);
+    return http_answer(mc, pg.status, pg.body, pg.len, pg.type, NULL, NULL, NULL);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -458,91 +206,123 @@ static void req_free(struct req *r)
     unwatch(r);
     list_del(&r->anode);
     r->h->nreqs--;
-    buf_free(&r->rx);
     buf_free(&r->out);
     free(r->after);
     free(r);
 }
 
-/* finish sets r's answer and releases what it held in the engine. */
-static void finish(struct req *r, unsigned status, const char *command)
+/* record sets r's answer; the request leaves the engine later (drain, req_free): this runs
+ * inside the engine's calls (the encoder), which may not have a peer detached under them. */
+static void record(struct req *r, unsigned status, const char *command)
 {
     if (r->state == REQ_DONE)
         return;
     r->state = REQ_DONE;
     r->status = status;
     r->command = command;
+}
+
+/* record_text is record with a text body replacing what was collected. */
+static void record_text(struct req *r, unsigned status, const char *command, const char *text,
+                        const void *extra, size_t extra_len)
+{
+    if (r->state == REQ_DONE)
+        return;
+    buf_free(&r->out);
+    if (buf_append(&r->out, text, strlen(text)) != 0 ||
+        (extra_len > 0 && buf_append(&r->out, extra, extra_len) != 0) ||
+        buf_append(&r->out, "\n", 1) != 0)
+        buf_free(&r->out); /* out of memory: the status alone says it */
+    record(r, status, command);
+}
+
+/* finish sets r's answer and releases what it held in the engine. */
+static void finish(struct req *r, unsigned status, const char *command)
+{
+    record(r, status, command);
     detach(r);
-    buf_free(&r->rx);
 }
 
 /* finish_text is finish with a text body replacing what was collected. */
 static void finish_text(struct req *r, unsigned status, const char *command, const char *text,
                         const void *extra, size_t extra_len)
 {
-    buf_free(&r->out);
-    if (buf_append(&r->out, text, strlen(text)) != 0 ||
-        (extra_len > 0 && buf_append(&r->out, extra, extra_len) != 0) ||
-        buf_append(&r->out, "\n", 1) != 0)
-        buf_free(&r->out); /* out of memory: the status alone says it */
-    finish(r, status, command);
+    record_text(r, status, command, text, extra, extra_len);
+    detach(r);
 }
 
-/* error_status maps an ERROR packet's code to an HTTP status. */
-static unsigned error_status(const char *code, size_t len)
+/* error_status maps an ERROR reply's code to an HTTP status. */
+static unsigned error_status(const struct proto_arg *code)
 {
-    if ((len == strlen(PROTO_ERR_ARGUMENT_TOO_LARGE) &&
-         memcmp(code, PROTO_ERR_ARGUMENT_TOO_LARGE, len) == 0) ||
-        (len == strlen(PROTO_ERR_INVALID_ARGUMENT) &&
-         memcmp(code, PROTO_ERR_INVALID_ARGUMENT, len) == 0))
-        return MHD_HTTP_BAD_REQUEST;
-    if (len == strlen(PROTO_ERR_PERMISSION_DENIED) &&
-        memcmp(code, PROTO_ERR_PERMISSION_DENIED, len) == 0)
-        return MHD_HTTP_FORBIDDEN; /* --policy */
+    static const struct {
+        const char *code;
+        unsigned status;
+    } map[] = {
+        {PROTO_ERR_ARGUMENT_TOO_LARGE, MHD_HTTP_BAD_REQUEST},
+        {PROTO_ERR_INVALID_ARGUMENT, MHD_HTTP_BAD_REQUEST},
+        {PROTO_ERR_PERMISSION_DENIED, MHD_HTTP_FORBIDDEN}, /* --policy */
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (code->len == strlen(map[i].code) && memcmp(code->ptr, map[i].code, code->len) == 0)
+            return map[i].status;
     return MHD_HTTP_SERVICE_UNAVAILABLE; /* queue full, store error, out of memory */
 }
 
-/* reply handles one packet the engine queued for r. */
-static void reply(struct req *r, const struct pb_packet *pkt)
+static struct req *req_of(struct peer *p)
 {
-    switch (pkt->cmd) {
+    return container_of(p, struct req, peer);
+}
+
+/* req_packet is an HTTP request's reply encoder (peer_ops.packet): the engine's reply, as the
+ * command, its arguments and its payload (the blob range, else the last of two or more
+ * arguments), becomes r's answer: JOB_CREATED (background: the answer), WORK_DATA and
+ * WORK_COMPLETE (the body), WORK_FAIL, WORK_EXCEPTION, ERROR. Others (WORK_STATUS,
+ * WORK_WARNING) are not part of it. Only records: drain, in http_flush, detaches. Returns 0. */
+static int req_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                      struct blob *b, size_t off, size_t len)
+{
+    struct req *r = req_of(p);
+    if (r->state == REQ_DONE || r->admin)
+        return 0;
+    struct proto_arg pay = {"", 0};
+    if (b != NULL)
+        pay = (struct proto_arg){b->data + off, len};
+    else if (nargs >= 2)
+        pay = args[nargs - 1];
+    switch (cmd) {
     case CMD_JOB_CREATED:
-        snprintf(r->handle, sizeof r->handle, "%.*s", (int)pkt->len[0], pkt->arg[0]);
+        snprintf(r->handle, sizeof r->handle, "%.*s", (int)args[0].len,
+                 (const char *)args[0].ptr);
         if (r->background)
-            finish(r, MHD_HTTP_OK, "JOB_CREATED");
-        return;
+            record(r, MHD_HTTP_OK, "JOB_CREATED");
+        return 0;
     case CMD_WORK_DATA:
     case CMD_WORK_COMPLETE:
-        if (pkt->data_len > 0 && buf_append(&r->out, pkt->data, pkt->data_len) != 0) {
-            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-            return;
-        }
-        if (buf_len(&r->out) > r->h->cfg->max_output) {
-            finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
+        if (pay.len > 0 && buf_append(&r->out, pay.ptr, pay.len) != 0)
+            record_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+        else if (buf_len(&r->out) > r->h->cfg->max_output)
+            record_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
                         "the result is larger than --max-output-buffer", NULL, 0);
-            return;
-        }
-        if (pkt->cmd == CMD_WORK_COMPLETE)
-            finish(r, MHD_HTTP_OK, "WORK_COMPLETE");
-        return;
+        else if (cmd == CMD_WORK_COMPLETE)
+            record(r, MHD_HTTP_OK, "WORK_COMPLETE");
+        return 0;
     case CMD_WORK_FAIL:
-        finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_FAIL", "the job failed (WORK_FAIL)",
+        record_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_FAIL", "the job failed (WORK_FAIL)",
                     NULL, 0);
-        return;
+        return 0;
     case CMD_WORK_EXCEPTION:
-        finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_EXCEPTION",
-                    "the job failed with an exception (WORK_EXCEPTION): ", pkt->data,
-                    pkt->data_len);
-        return;
+        record_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "WORK_EXCEPTION",
+                    "the job failed with an exception (WORK_EXCEPTION): ", pay.ptr, pay.len);
+        return 0;
     case CMD_ERROR: {
         char text[400];
-        snprintf(text, sizeof text, "ERROR %.*s: %.*s", (int)pkt->len[0], pkt->arg[0],
-                 (int)pkt->len[1], pkt->arg[1]);
-        finish_text(r, error_status(pkt->arg[0], pkt->len[0]), "ERROR", text, NULL, 0);
-        return;
+        snprintf(text, sizeof text, "ERROR %.*s: %.*s", (int)args[0].len,
+                 (const char *)args[0].ptr, (int)args[1].len, (const char *)args[1].ptr);
+        record_text(r, error_status(&args[0]), "ERROR", text, NULL, 0);
+        return 0;
     }
     default: /* WORK_STATUS, WORK_WARNING: not part of the answer */
-        return;
+        return 0;
     }
 }
 
@@ -560,46 +340,35 @@ static unsigned admin_status(const struct buf *out)
     return MHD_HTTP_OK;
 }
 
-/* take_output moves what r's output queue can give in one go (up to 64 segments) into b.
- * Returns 0, or -1 after answering 503 when out of memory. */
-static int take_output(struct req *r, struct buf *b)
-{
-    struct peer *p = &r->peer;
-    struct iovec iov[64];
-    int k = outq_iov(&p->out, iov, 64);
-    size_t got = 0;
-    for (int i = 0; i < k; i++) {
-        if (buf_append(b, iov[i].iov_base, iov[i].iov_len) != 0) {
-            finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
-            return -1;
-        }
-        got += iov[i].iov_len;
-    }
-    outq_consume(&p->out, got);
-    peer_account(p);
-    return 0;
-}
-
-/* drain_admin moves the admin reply text the engine queued for r into its answer; the answer is
- * complete once the line is consumed and no listing is still being written for it. */
+/* drain_admin moves the admin reply text the engine queued for r (peer_write, into its output
+ * queue: admin listings pace themselves by its backlog) into its answer; the answer is complete
+ * once the line is consumed and no listing is still being written for it. */
 static void drain_admin(struct req *r)
 {
     struct peer *p = &r->peer;
-    while (outq_pending(&p->out) > 0) {
-        if (take_output(r, &r->out) != 0)
-            return;
-        if (buf_len(&r->out) > r->h->cfg->max_output) {
+    while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
+        struct iovec iov[64];
+        int k = outq_iov(&p->out, iov, 64);
+        size_t got = 0;
+        for (int i = 0; i < k; i++) {
+            if (buf_append(&r->out, iov[i].iov_base, iov[i].iov_len) != 0) {
+                finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "out of memory", NULL, 0);
+                return;
+            }
+            got += iov[i].iov_len;
+        }
+        outq_consume(&p->out, got);
+        peer_account(p);
+        if (buf_len(&r->out) > r->h->cfg->max_output)
             finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
                         "the reply is larger than --max-output-buffer", NULL, 0);
-            return;
-        }
     }
     if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p))
         finish(r, admin_status(&r->out), NULL);
 }
 
-/* drain takes what the engine queued for r (binary reply packets, or an admin reply) and turns
- * it into r's answer, as far as it goes. */
+/* drain settles r after the engine's calls: an admin reply is collected; a request whose answer
+ * the encoder recorded leaves the engine; one the engine closed is answered 503. */
 static void drain(struct req *r)
 {
     dirty_del(r);
@@ -613,34 +382,41 @@ static void drain(struct req *r)
                         NULL, 0);
         return;
     }
-    size_t n = outq_pending(&p->out);
-    if (n > 0) {
-        while (outq_pending(&p->out) > 0 && r->state != REQ_DONE) {
-            if (take_output(r, &r->rx) != 0)
-                return;
-            /* parse the whole packets received so far */
-            while (r->state != REQ_DONE && buf_len(&r->rx) > 0) {
-                struct pb_packet pkt;
-                size_t used = 0;
-                enum pb_status st = pb_parse(buf_head(&r->rx), buf_len(&r->rx),
-                                             PROTO_MAGIC_RES, UINT32_MAX, &pkt, &used);
-                if (st == PB_NEED_MORE)
-                    break;
-                if (st != PB_OK) { /* cannot happen: the engine encodes what it queues */
-                    finish_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "bad reply", NULL, 0);
-                    return;
-                }
-                reply(r, &pkt);
-                if (r->state != REQ_DONE)
-                    buf_consume(&r->rx, used);
-            }
-        }
-    }
-    if (r->state != REQ_DONE && (p->flags & PEER_CLOSING))
+    if (r->state == REQ_DONE)
+        detach(r);
+    else if (p->flags & PEER_CLOSING)
         finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                     "the server dropped the request (out of memory or --max-buffer-memory)",
                     NULL, 0);
 }
+
+/* ------------------------------------------------------------ the engine's ops for HTTP peers */
+
+/* req_output and req_closed note the request for http_flush. */
+static void req_output(struct peer *p)
+{
+    dirty_add(req_of(p));
+}
+
+static void req_closed(struct peer *p)
+{
+    dirty_add(req_of(p));
+}
+
+/* req_resumed handles the input the peer held back (a submit that waited for the store's
+ * replay). */
+static void req_resumed(struct peer *p)
+{
+    struct req *r = req_of(p);
+    if (!r->attached || (p->flags & PEER_CLOSING))
+        return;
+    session_process(p);
+    dirty_add(r);
+}
+
+/* req_ops are the peer_ops of an HTTP request's internal client: replies are encoded straight
+ * into its answer (req_packet), admin text is queued and collected by drain. */
+static const struct peer_ops req_ops = {req_output, req_closed, req_resumed, req_packet};
 
 /* ------------------------------------------------------------ submission */
 
@@ -651,7 +427,7 @@ static const char *header_value(struct MHD_Connection *mc, const char *name)
 }
 
 /* new_req sets up a request on mc whose body may have max_body bytes: its internal client is
- * attached to the engine (flagged PEER_HTTP, listener "http"). NULL when out of memory. */
+ * attached to the engine (with req_ops, listener "http"). NULL when out of memory. */
 static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max_body)
 {
     struct req *r = calloc(1, sizeof *r);
@@ -664,9 +440,10 @@ static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max
         MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     r->fd = ci != NULL ? ci->connect_fd : -1;
     char ip[48];
-    client_ip(mc, ip, sizeof ip);
+    http_client_ip(mc, ip, sizeof ip);
     peer_init(&r->peer, h->eng, r->fd, ip, 0);
-    r->peer.flags |= PEER_HTTP | PEER_EXCEPTIONS; /* an exception's text is the answer */
+    r->peer.ops = &req_ops;
+    r->peer.flags |= PEER_EXCEPTIONS; /* an exception's text is the answer */
     r->peer.listener = "http";
     list_node_init(&r->dnode);
     list_push_back(&h->all, &r->anode);
@@ -683,7 +460,7 @@ static struct req *new_req(struct http *h, struct MHD_Connection *mc, size_t max
 static struct req *start_admin(struct http *h, struct MHD_Connection *mc, enum MHD_Result *rc)
 {
     if (!h->cfg->http_admin) {
-        *rc = answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
                           "admin commands over HTTP are off (spurd --http-admin)\n");
         return NULL;
     }
@@ -691,12 +468,12 @@ static struct req *start_admin(struct http *h, struct MHD_Connection *mc, enum M
      * route: refuse another site's Origin, and require a header such a form cannot set */
     const char *origin = header_value(mc, "Origin");
     if (origin != NULL && !http_same_origin(origin, header_value(mc, MHD_HTTP_HEADER_HOST))) {
-        *rc = answer_text(mc, MHD_HTTP_FORBIDDEN, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_FORBIDDEN, NULL,
                           "a cross-site admin request (Origin is not this server) is refused\n");
         return NULL;
     }
     if (header_value(mc, "X-Spur-Admin") == NULL) {
-        *rc = answer_text(mc, MHD_HTTP_FORBIDDEN, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_FORBIDDEN, NULL,
                           "an admin command needs the header X-Spur-Admin: 1 "
                           "(a cross-site form cannot send it)\n");
         return NULL;
@@ -719,12 +496,12 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
 {
     size_t fnl = strlen(fn);
     if (fnl == 0) {
-        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
                           "no function: submit a job with POST /FUNCTION\n");
         return NULL;
     }
     if (strchr(fn, '/') != NULL) {
-        *rc = answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
                           "unknown path: submit a job with POST /FUNCTION\n");
         return NULL;
     }
@@ -739,13 +516,13 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
     else if (v != NULL && strcasecmp(v, "low") == 0)
         cmd = bg ? CMD_SUBMIT_JOB_LOW_BG : CMD_SUBMIT_JOB_LOW;
     else if (v != NULL && strcasecmp(v, "normal") != 0) {
-        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
                           "X-Gearman-Priority must be high, normal or low\n");
         return NULL;
     }
     const char *after = header_value(mc, "X-Spur-After");
     if (after != NULL && !bg) {
-        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+        *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
                           "X-Spur-After needs X-Gearman-Background: true\n");
         return NULL;
     }
@@ -760,7 +537,7 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
         errno = 0;
         unsigned long long len = strtoull(cl, &end, 10);
         if (errno == 0 && end != cl && len > max_body) {
-            *rc = answer_text(mc, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
+            *rc = http_answer_text(mc, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
                               "the body is larger than --http-max-body (%zu bytes)\n",
                               h->max_body);
             return NULL;
@@ -769,7 +546,7 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
     /* the function name and unique are checked by the engine, as for a binary submit; only
      * what would not fit a packet is refused here */
     if (fnl > h->cfg->max_function || uql > PROTO_UNIQUE_MAX) {
-        *rc = answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL, "%s\n",
+        *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL, "%s\n",
                           fnl > h->cfg->max_function ? "function name too long"
                                                      : "X-Gearman-Unique too long");
         return NULL;
@@ -918,15 +695,15 @@ static enum MHD_Result answer_req(struct req *r)
         buf_free(&r->out);
     /* a job's result is bytes; anything else is a message */
     const char *type = r->status == MHD_HTTP_OK && !r->admin ? "application/octet-stream"
-                                                              : TEXT_PLAIN;
-    return queue_answer(r->mc, r->status, body, len, type, r->handle, r->command, NULL);
+                                                              : HTTP_TEXT_PLAIN;
+    return http_answer(r->mc, r->status, body, len, type, r->handle, r->command, NULL);
 }
 
 /* suspend parks r's connection until its answer is known, watching its socket for the client
  * going away meanwhile. */
 static void suspend(struct req *r)
 {
-    request_in(r->mc); /* waiting on its job is not slow sending */
+    http_request_in(r->mc); /* waiting on its job is not slow sending */
     MHD_suspend_connection(r->mc);
     r->suspended = 1;
     if (r->fd >= 0 && !r->watched) {
@@ -952,17 +729,6 @@ static void resume(struct req *r)
 /* get_marker is the request context of a GET or HEAD until it is answered. */
 static char get_marker;
 
-/* nul_marker is the request context (from on_uri) of a request whose path has %00. */
-static char nul_marker;
-
-int http_path_has_nul(const char *uri)
-{
-    for (const char *t = uri; *t != '\0' && *t != '?'; t++)
-        if (t[0] == '%' && t[1] == '0' && t[2] == '0')
-            return 1;
-    return 0;
-}
-
 int http_same_origin(const char *origin, const char *host)
 {
     if (host == NULL)
@@ -973,103 +739,11 @@ int http_same_origin(const char *origin, const char *host)
     return strcasecmp(a + 3, host) == 0;
 }
 
-/* on_uri is MHD's call as soon as a request line is in, with the URI as sent (not yet
- * decoded): a kept-alive connection's request whose first byte came with the previous one
- * starts its deadline here; a path with %00 is marked for a 400 (the decoded path would be cut
- * at the NUL). Returns the request's first context. */
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
-{
-    (void)cls;
-    struct hconn *c = hconn_of(mc);
-    if (c != NULL) {
-        hconn_unwatch(c);
-        hconn_arm(c);
-    }
-    return http_path_has_nul(uri) ? &nul_marker : NULL;
-}
-
-/* struct framing is what count_framing found in a request's headers. */
-struct framing {
-    const char *length; /* the first Content-Length value */
-    const char *bad;    /* why the body's length cannot be trusted, or NULL */
-    int encodings;      /* Transfer-Encoding headers */
-};
-
-/* is_token reports whether key is an HTTP field name (RFC 9110 token): no space before the
- * colon, no control byte. A proxy may read "Transfer-Encoding :" differently. */
-static int is_token(const char *key)
-{
-    if (*key == '\0')
-        return 0;
-    for (const unsigned char *t = (const unsigned char *)key; *t != '\0'; t++)
-        if (*t <= 0x20 || *t >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", *t) != NULL)
-            return 0;
-    return 1;
-}
-
-/* count_framing looks at one request header for head_refused (MHD_KeyValueIterator). */
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
-{
-    (void)kind;
-    struct framing *f = cls;
-    if (value == NULL)
-        value = "";
-    if (!is_token(key)) {
-        f->bad = "a header name with a space or a control byte\n";
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
-        if (value[0] == '\0' || strspn(value, "0123456789") != strlen(value))
-            f->bad = "a Content-Length that is not a number\n";
-        else if (f->length != NULL && strcmp(f->length, value) != 0)
-            f->bad = "Content-Length headers that differ\n";
-        f->length = value;
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        f->encodings++;
-        if (strcasecmp(value, "chunked") != 0)
-            f->bad = "a Transfer-Encoding other than chunked\n";
-    }
-    return MHD_YES;
-}
-
-/* head_refused checks a request's head before anything acts on it: a path with %00 (nul), a
- * request line and headers over --http-max-header-size (libmicrohttpd's pool is larger), and
- * an ambiguous body length (RFC 9112 section 6.3: Content-Length headers that differ, one with
- * Transfer-Encoding, a Transfer-Encoding other than one "chunked", a Content-Length that is not
- * digits, a header name with a space before the colon; a proxy in front may
- * frame the body the other way, so the connection is closed). Returns 1 after queueing the
- * refusal (*rc), else 0. */
-static int head_refused(struct http *h, struct MHD_Connection *mc, int nul, enum MHD_Result *rc)
-{
-    if (nul) {
-        *rc = refuse_close(mc, MHD_HTTP_BAD_REQUEST, "a NUL byte (%00) in the path\n");
-        return 1;
-    }
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-    if (ci != NULL && ci->header_size > h->cfg->http_max_header) {
-        *rc = refuse_close(mc, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
-                           "the request line and headers are larger than "
-                           "--http-max-header-size\n");
-        return 1;
-    }
-    struct framing f = {NULL, NULL, 0};
-    MHD_get_connection_values(mc, MHD_HEADER_KIND, count_framing, &f);
-    if (f.bad == NULL && f.encodings > 1)
-        f.bad = "more than one Transfer-Encoding\n";
-    if (f.bad == NULL && f.length != NULL && f.encodings > 0)
-        f.bad = "Content-Length with Transfer-Encoding\n";
-    if (f.bad != NULL) {
-        *rc = refuse_close(mc, MHD_HTTP_BAD_REQUEST, f.bad);
-        return 1;
-    }
-    return 0;
-}
-
 /* on_request is MHD's access handler: called once the headers are in, for each piece of the
  * body, once the body is complete, and again after a resume. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
     (void)version;
     struct http *h = cls;
@@ -1085,20 +759,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (rt != NULL)
             return answer_page(h, mc, rt);
         if (strcmp(url, "/admin") == 0)
-            return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST",
+            return http_answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST",
                                "an admin command is sent with POST /admin\n");
-        return answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
+        return http_answer_text(mc, MHD_HTTP_NOT_FOUND, NULL,
                            "unknown path: submit a job with POST /FUNCTION\n");
     }
-    if (r == (struct req *)&nul_marker || r == NULL) {
+    if (r == (struct req *)&http_nul_marker || r == NULL) {
         enum MHD_Result rc;
-        if (head_refused(h, mc, r != NULL, &rc))
+        if (http_head_refused(h, mc, r != NULL, &rc))
             return rc;
         r = NULL;
         *con_cls = NULL;
     }
     if (r == NULL && h->stopping)
-        return answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server is stopping\n");
+        return http_answer_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server is stopping\n");
     if (r == NULL) {
         const struct http_route *rt = find_route(url);
         int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
@@ -1110,10 +784,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             return MHD_YES;
         }
         if (rt != NULL)
-            return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
+            return http_answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
                                "%s answers GET and HEAD\n", rt->path);
         if (!post)
-            return answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST, PUT",
+            return http_answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST, PUT",
                                "a job is submitted with POST or PUT\n");
         enum MHD_Result rc = MHD_YES;
         if (strcmp(url, "/admin") == 0)
@@ -1160,54 +834,46 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    struct hconn *c = hconn_of(mc);
-    if (c != NULL) { /* a kept-alive connection's next request starts with its first byte */
-        hconn_disarm(c);
-        hconn_watch(c);
-    }
+    http_request_over(mc);
     struct req *r = *con_cls;
-    if (r == NULL || r == (struct req *)&get_marker || r == (struct req *)&nul_marker)
+    if (r == NULL || r == (struct req *)&get_marker || r == (struct req *)&http_nul_marker)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->state != REQ_DONE)
-        log_limited(&http_limit, LOG_INFO, __FILE__, __LINE__,
+        log_limited(&http_log_limit, LOG_INFO, __FILE__, __LINE__,
                     "HTTP client %s went away before its answer (%d)", r->peer.ip, (int)toe);
     *con_cls = NULL;
     req_free(r);
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char text[300];
-    vsnprintf(text, sizeof text, fmt, ap);
-    size_t n = strlen(text);
-    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
-        text[--n] = '\0';
-    log_limited(&http_limit, LOG_DEBUG, __FILE__, __LINE__, "libmicrohttpd: %s", text);
-}
-
-/* ------------------------------------------------------------ the engine's ops for HTTP peers */
-
-void http_peer_output(struct peer *p)
-{
-    dirty_add((struct req *)p);
-}
-
-void http_peer_close(struct peer *p)
-{
-    dirty_add((struct req *)p);
-}
-
-void http_peer_resume(struct peer *p)
-{
-    struct req *r = (struct req *)p;
-    if (!r->attached || (p->flags & PEER_CLOSING))
-        return;
-    session_process(p);
-    dirty_add(r);
-}
-
 /* ------------------------------------------------------------ the shell's calls */
+
+size_t http_flush(struct http *h)
+{
+    h->resumed = 0;
+    while (!list_empty(&h->dirty)) {
+        struct req *r = container_of(list_first(&h->dirty), struct req, dnode);
+        drain(r);
+        if (r->state == REQ_DONE)
+            resume(r);
+    }
+    if (h->resumed > 0)
+        http_kick(h); /* libmicrohttpd writes the answers in its next run */
+    return h->resumed;
+}
+
+/* req_gone handles a disconnect of a waiting request's client (http_gone_fn). */
+static void req_gone(struct http *h, void *req)
+{
+    struct req *r = req;
+    r->watched = 0; /* one-shot: disarmed */
+    epoll_ctl(h->gone_fd, EPOLL_CTL_DEL, r->fd, NULL);
+    if (r->state == REQ_DONE)
+        return;
+    log_limited(&http_log_limit, LOG_INFO, __FILE__, __LINE__,
+                "HTTP client %s went away while its job ran", r->peer.ip);
+    finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "client gone", NULL, 0);
+    resume(r); /* MHD answers, finds the socket closed, and frees the request */
+}
 
 struct http *http_new(struct engine *e, const struct config *cfg, char *err, size_t errlen)
 {
@@ -1219,31 +885,10 @@ struct http *http_new(struct engine *e, const struct config *cfg, char *err, siz
     h->eng = e;
     h->cfg = cfg;
     h->max_body = config_http_max_body(cfg);
+    h->req_gone = req_gone;
     list_node_init(&h->dirty);
     list_node_init(&h->all);
-    list_node_init(&h->slow);
-    h->gone_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (h->gone_fd < 0) {
-        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
-        free(h);
-        return NULL;
-    }
-    /* the pool holds the request line and headers plus MHD's read and write buffers */
-    size_t pool = 2 * cfg->http_max_header + 8192;
-    h->d = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                                MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, on_request, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first: all messages */
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_connections,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
-                            MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_idle_timeout,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
-                            MHD_OPTION_END);
-    if (h->d == NULL) {
-        snprintf(err, errlen, "cannot start the HTTP engine (libmicrohttpd)");
-        close(h->gone_fd);
+    if (http_mhd_start(h, on_request, on_completed, err, errlen) != 0) {
         free(h);
         return NULL;
     }
@@ -1264,91 +909,10 @@ void http_destroy(struct http *h)
             finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "the server is stopping", NULL, 0);
         resume(r);
     }
-    /* a few non-blocking rounds write the answers to clients that read them */
-    for (int i = 0; i < 4; i++)
-        MHD_run(h->d);
-    MHD_stop_daemon(h->d); /* frees the requests (on_completed) */
+    http_mhd_stop(h); /* frees the requests (on_completed) */
     while (!list_empty(&h->all))
         req_free(container_of(list_first(&h->all), struct req, anode));
-    close(h->gone_fd);
     free(h);
-}
-
-void http_fds(const struct http *h, int *mhd_fd, int *gone_fd)
-{
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-    *mhd_fd = di != NULL ? di->epoll_fd : -1;
-    *gone_fd = h->gone_fd;
-}
-
-int http_add(struct http *h, int fd, const struct sockaddr *sa, socklen_t salen)
-{
-    if (MHD_add_connection(h->d, fd, sa, salen) != MHD_YES) { /* MHD closed fd */
-        log_limited(&http_limit, LOG_WARNING, __FILE__, __LINE__,
-                    "HTTP connection refused: %s (--http-max-connections %zu)", strerror(errno),
-                    h->cfg->http_max_connections);
-        return -1;
-    }
-    return 0;
-}
-
-/* check_gone looks at the sockets of suspended requests that reported a hang-up or input. */
-static void check_gone(struct http *h)
-{
-    struct epoll_event ev[GONE_EVENTS];
-    int n = epoll_wait(h->gone_fd, ev, GONE_EVENTS, 0);
-    for (int i = 0; i < n; i++) {
-        if (ev[i].data.u64 & HCONN_TAG) { /* a kept-alive connection's next request began */
-            struct hconn *c = (struct hconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)HCONN_TAG);
-            hconn_unwatch(c);
-            hconn_arm(c);
-            continue;
-        }
-        struct req *r = (struct req *)(uintptr_t)ev[i].data.u64;
-        r->watched = 0; /* one-shot: disarmed */
-        epoll_ctl(h->gone_fd, EPOLL_CTL_DEL, r->fd, NULL);
-        if (r->state == REQ_DONE)
-            continue;
-        log_limited(&http_limit, LOG_INFO, __FILE__, __LINE__,
-                    "HTTP client %s went away while its job ran", r->peer.ip);
-        finish_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "client gone", NULL, 0);
-        resume(r); /* MHD answers, finds the socket closed, and frees the request */
-    }
-}
-
-void http_run(struct http *h)
-{
-    check_gone(h);
-    sweep_slow(h);
-    MHD_run(h->d);
-}
-
-long long http_timeout_ms(struct http *h)
-{
-    MHD_UNSIGNED_LONG_LONG t;
-    long long ms = -1;
-    if (MHD_get_timeout(h->d, &t) == MHD_YES)
-        ms = t > (MHD_UNSIGNED_LONG_LONG)LLONG_MAX ? LLONG_MAX : (long long)t;
-    if (!list_empty(&h->slow)) { /* the first request deadline */
-        double left = container_of(list_first(&h->slow), struct hconn, node)->deadline -
-                      mono_now();
-        long long d = left <= 0 ? 0 : (long long)(left * 1000.0) + 1;
-        if (ms < 0 || d < ms)
-            ms = d;
-    }
-    return ms;
-}
-
-size_t http_flush(struct http *h)
-{
-    h->resumed = 0;
-    while (!list_empty(&h->dirty)) {
-        struct req *r = container_of(list_first(&h->dirty), struct req, dnode);
-        drain(r);
-        if (r->state == REQ_DONE)
-            resume(r);
-    }
-    return h->resumed;
 }
 
 size_t http_requests(const struct http *h)

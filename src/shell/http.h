@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* http: the HTTP front-end (docs/HTTP.md). libmicrohttpd parses the requests, driven from the
- * caller's loop (no thread of its own); this module routes them. GET routes answer pages
- * (/healthz, and the slots the observability renderers fill); POST /FUNC submits a job the way
+ * caller's loop (no thread of its own: http_mhd.c is its glue, http_ev.c its watchers on the
+ * shell's loop); http.c routes them. GET routes answer pages (/healthz, and the slots the
+ * observability renderers fill); POST /FUNC submits a job the way
  * gearmand's -r http does: each such request is an internal client of the engine (a struct peer
- * flagged PEER_HTTP) fed a SUBMIT_JOB* packet through session_feed, whose queued replies
- * (JOB_CREATED, WORK_DATA, WORK_COMPLETE, WORK_FAIL, WORK_EXCEPTION, ERROR) become the HTTP
- * response. So coalescing, priorities, durability and worker loss behave as for a binary client.
+ * with its own peer_ops) fed a SUBMIT_JOB* packet through session_process, whose replies
+ * (JOB_CREATED, WORK_DATA, WORK_COMPLETE, WORK_FAIL, WORK_EXCEPTION, ERROR) its encoder turns
+ * into the HTTP response from their values, not from encoded bytes. So coalescing, priorities,
+ * durability and worker loss behave as for a binary client.
  *
- * No libev here: the shell (server.c) watches the two descriptors of http_fds, arms a timer to
- * http_timeout_ms, calls http_run when either is due, routes the engine_ops of PEER_HTTP peers
- * to http_peer_output / _close / _resume, and calls http_flush before the loop sleeps. */
+ * The shell (server.c) has it watched (http_ev_start), hands it the accepted sockets (http_add),
+ * forwards its engine_ops to the peers' own peer_ops, and calls http_flush before the loop
+ * sleeps. */
 #ifndef SPUR_HTTP_H
 #define SPUR_HTTP_H
 
 #include <stddef.h>
-#include <sys/socket.h>
+
+#include "http_mhd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,8 +25,6 @@ extern "C" {
 
 struct config;
 struct engine;
-struct http;
-struct peer;
 
 /* struct http_page is what a GET route answers. */
 struct http_page {
@@ -57,39 +58,11 @@ struct http *http_new(struct engine *e, const struct config *cfg, char *err, siz
  * vanished client), closes every HTTP connection and frees h. NULL is a no-op. */
 void http_destroy(struct http *h);
 
-/* http_fds gives the two descriptors the shell watches for reading: libmicrohttpd's epoll fd,
- * and the epoll fd on which the sockets of requests waiting on a job report a disconnect. */
-void http_fds(const struct http *h, int *mhd_fd, int *gone_fd);
-
-/* http_add hands an accepted socket (non-blocking) to the HTTP engine, which owns it from now on
- * (closes it also on failure). Returns 0, or -1 (at --http-max-connections, out of memory). */
-int http_add(struct http *h, int fd, const struct sockaddr *sa, socklen_t salen);
-
-/* http_run does the HTTP work that is due: reads, parses, answers, writes, time-outs, and
- * notices requests whose client went away while they waited on a job. Never blocks. */
-void http_run(struct http *h);
-
-/* http_timeout_ms returns within how many milliseconds http_run must be called even if no
- * descriptor is readable (0: at once), or -1 when only the descriptors matter. */
-long long http_timeout_ms(struct http *h);
-
-/* http_flush turns the replies queued to HTTP requests since the last call into their answers,
- * resuming the requests that waited; called once per loop iteration before the writes. Returns
- * how many requests it resumed: when more than 0 the shell must call http_run soon (its
- * timer at 0). */
+/* http_flush settles the HTTP requests the engine answered, queued admin text to, or closed
+ * since the last call, resuming the requests that waited; called once per loop iteration
+ * before the writes. Returns how many requests it resumed: when more than 0, http_run must run
+ * soon (a watched h kicks itself; a caller driving it by hand calls http_run). */
 size_t http_flush(struct http *h);
-
-/* http_peer_output, http_peer_close and http_peer_resume are the engine_ops output, close and
- * resume for a PEER_HTTP peer (the shell routes them here by the flag). Output and close only
- * note the request for http_flush; resume handles the input the peer held back (a submit that
- * waited for the store's replay). */
-void http_peer_output(struct peer *p);
-void http_peer_close(struct peer *p);
-void http_peer_resume(struct peer *p);
-
-/* http_path_has_nul reports whether the path of uri, a request target as sent (not yet
- * URL-decoded), has a %00: decoded, it would cut the function name at the NUL. */
-int http_path_has_nul(const char *uri);
 
 /* http_same_origin reports whether the Origin header origin ("scheme://host[:port]") names
  * the server the request was sent to: its host and port are the Host header host (case

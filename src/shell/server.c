@@ -33,24 +33,19 @@ static struct log_limit accept_limit = {5.0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------ engine callbacks */
 
-/* A PEER_HTTP peer is an HTTP request's internal client (http.h), not a struct conn. */
+/* The engine's output, close and resume go to the peer's owner (peer_ops: net/conn.c for a
+ * connection, the HTTP front-end for a request). */
 
 static void eng_output(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_output(p);
-    else
-        conn_mark_dirty((struct conn *)p);
+    p->ops->output(p);
 }
 
 static void eng_close(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_close(p);
-    else
-        conn_close((struct conn *)p);
+    p->ops->close(p);
 }
 
 static void close_listeners(struct server *s)
@@ -91,10 +86,7 @@ static void eng_shutdown(struct engine *e, int graceful)
 static void eng_resume(struct engine *e, struct peer *p)
 {
     (void)e;
-    if (p->flags & PEER_HTTP)
-        http_peer_resume(p);
-    else
-        conn_resume((struct conn *)p);
+    p->ops->resume(p);
 }
 
 static double eng_now(struct engine *e)
@@ -154,19 +146,6 @@ static void tune_socket(struct server *s, int fd, int family)
         setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_timeout_ms, sizeof(unsigned));
 }
 
-/* arm_http_timer points the HTTP timer at libmicrohttpd's next timeout (at_once: now). */
-static void arm_http_timer(struct server *s, int at_once)
-{
-    if (s->http == NULL)
-        return;
-    long long ms = at_once ? 0 : http_timeout_ms(s->http);
-    ev_timer_stop(s->loop, &s->http_timer);
-    if (ms < 0)
-        return;
-    ev_timer_set(&s->http_timer, (double)ms / 1000.0, 0.);
-    ev_timer_start(s->loop, &s->http_timer);
-}
-
 /* accept_gearman makes a Gearman connection (conn + peer) over the listener's transport. */
 static void accept_gearman(struct server *s, const struct listener *lis, int fd,
                            const struct sockaddr *sa, socklen_t sl)
@@ -194,8 +173,7 @@ static void accept_http(struct server *s, const struct listener *lis, int fd,
                         const struct sockaddr *sa, socklen_t sl)
 {
     (void)lis;
-    if (http_add(s->http, fd, sa, sl) == 0)
-        arm_http_timer(s, 1); /* libmicrohttpd takes the new connection in its next run */
+    http_add(s->http, fd, sa, sl);
 }
 
 /* accept_proto makes the connection for a socket accepted on a listener of each protocol (the
@@ -387,25 +365,6 @@ static void lazy_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     flush_lazy(w->data);
 }
 
-/* http_io_cb runs libmicrohttpd when one of its descriptors is readable or its timeout is due. */
-static void http_io_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    struct server *s = w->data;
-    http_run(s->http);
-    arm_http_timer(s, 0);
-}
-
-static void http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    struct server *s = w->data;
-    http_run(s->http);
-    arm_http_timer(s, 0);
-}
-
 /* ------------------------------------------------------------ before the loop sleeps
  *
  * before_sleep (the ev_prepare watcher: libev runs it once per loop iteration, after every
@@ -420,7 +379,8 @@ static void http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
  *     (store_async_cb) makes jobs ready outside any handler.
  *     HTTP requests whose replies arrived (http_flush) get their answers: a finished request
  *     leaves the engine (its teardown may add work to the steps below) and its connection is
- *     resumed, for libmicrohttpd to write in the next iteration (its timer is set to 0).
+ *     resumed, for libmicrohttpd to write in the next iteration (http_flush sets its timer to
+ *     0).
  *  2. store hand-off (store_flush): the durable submits of this iteration go to the committer
  *     thread as one batch (group commit); their JOB_CREATED waits for its answer
  *     (store_async_cb). After 1, which may add to the batch; before 3, so the batch is on its
@@ -494,8 +454,8 @@ static void before_sleep(struct ev_loop *loop, ev_prepare *w, int revents)
     conn_run_deferred(&s->conns);                /* 1. input that waited */
     engine_drain_ready(&s->eng);                 /*    wake-ups left by the store */
     admin_continue(&s->eng);                     /*    and admin listings */
-    if (s->http != NULL && http_flush(s->http) > 0) /* and HTTP answers */
-        arm_http_timer(s, 1);
+    if (s->http != NULL) /* and HTTP answers (http_flush kicks libmicrohttpd to write them) */
+        http_flush(s->http);
     store_flush(&s->eng);                        /* 2. store hand-off */
     write_output(s);                             /* 3. writes */
     size_t freed = conn_free_closed(&s->conns);  /* 4. closes */
@@ -582,21 +542,7 @@ static int open_http(struct server *s, char *err, size_t errlen)
     s->http = http_new(&s->eng, cfg, err, errlen);
     if (s->http == NULL)
         return -1;
-    int mhd_fd, gone_fd;
-    http_fds(s->http, &mhd_fd, &gone_fd);
-    if (mhd_fd < 0) {
-        snprintf(err, errlen, "the HTTP engine has no epoll descriptor");
-        return -1;
-    }
-    ev_io_init(&s->http_io, http_io_cb, mhd_fd, EV_READ);
-    s->http_io.data = s;
-    ev_io_start(s->loop, &s->http_io);
-    ev_io_init(&s->http_gone_io, http_io_cb, gone_fd, EV_READ);
-    s->http_gone_io.data = s;
-    ev_io_start(s->loop, &s->http_gone_io);
-    ev_timer_init(&s->http_timer, http_timer_cb, 0., 0.);
-    s->http_timer.data = s;
-    return 0;
+    return http_ev_start(&s->http_ev, s->http, s->loop, err, errlen);
 }
 
 /* init_transports runs each transport kind's init. Returns 0, or -1 with a message in err. */
@@ -862,11 +808,8 @@ void server_destroy(struct server *s)
      * (workers lost, jobs freed) is not a failure of any job, so it must not delete stored ones */
     store_close(&s->eng);
     ev_timer_stop(s->loop, &s->store_timer);
-    if (s->http != NULL) { /* every HTTP request leaves the engine, before the conns (whose
-                              teardown takes every peer left for a conn) */
-        ev_io_stop(s->loop, &s->http_io);
-        ev_io_stop(s->loop, &s->http_gone_io);
-        ev_timer_stop(s->loop, &s->http_timer);
+    if (s->http != NULL) { /* every HTTP request leaves the engine before the engine goes */
+        http_ev_stop(&s->http_ev);
         http_destroy(s->http);
         s->http = NULL;
     }

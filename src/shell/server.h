@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "engine.h"
 #include "http.h"
+#include "http_ev.h"
 #include "listen.h"
 #include "spin.h"
 #include "transport.h"
@@ -29,9 +30,7 @@ struct server {
     int port;                         /* bound TCP port */
     int http_port;                    /* bound HTTP port, -1 without HTTP */
     struct http *http;                /* the HTTP front-end (http.h), NULL when off */
-    ev_io http_io;                    /* libmicrohttpd's epoll fd is readable */
-    ev_io http_gone_io;               /* a waiting HTTP request's socket hung up */
-    ev_timer http_timer;              /* libmicrohttpd's next timeout (or a resume to handle) */
+    struct http_ev http_ev;           /* its watchers on the loop (http_ev.h) */
     int unix_bound;                   /* this process bound the --unix socket */
     struct listen_unix_id unix_id;    /* which file that is, so only it is removed */
     unsigned user_timeout_ms;         /* TCP_USER_TIMEOUT for accepted sockets, 0 = OS default */

@@ -4,6 +4,7 @@
 // either direction parks the right watcher, end of input and errors close only that connection.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -23,6 +24,7 @@ extern "C" {
 #include "conn.h"
 #include "engine.h"
 #include "listen.h"
+#include "peer.h"
 #include "proto.h"
 #include "transport.h"
 #include "transport_loop.h"
@@ -47,7 +49,8 @@ std::string res(uint32_t cmd, const std::string &body)
     return s;
 }
 
-// Shell is the smallest server: a loop, an engine whose callbacks go to conn, a conn_ctx, and a
+// Shell is the smallest server: a loop, an engine whose callbacks go to the peers' own ops (conn's),
+// a conn_ctx, and a
 // prepare watcher doing what server.c's does with connections before the loop sleeps.
 struct Shell {
     config cfg;
@@ -61,11 +64,11 @@ struct Shell {
         config_defaults(&cfg);
         loop = ev_loop_new(EVFLAG_AUTO);
         static const engine_ops ops = {
-            [](engine *, peer *p) { conn_mark_dirty(reinterpret_cast<conn *>(p)); },
-            [](engine *, peer *p) { conn_close(reinterpret_cast<conn *>(p)); },
+            [](engine *, peer *p) { p->ops->output(p); },
+            [](engine *, peer *p) { p->ops->close(p); },
             [](engine *, int) {},
             [](engine *e) { return ev_now(static_cast<Shell *>(e->shell)->loop); },
-            [](engine *, peer *p) { conn_resume(reinterpret_cast<conn *>(p)); },
+            [](engine *, peer *p) { p->ops->resume(p); },
         };
         EXPECT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &cmd_sink);
@@ -539,6 +542,40 @@ TEST(Conn, HandshakeTimeoutClosesOnlyTheStalledConnection)
     EXPECT_EQ(conn_count(&sh.conns), 1u);
     sh.send(fine, ok, req(CMD_ECHO_REQ, "y"));
     EXPECT_EQ(Shell::take(ok), res(CMD_ECHO_RES, "y"));
+}
+
+// The idle sweep walks the connections only. It used to walk every peer of the engine as a conn,
+// so another kind of peer (an HTTP request) whose bytes at conn's partial_since looked like an
+// old unfinished packet was "closed" as a conn.
+TEST(Conn, IdleSweepLeavesPeersThatAreNotConnectionsAlone)
+{
+    Shell sh;
+    sh.cfg.idle_timeout = 1;
+    static const peer_ops other_ops = {[](peer *) {}, [](peer *) {}, [](peer *) {}, nullptr};
+    // another owner's peer, followed by bytes that read as partial_since = 1.0 through a conn
+    alignas(conn) unsigned char mem[sizeof(conn)] = {};
+    peer *other = reinterpret_cast<peer *>(mem);
+    peer_init(other, &sh.eng, -1, "other", 0);
+    other->ops = &other_ops;
+    peer_attach(other);
+    double old = 1.0;
+    memcpy(mem + offsetof(conn, partial_since), &old, sizeof old);
+    loop_pipe *lp;
+    conn *c = sh.connect(&lp);
+    ASSERT_NE(c, nullptr);
+    sh.send(c, lp, req(CMD_ECHO_REQ, "x").substr(0, 5)); // an unfinished packet
+    ASSERT_GT(c->partial_since, 0.0);
+    double since = c->partial_since;
+    conn_idle_sweep(&sh.conns, since + 0.5); // neither waited past the limit
+    sh.turn();
+    EXPECT_FALSE(other->flags & PEER_CLOSING);
+    EXPECT_EQ(lp->closed, 0);
+    conn_idle_sweep(&sh.conns, since + 1.0); // the conn's packet did
+    sh.turn();
+    EXPECT_FALSE(other->flags & PEER_CLOSING);
+    EXPECT_EQ(lp->closed, 1);
+    EXPECT_EQ(conn_count(&sh.conns), 0u);
+    peer_unlink(other);
 }
 
 } // namespace

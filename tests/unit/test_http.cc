@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // http: the HTTP front-end driven without libev: libmicrohttpd gets one end of a socketpair, a
-// small shell routes the engine_ops of PEER_HTTP peers to http.h and pumps http_run /
+// small shell forwards the engine_ops to the peers' own peer_ops and pumps http_run /
 // http_flush as server.c's loop would. Covers what a wire test cannot set up: /healthz during
 // the store's replay, and a submit that waits for the replay and is resumed by its end.
 #include <gtest/gtest.h>
@@ -36,18 +36,18 @@ struct Shell {
         cfg.http_port = 0;
         static const engine_ops ops = {
             [](engine *, peer *p) {
-                if (p->flags & PEER_HTTP)
-                    http_peer_output(p);
+                if (p->ops != nullptr)
+                    p->ops->output(p);
             },
             [](engine *, peer *p) {
-                if (p->flags & PEER_HTTP)
-                    http_peer_close(p);
+                if (p->ops != nullptr)
+                    p->ops->close(p);
             },
             [](engine *, int) {},
             [](engine *) { return 1000.0; },
             [](engine *, peer *p) {
-                if (p->flags & PEER_HTTP)
-                    http_peer_resume(p);
+                if (p->ops != nullptr)
+                    p->ops->resume(p);
                 else
                     session_process(p);
             },

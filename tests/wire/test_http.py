@@ -659,6 +659,32 @@ def test_a_request_waiting_on_its_job_is_not_idle(http_factory_real):
     w.close()
 
 
+def test_the_idle_sweep_leaves_a_waiting_http_request_alone(http_factory_real):
+    # --idle-timeout's sweep walks the connections only: it used to walk every engine peer and
+    # read an HTTP request's memory as a connection's (its result buffer's size landed on the
+    # connection's partial_since), so a request holding part of its result was "closed" as a
+    # connection
+    h = http_factory_real("--idle-timeout=1")
+    w = Worker(h.server, "part")
+    p = h.curl_bg("/part", b"x")
+    handle, _, _ = w.next_job()
+    w.c.send_packet(WORK_DATA, handle, b"first ")
+    w.c.echo_roundtrip()  # the part is in the request's answer
+    # a connection with a half-sent packet: once it is closed, a sweep ran while the request
+    # held its part
+    half = socket.create_connection(h.server.addr, timeout=DEADLINE)
+    half.sendall(b"\0REQ")
+    assert_closed(half)
+    half.close()
+    w.c.send_packet(WORK_COMPLETE, handle, b"last")
+    status, headers, body = finish_bg(*p)
+    assert (status, body) == (200, b"first last")
+    assert headers["x-gearman-command"] == "WORK_COMPLETE"
+    w.c.echo_roundtrip()  # the worker is alive too
+    w.close()
+    assert h.curl("/healthz")[0] == 200
+
+
 def test_http_is_served_while_the_gearman_port_is_at_max_connections(http_factory_real):
     h = http_factory_real("--max-connections=1")
     a = h.server.connect(timeout=DEADLINE)
