@@ -39,6 +39,7 @@
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
+#include "jobx_counters.h"
 #include "recur.h"
 #include "session.h"
 #include "worker.h"
@@ -617,6 +618,8 @@ static void setup(struct reader *r)
     FUZZ_CHECK(rc == 0, "engine_init");
     engine_set_sink(&S.eng, &cmd_sink);
     FUZZ_CHECK(recur_attach(&S.eng) == 0, "recur_attach");
+    FUZZ_CHECK(metrics_add(&S.eng, &jobx_counters) == 0, "metrics_add");
+    FUZZ_CHECK(metrics_add(&S.eng, &recur_counters) == 0, "metrics_add");
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;

@@ -23,7 +23,7 @@ CORE = {"engine", "job", "func", "worker"}
 # that no longer exists (so the list only shrinks).
 KNOWN_UP = {
     ("admin", "dump"), ("admin", "jobx_admin"), ("admin", "recur"),
-    ("cmd", "jobx"), ("metrics", "jobx"),
+    ("cmd", "jobx"),
     ("engine", "jobx"), ("job", "jobx"), ("worker", "jobx"),
     ("config", "store_pg_text"),
 }

@@ -20,6 +20,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "file.h"
+#include "jobx_counters.h"
 #include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
@@ -673,6 +674,11 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     }
     if (recur_attach(&s->eng) != 0) {
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* the features' rows of stats, stats json and metrics (metrics.h) */
+    if (metrics_add(&s->eng, &jobx_counters) != 0 || metrics_add(&s->eng, &recur_counters) != 0) {
+        snprintf(err, errlen, "too many counter tables");
         return -1;
     }
     if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)

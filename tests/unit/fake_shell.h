@@ -14,7 +14,9 @@ extern "C" {
 #include "cmd.h"
 #include "config.h"
 #include "engine.h"
+#include "jobx_counters.h"
 #include "peer.h"
+#include "recur.h"
 #include "session.h"
 }
 
@@ -46,6 +48,9 @@ struct FakeShell {
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &cmd_sink);
+        // the features' rows of stats, stats json and metrics, as server_init adds them
+        ASSERT_EQ(metrics_add(&eng, &jobx_counters), 0);
+        ASSERT_EQ(metrics_add(&eng, &recur_counters), 0);
     }
 
     ~FakeShell()
