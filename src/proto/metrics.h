@@ -69,9 +69,11 @@ struct metrics_value {
 /* struct metrics_row is one value in the three outputs. */
 struct metrics_row {
     const char *text;   /* the `stats` name (STAT text value); NULL: not in stats */
-    const char *json;   /* the `stats json` path, its keys joined by '.'; NULL: not there */
-    const char *prom;   /* the `metrics` sample: the family name and any labels, as in
-                           spur_x_total{result="ok"}; NULL: not there */
+    const char *json;   /* the `stats json` path, its keys (each under 64 bytes) joined by
+                           '.'; NULL: not there */
+    const char *prom;   /* the `metrics` sample: the family name (under 96 bytes) and any
+                           labels, as in spur_x_total{result="ok"}; the rows of a family must
+                           be next to each other in metrics order; NULL: not there */
     const char *help;   /* the HELP text of the family, written before its first sample */
     enum metrics_kind kind; /* the TYPE of the family */
     enum metrics_type type; /* of the value */

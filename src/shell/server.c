@@ -677,7 +677,8 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
     /* the features' rows of stats, stats json and metrics (metrics.h) */
-    if (metrics_add(&s->eng, &jobx_counters) != 0 || metrics_add(&s->eng, &recur_counters) != 0) {
+    if (metrics_add(&s->eng, &jobx_counters) != 0 ||
+        metrics_add(&s->eng, &recur_counters) != 0) {
         snprintf(err, errlen, "too many counter tables");
         return -1;
     }
