@@ -41,6 +41,7 @@
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
+#include "jobx_counters.h"
 #include "recur.h"
 #include "session.h"
 #include "worker.h"
@@ -622,6 +623,8 @@ static void setup(struct reader *r)
     FUZZ_CHECK(jobx_admin_register(&S.eng) == 0 && recur_admin_register(&S.eng) == 0 &&
                    dump_admin_register(&S.eng) == 0,
                "admin_register");
+    FUZZ_CHECK(metrics_add(&S.eng, &jobx_counters) == 0, "metrics_add");
+    FUZZ_CHECK(metrics_add(&S.eng, &recur_counters) == 0, "metrics_add");
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;

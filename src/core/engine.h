@@ -77,7 +77,9 @@ struct engine_sink {
  * record_each. A record's kind indexes the arrays (STORE_REC_* of store_batch.h, which is
  * ENGINE_EXT_KINDS wide). */
 #define ENGINE_EXT_KINDS 8
+#define ENGINE_EXT_COUNTERS 8 /* counter tables features may add (metrics_add) */
 struct store_record;
+struct metrics_table;
 struct engine_ext {
     /* job_restored: j (JOB_LIMBO, background, stored) came back with meta (meta_len bytes) and
      * was due at when: returns 1 when the feature took it (a dead-letter list, a waiting place,
@@ -97,6 +99,10 @@ struct engine_ext {
     void (*record_each[ENGINE_EXT_KINDS])(const struct engine *e,
                                           void (*cb)(void *ctx, const struct store_record *r),
                                           void *ctx);
+    /* counters: the tables of counters the features add to stats, stats json and metrics
+     * (metrics.h, metrics_add), in the order added, NULL after the last. The core never reads
+     * them. */
+    const struct metrics_table *counters[ENGINE_EXT_COUNTERS];
 };
 
 /* What a connection did, which makes it a client, a worker or an admin connection (one may be

@@ -667,3 +667,27 @@ static const struct admin_cmd recur_cmds[] = {
 };
 
 int recur_admin_register(struct engine *e) { return admin_register(e, recur_cmds); }
+static void get_schedules(const struct metrics_src *src, struct metrics_value *v)
+{
+    v->u = recur_count(src->e);
+}
+
+/* rows: their places ({stats, stats json, metrics}) keep the order the outputs had. */
+static const struct metrics_row counter_rows[] = {
+    {.text = "schedules", .json = "schedules.count", .prom = "spur_schedules",
+     .help = "Recurring schedules defined.", .kind = METRICS_GAUGE, .get = get_schedules,
+     .at = {1130, 580, 490}},
+    {.text = "schedule_fired", .json = "schedules.fired", .prom = "spur_schedule_fired_total",
+     .help = "Schedule firings that submitted a job or joined a live one with their unique.",
+     .kind = METRICS_COUNTER, METRICS_FIELD(stats.schedule_fired), .at = {1140, 590, 500}},
+    {.text = "schedule_coalesced", .json = "schedules.coalesced",
+     .prom = "spur_schedule_coalesced_total",
+     .help = "Schedule firings that joined a live job with their unique (no new job).",
+     .kind = METRICS_COUNTER, METRICS_FIELD(stats.schedule_coalesced), .at = {1150, 600, 510}},
+    {.text = "schedule_refused", .json = "schedules.refused", .prom = "spur_schedule_refused_total",
+     .help = "Schedule firings refused (maxqueue, functions, memory, store).",
+     .kind = METRICS_COUNTER, METRICS_FIELD(stats.schedule_refused), .at = {1160, 610, 520}},
+};
+
+const struct metrics_table recur_counters = {counter_rows,
+                                             sizeof counter_rows / sizeof counter_rows[0]};

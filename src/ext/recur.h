@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metrics.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +64,11 @@ void recur_run(struct engine *e, double now);
 
 /* recur_count returns the number of schedules. */
 size_t recur_count(const struct engine *e);
+
+/* recur_counters: the schedules' rows of the counter table (metrics.h): schedules,
+ * schedule_fired, schedule_coalesced, schedule_refused; added with metrics_add(e,
+ * &recur_counters) where the feature is attached. */
+extern const struct metrics_table recur_counters;
 
 /* recur_admin handles one admin line starting with the word "schedule" (line[0..len), without
  * its line ending): `schedule add TEXT`, `schedule list`, `schedule remove NAME`. It replies

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,21 +16,20 @@
 #include "func.h"
 #include "hist.h"
 #include "job.h"
-#include "jobx.h"
 #include "peer.h"
 #include "worker.h"
 
 static const char *const prio_names[PRIO_SNAPSHOT] = {"high", "normal", "low"};
-static const char *const kind_names[PEER_KINDS] = {"client", "worker", "admin", "none"};
-static const char *const denied_names[DENIED_KINDS] = {"submit", "can_do", "admin"};
 static const char *const event_names[JOB_EVENTS] = {
     "submitted", "coalesced", "assigned", "retried",   "completed", "failed",
     "exception", "timed_out", "requeued", "lost",      "cancelled", "abandoned",
 };
-static const char *const perr_names[PERR_KINDS] = {
-    "bad_magic", "wrong_magic", "too_large", "bad_command", "bad_args", "line_too_long",
-    "unrecognised",
-};
+
+struct out;
+struct metrics_src;
+static void rows_text(struct out *o, const struct metrics_src *src);
+static json_t *rows_json(const struct metrics_src *src);
+static void rows_prom(struct out *o, const struct metrics_src *src);
 
 /* ------------------------------------------------------------ text helpers */
 
@@ -198,87 +198,8 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     struct out o = out_init(b, max);
     struct engine_snapshot s;
     engine_stats_get(e, &s);
-    const struct engine_stats *st = &s.stats;
-    char name[96];
-    stat_u(&o, "pid", (uint64_t)getpid());
-    stat_u(&o, "uptime", (uint64_t)(now - s.started));
-    stat_u(&o, "time", (uint64_t)now);
-    putf(&o, "STAT version %s\r\n", PACKAGE_VERSION);
-    stat_u(&o, "curr_connections", s.peers);
-    stat_u(&o, "total_connections", st->connections);
-    for (int k = 0; k < PEER_KIND_NONE; k++) {
-        snprintf(name, sizeof name, "curr_connections_%s", kind_names[k]);
-        stat_u(&o, name, s.conn_now[k]);
-    }
-    for (int k = 0; k < PEER_KINDS; k++) {
-        snprintf(name, sizeof name, "total_connections_%s", kind_names[k]);
-        stat_u(&o, name, st->conn_kind[k]);
-    }
-    for (int k = 0; k < PEER_KINDS; k++) {
-        snprintf(name, sizeof name, "rejected_connections_%s", kind_names[k]);
-        stat_u(&o, name, st->conn_rejected[k]);
-    }
-    stat_u(&o, "accept_errors", st->accept_errors);
-    stat_u(&o, "tls_handshakes", st->tls_handshakes);
-    stat_u(&o, "tls_handshake_failures", st->tls_handshake_failures);
-    stat_u(&o, "tls_handshake_timeouts", st->tls_handshake_timeouts);
-    stat_u(&o, "http_request_timeouts", st->http_request_timeouts);
-    stat_u(&o, "connections_shed", st->shed);
-    stat_u(&o, "connections_shed_bytes", st->shed_bytes);
-    stat_u(&o, "packets_in", st->packets);
-    stat_u(&o, "lines_in", st->lines);
-    stat_u(&o, "packets_out", st->packets_out);
-    stat_u(&o, "bytes_in", st->bytes_in);
-    stat_u(&o, "bytes_out", st->bytes_out);
-    stat_u(&o, "status_coalesced", st->status_coalesced);
-    stat_u(&o, "protocol_errors", st->protocol_errors);
-    for (int k = 0; k < PERR_KINDS; k++) {
-        snprintf(name, sizeof name, "protocol_errors_%s", perr_names[k]);
-        stat_u(&o, name, st->protocol_error[k]);
-    }
-    for (int ev = 0; ev < JOB_EVENTS; ev++) {
-        snprintf(name, sizeof name, "jobs_%s", event_names[ev]);
-        stat_u(&o, name, sum3(st->jobs[ev]));
-        for (int p = 0; p < PRIO_SNAPSHOT; p++) {
-            snprintf(name, sizeof name, "jobs_%s_%s", event_names[ev], prio_names[p]);
-            stat_u(&o, name, st->jobs[ev][p]);
-        }
-    }
-    stat_u(&o, "curr_jobs", s.jobs);
-    stat_u(&o, "curr_jobs_running", s.running);
-    for (int p = 0; p < PRIO_SNAPSHOT; p++) {
-        snprintf(name, sizeof name, "curr_jobs_queued_%s", prio_names[p]);
-        stat_u(&o, name, s.queued[p]);
-    }
-    stat_u(&o, "job_memory_bytes", s.job_bytes);
-    stat_u(&o, "functions", s.functions);
-    stat_u(&o, "functions_evicted", st->functions_evicted);
-    stat_u(&o, "workers", s.workers);
-    stat_u(&o, "abilities", s.abilities);
-    stat_u(&o, "held_grabs", s.held);
-    stat_u(&o, "buffered_bytes", s.buffered);
-    stat_u(&o, "buffered_peak_bytes", s.buffered_peak);
-    stat_u(&o, "store", e->store_mgr != NULL);
-    stat_u(&o, "store_commits", st->store_commits);
-    stat_u(&o, "store_commit_failures", st->store_commit_failures);
-    stat_u(&o, "permission_denied", st->permission_denied[DENIED_SUBMIT] +
-                                         st->permission_denied[DENIED_CAN_DO] +
-                                         st->permission_denied[DENIED_ADMIN]);
-    for (int k = 0; k < DENIED_KINDS; k++) {
-        snprintf(name, sizeof name, "permission_denied_%s", denied_names[k]);
-        stat_u(&o, name, st->permission_denied[k]);
-    }
-    stat_u(&o, "store_batch_operations", (uint64_t)st->store_batch_ops.sum);
-    stat_f(&o, "store_commit_seconds", st->store_commit_seconds.sum);
-    stat_u(&o, "store_replayed", st->store_replayed);
-    stat_u(&o, "retries_total", st->retries);
-    stat_u(&o, "failed_jobs", jobx_nfailed(e));
-    stat_u(&o, "failed_dropped_total", st->failed_dropped);
-    stat_u(&o, "schedules", e->schedules);
-    stat_u(&o, "schedule_fired", st->schedule_fired);
-    stat_u(&o, "schedule_coalesced", st->schedule_coalesced);
-    stat_u(&o, "schedule_refused", st->schedule_refused);
-    stat_u(&o, "waiting_jobs", jobx_nwaiting(e));
+    const struct metrics_src src = {e, &s, now};
+    rows_text(&o, &src);
     puts_(&o, "END\r\n");
     return o.err;
 }
@@ -384,81 +305,12 @@ static json_t *jhist(const struct hist *h, const double *bounds)
                      (json_int_t)hist_count(h), "sum", h->sum);
 }
 
-static json_t *jkinds(const uint64_t *v, int n)
-{
-    json_t *o = json_object();
-    uint64_t all = 0;
-    for (int k = 0; k < n; k++) {
-        json_object_set_new(o, kind_names[k], json_integer((json_int_t)v[k]));
-        all += v[k];
-    }
-    json_object_set_new(o, "all", json_integer((json_int_t)all));
-    return o;
-}
-
 int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t max)
 {
     struct engine_snapshot s;
     engine_stats_get(e, &s);
-    const struct engine_stats *st = &s.stats;
-    uint64_t open[PEER_KINDS] = {0};
-    for (int k = 0; k < PEER_KIND_NONE; k++)
-        open[k] = s.conn_now[k];
-    json_t *conns = json_pack("{sIsososo sIsIsI}", "open", (json_int_t)s.peers, "open_by_kind",
-                              jkinds(open, PEER_KIND_NONE), "total_by_kind",
-                              jkinds(st->conn_kind, PEER_KINDS), "rejected_by_kind",
-                              jkinds(st->conn_rejected, PEER_KINDS), "total",
-                              (json_int_t)st->connections, "accept_errors",
-                              (json_int_t)st->accept_errors, "shed", (json_int_t)st->shed);
-    json_t *traffic = json_pack(
-        "{sIsIsIsIsIsIsI}", "packets_in", (json_int_t)st->packets, "lines_in",
-        (json_int_t)st->lines, "packets_out", (json_int_t)st->packets_out, "bytes_in",
-        (json_int_t)st->bytes_in, "bytes_out", (json_int_t)st->bytes_out, "status_coalesced",
-        (json_int_t)st->status_coalesced, "shed_bytes", (json_int_t)st->shed_bytes);
-    json_t *perr = json_object();
-    for (int k = 0; k < PERR_KINDS; k++)
-        json_object_set_new(perr, perr_names[k], json_integer((json_int_t)st->protocol_error[k]));
-    json_object_set_new(perr, "total", json_integer((json_int_t)st->protocol_errors));
-    json_t *events = json_object();
-    for (int ev = 0; ev < JOB_EVENTS; ev++)
-        json_object_set_new(events, event_names[ev], jprio(st->jobs[ev]));
-    json_t *jobs = json_pack("{sIsIsosIso}", "live", (json_int_t)s.jobs, "running",
-                             (json_int_t)s.running, "queued", jprio(s.queued), "memory_bytes",
-                             (json_int_t)s.job_bytes, "events", events);
-    json_t *store = json_pack("{sbsIsIsIsoso}", "enabled", e->store_mgr != NULL, "commits",
-                              (json_int_t)st->store_commits, "commit_failures",
-                              (json_int_t)st->store_commit_failures, "replayed",
-                              (json_int_t)st->store_replayed, "batch_operations",
-                              jhist(&st->store_batch_ops, hist_sizes), "commit_seconds",
-                              jhist(&st->store_commit_seconds, hist_seconds));
-    json_t *doc = json_pack(
-        "{sssIsIsf sosososo sosIsIsIsIsIsI}", "version", PACKAGE_VERSION, "pid",
-        (json_int_t)getpid(), "time", (json_int_t)now, "uptime_seconds", now - s.started,
-        "connections", conns, "traffic", traffic, "protocol_errors", perr, "jobs", jobs, "store",
-        store, "functions", (json_int_t)s.functions, "workers", (json_int_t)s.workers,
-        "abilities", (json_int_t)s.abilities, "held_grabs", (json_int_t)s.held, "buffered_bytes",
-        (json_int_t)s.buffered, "buffered_peak_bytes", (json_int_t)s.buffered_peak);
-    json_t *denied = json_object();
-    uint64_t ndenied = 0;
-    for (int k = 0; k < DENIED_KINDS; k++) {
-        json_object_set_new(denied, denied_names[k],
-                            json_integer((json_int_t)st->permission_denied[k]));
-        ndenied += st->permission_denied[k];
-    }
-    json_object_set_new(denied, "total", json_integer((json_int_t)ndenied));
-    json_object_set_new(doc, "permission_denied", denied);
-    json_object_set_new(doc, "functions_evicted", json_integer((json_int_t)st->functions_evicted));
-    json_object_set_new(doc, "retry", json_pack("{sIsIsIsI}", "retries_total",
-                                                (json_int_t)st->retries, "failed_jobs",
-                                                (json_int_t)jobx_nfailed(e),
-                                                "failed_dropped_total",
-                                                (json_int_t)st->failed_dropped, "waiting_jobs",
-                                                (json_int_t)jobx_nwaiting(e)));
-    json_object_set_new(doc, "schedules",
-                        json_pack("{sIsIsIsI}", "count", (json_int_t)e->schedules, "fired",
-                                  (json_int_t)st->schedule_fired, "coalesced",
-                                  (json_int_t)st->schedule_coalesced, "refused",
-                                  (json_int_t)st->schedule_refused));
+    const struct metrics_src src = {e, &s, now};
+    json_t *doc = rows_json(&src);
     struct out o = out_init(b, max);
     dump(&o, doc);
     if (o.err)
@@ -636,12 +488,6 @@ static void gauge(struct out *o, const char *name, const char *text, double v)
     putf(o, "%s %.17g\n", name, v);
 }
 
-static void counter(struct out *o, const char *name, const char *text, uint64_t v)
-{
-    help(o, name, "counter", text);
-    putf(o, "%s %llu\n", name, (unsigned long long)v);
-}
-
 /* FOR_FUNCS walks the functions (not the listing markers) of e as f, until the out o fails. */
 #define FOR_FUNCS(e, f)                                                                      \
     for (const struct list_node *n_ = (e)->func_list.next; n_ != &(e)->func_list && !o.err;  \
@@ -653,7 +499,6 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     struct out o = out_init(b, max);
     struct engine_snapshot s;
     engine_stats_get(e, &s);
-    const struct engine_stats *st = &s.stats;
 
     /* the queue state, as the gearman exporters name it */
     gauge(&o, "gearman_up", "1: the server answered.", 1);
@@ -687,110 +532,461 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
          "Seconds from assignment to the worker's WORK_COMPLETE, WORK_FAIL or WORK_EXCEPTION.");
     FOR_FUNCS(e, f) prom_hist(&o, "spur_job_run_seconds", f, &f->run, hist_seconds);
 
-    /* the server */
-    gauge(&o, "spur_start_time_seconds", "Unix time the server started.", s.started);
-    gauge(&o, "spur_uptime_seconds", "Seconds since the server started.", now - s.started);
-    help(&o, "spur_connections_open", "gauge",
-         "Open connections, by what they did (one may be several kinds; all: every one).");
-    for (int k = 0; k < PEER_KIND_NONE; k++)
-        putf(&o, "spur_connections_open{kind=\"%s\"} %zu\n", kind_names[k], s.conn_now[k]);
-    putf(&o, "spur_connections_open{kind=\"all\"} %zu\n", s.peers);
-    help(&o, "spur_connections_total", "counter",
-         "Connections that acted as each kind (none: closed having done nothing).");
-    for (int k = 0; k < PEER_KINDS; k++)
-        putf(&o, "spur_connections_total{kind=\"%s\"} %llu\n", kind_names[k],
-             (unsigned long long)st->conn_kind[k]);
-    putf(&o, "spur_connections_total{kind=\"all\"} %llu\n", (unsigned long long)st->connections);
-    help(&o, "spur_connections_rejected_total", "counter",
-         "Connections closed by the server (bad input, output or memory limits), by kind.");
-    for (int k = 0; k < PEER_KINDS; k++)
-        putf(&o, "spur_connections_rejected_total{kind=\"%s\"} %llu\n", kind_names[k],
-             (unsigned long long)st->conn_rejected[k]);
-    counter(&o, "spur_accept_errors_total", "Failed accepts (EMFILE...).", st->accept_errors);
-    help(&o, "spur_tls_handshakes_total", "counter",
-         "TLS handshakes, by result (done, failed, timeout).");
-    putf(&o, "spur_tls_handshakes_total{result=\"done\"} %llu\n",
-         (unsigned long long)st->tls_handshakes);
-    putf(&o, "spur_tls_handshakes_total{result=\"failed\"} %llu\n",
-         (unsigned long long)st->tls_handshake_failures);
-    putf(&o, "spur_tls_handshakes_total{result=\"timeout\"} %llu\n",
-         (unsigned long long)st->tls_handshake_timeouts);
-    counter(&o, "spur_http_request_timeouts_total",
-            "HTTP connections closed because a request was not in within --http-request-timeout.",
-            st->http_request_timeouts);
-    counter(&o, "spur_connections_shed_total",
-            "Connections closed because all buffers passed --max-buffer-memory.", st->shed);
-    help(&o, "spur_packets_received_total", "counter", "Requests handled, by protocol.");
-    putf(&o, "spur_packets_received_total{protocol=\"binary\"} %llu\n",
-         (unsigned long long)st->packets);
-    putf(&o, "spur_packets_received_total{protocol=\"text\"} %llu\n",
-         (unsigned long long)st->lines);
-    counter(&o, "spur_packets_sent_total", "Binary packets queued to connections.",
-            st->packets_out);
-    counter(&o, "spur_received_bytes_total", "Bytes read from connections.", st->bytes_in);
-    counter(&o, "spur_sent_bytes_total", "Bytes written to connections.", st->bytes_out);
-    counter(&o, "spur_status_coalesced_total",
-            "WORK_STATUS packets replaced unsent by a newer one.", st->status_coalesced);
-    help(&o, "spur_protocol_errors_total", "counter", "Malformed input, by kind.");
-    for (int k = 0; k < PERR_KINDS; k++)
-        putf(&o, "spur_protocol_errors_total{kind=\"%s\"} %llu\n", perr_names[k],
-             (unsigned long long)st->protocol_error[k]);
-    help(&o, "spur_jobs_total", "counter", "Job events of every function, by priority.");
-    for (int ev = 0; ev < JOB_EVENTS; ev++)
-        for (int p = 0; p < PRIO_SNAPSHOT; p++)
-            putf(&o, "spur_jobs_total{event=\"%s\",priority=\"%s\"} %llu\n", event_names[ev],
-                 prio_names[p], (unsigned long long)st->jobs[ev][p]);
-    gauge(&o, "spur_jobs_live", "Live jobs, in any state.", (double)s.jobs);
-    gauge(&o, "spur_jobs_running", "Jobs running on workers.", (double)s.running);
-    help(&o, "spur_jobs_queued", "gauge", "Jobs not running (queued, scheduled, storing), by priority.");
-    for (int p = 0; p < PRIO_SNAPSHOT; p++)
-        putf(&o, "spur_jobs_queued{priority=\"%s\"} %llu\n", prio_names[p],
-             (unsigned long long)s.queued[p]);
-    gauge(&o, "spur_job_memory_bytes", "Bytes allocated for live jobs and their data.",
-          (double)s.job_bytes);
-    gauge(&o, "spur_functions", "Functions known.", (double)s.functions);
-    counter(&o, "spur_functions_evicted_total",
-            "Unused functions forgotten to make room past --max-functions.",
-            st->functions_evicted);
-    gauge(&o, "spur_workers", "Connections that sent a worker packet.", (double)s.workers);
-    gauge(&o, "spur_held_grabs", "GRABs waiting for a job (--grab-wait).", (double)s.held);
-    gauge(&o, "spur_buffered_bytes", "Bytes held by all connections' buffers.",
-          (double)s.buffered);
-    gauge(&o, "spur_store_enabled", "1 with a durable store (--store).", e->store_mgr != NULL);
-    help(&o, "spur_store_commits_total", "counter", "Store batches written, by result.");
-    putf(&o, "spur_store_commits_total{result=\"ok\"} %llu\n",
-         (unsigned long long)st->store_commits);
-    putf(&o, "spur_store_commits_total{result=\"failed\"} %llu\n",
-         (unsigned long long)st->store_commit_failures);
-    help(&o, "spur_store_batch_operations", "histogram", "Adds and deletions per store batch.");
-    prom_hist(&o, "spur_store_batch_operations", NULL, &st->store_batch_ops, hist_sizes);
-    help(&o, "spur_store_commit_seconds", "histogram",
-         "Seconds from handing a batch to the committer to its durable answer.");
-    prom_hist(&o, "spur_store_commit_seconds", NULL, &st->store_commit_seconds, hist_seconds);
-    counter(&o, "spur_store_replayed_jobs_total", "Jobs restored from the store at start-up.",
-            st->store_replayed);
-    counter(&o, "spur_retries_total", "Failed background jobs deferred to a retry (--retry).",
-            st->retries);
-    gauge(&o, "spur_failed_jobs", "Jobs in the dead-letter list (show failed jobs).",
-          (double)jobx_nfailed(e));
-    counter(&o, "spur_failed_dropped_total",
-            "Dead-letter jobs dropped as the oldest past --max-failed-jobs.", st->failed_dropped);
-    gauge(&o, "spur_waiting_jobs", "Jobs waiting for the jobs they depend on (submit --after).",
-          (double)jobx_nwaiting(e));
-    help(&o, "spur_permission_denied_total", "counter",
-         "Requests refused by --admin-allow, --admin-read or --policy, by what was refused.");
-    for (int k = 0; k < DENIED_KINDS; k++)
-        putf(&o, "spur_permission_denied_total{what=\"%s\"} %llu\n", denied_names[k],
-             (unsigned long long)st->permission_denied[k]);
-    gauge(&o, "spur_schedules", "Recurring schedules defined.", (double)e->schedules);
-    counter(&o, "spur_schedule_fired_total",
-            "Schedule firings that submitted a job or joined a live one with their unique.",
-            st->schedule_fired);
-    counter(&o, "spur_schedule_coalesced_total",
-            "Schedule firings that joined a live job with their unique (no new job).",
-            st->schedule_coalesced);
-    counter(&o, "spur_schedule_refused_total",
-            "Schedule firings refused (maxqueue, functions, memory, store).",
-            st->schedule_refused);
+    /* the server: the counter table */
+    const struct metrics_src src = {e, &s, now};
+    rows_prom(&o, &src);
     return o.err;
+}
+
+/* ------------------------------------------------------------ the core's counters */
+
+static void get_pid(const struct metrics_src *src, struct metrics_value *v)
+{
+    (void)src;
+    v->u = (uint64_t)getpid();
+}
+
+static void get_uptime(const struct metrics_src *src, struct metrics_value *v)
+{
+    v->u = (uint64_t)(src->now - src->s->started);
+    v->d = src->now - src->s->started;
+}
+
+static void get_time(const struct metrics_src *src, struct metrics_value *v)
+{
+    v->u = (uint64_t)src->now;
+}
+
+static void get_version(const struct metrics_src *src, struct metrics_value *v)
+{
+    (void)src;
+    v->text = PACKAGE_VERSION;
+}
+
+static void get_store(const struct metrics_src *src, struct metrics_value *v)
+{
+    v->u = src->e->store_mgr != NULL;
+}
+
+static void get_batch_ops(const struct metrics_src *src, struct metrics_value *v)
+{
+    v->h = &src->s->stats.store_batch_ops;
+    v->bounds = hist_sizes;
+    v->u = (uint64_t)v->h->sum;
+}
+
+static void get_commit_seconds(const struct metrics_src *src, struct metrics_value *v)
+{
+    v->h = &src->s->stats.store_commit_seconds;
+    v->bounds = hist_seconds;
+    v->d = v->h->sum;
+}
+
+/* FIELD reads a field of struct engine_snapshot; SUM adds n fields from f[0]. */
+#define FIELD(f) METRICS_FIELD(f)
+#define SUM(f, k) METRICS_FIELD(f[0]), .n = (k)
+#define COUNTER .kind = METRICS_COUNTER
+#define GAUGE .kind = METRICS_GAUGE
+
+/* the rows of one peer kind k (PEER_KIND_*) named s */
+#define H_OPEN "Open connections, by what they did (one may be several kinds; all: every one)."
+#define H_CONNS "Connections that acted as each kind (none: closed having done nothing)."
+#define H_REJECTED "Connections closed by the server (bad input, output or memory limits), by kind."
+#define KIND_OPEN(k, s)                                                                        \
+    {.text = "curr_connections_" s, .json = "connections.open_by_kind." s,                   \
+     .prom = "spur_connections_open{kind=\"" s "\"}", .help = H_OPEN, GAUGE,                  \
+     FIELD(conn_now[k]), .at = {70 + 10 * (k), 60 + (k), 30 + (k)}}
+#define KIND_TOTAL(k, s)                                                                       \
+    {.text = "total_connections_" s, .json = "connections.total_by_kind." s,                 \
+     .prom = "spur_connections_total{kind=\"" s "\"}", .help = H_CONNS, COUNTER,              \
+     FIELD(stats.conn_kind[k]), .at = {100 + 10 * (k), 70 + (k), 40 + (k)}}
+#define KIND_REJECTED(k, s)                                                                    \
+    {.text = "rejected_connections_" s, .json = "connections.rejected_by_kind." s,           \
+     .prom = "spur_connections_rejected_total{kind=\"" s "\"}", .help = H_REJECTED, COUNTER,  \
+     FIELD(stats.conn_rejected[k]), .at = {140 + 10 * (k), 80 + (k), 50 + (k)}}
+
+/* the row of protocol error kind k named s */
+#define PERR(k, s)                                                                             \
+    {.text = "protocol_errors_" s, .json = "protocol_errors." s,                              \
+     .prom = "spur_protocol_errors_total{kind=\"" s "\"}", .help = "Malformed input, by kind.", \
+     COUNTER, FIELD(stats.protocol_error[k]), .at = {320 + 10 * (k), 190 + (k), 150 + (k)}}
+
+/* the rows of job event ev named s: the sum over the priorities, then each priority */
+#define H_JOBS "Job events of every function, by priority."
+#define EVENT_PRIO(ev, s, p, ps)                                                               \
+    {.text = "jobs_" s "_" ps, .json = "jobs.events." s "." ps,                               \
+     .prom = "spur_jobs_total{event=\"" s "\",priority=\"" ps "\"}", .help = H_JOBS, COUNTER, \
+     FIELD(stats.jobs[ev][p]), .at = {400 + 40 * (ev) + 10 * (p), 300 + 4 * (ev) + (p),      \
+                                      200 + 3 * (ev) + (p)}}
+#define EVENT(ev, s)                                                                           \
+    {.text = "jobs_" s, .json = "jobs.events." s ".total", COUNTER, SUM(stats.jobs[ev], 3),  \
+     .at = {390 + 40 * (ev), 303 + 4 * (ev), 0}},                                             \
+        EVENT_PRIO(ev, s, 0, "high"), EVENT_PRIO(ev, s, 1, "normal"),                         \
+        EVENT_PRIO(ev, s, 2, "low")
+
+/* the row of live jobs queued at priority p named s */
+#define QUEUED(p, s)                                                                           \
+    {.text = "curr_jobs_queued_" s, .json = "jobs.queued." s,                                 \
+     .prom = "spur_jobs_queued{priority=\"" s "\"}",                                           \
+     .help = "Jobs not running (queued, scheduled, storing), by priority.", GAUGE,            \
+     FIELD(queued[p]), .at = {890 + 10 * (p), 220 + (p), 320 + (p)}}
+
+/* the row of refusals of kind k (DENIED_*) named s */
+#define DENIED(k, s)                                                                           \
+    {.text = "permission_denied_" s, .json = "permission_denied." s,                          \
+     .prom = "spur_permission_denied_total{what=\"" s "\"}",                                   \
+     .help = "Requests refused by --admin-allow, --admin-read or --policy, by what was refused.", \
+     COUNTER, FIELD(stats.permission_denied[k]), .at = {1040 + 10 * (k), 520 + (k), 480 + (k)}}
+
+/* core_rows are the server's own counters and gauges. The places (at) keep the order each
+ * output had before the table: {stats, stats json, metrics}. */
+static const struct metrics_row core_rows[] = {
+    {.text = "pid", .json = "pid", .get = get_pid, .at = {10, 20, 0}},
+    {.text = "uptime", .get = get_uptime, .at = {20, 0, 0}},
+    {.text = "time", .json = "time", .get = get_time, .at = {30, 30, 0}},
+    {.text = "version", .json = "version", .type = METRICS_TEXT, .get = get_version,
+     .at = {40, 10, 0}},
+    {.json = "uptime_seconds", .prom = "spur_uptime_seconds",
+     .help = "Seconds since the server started.", GAUGE, .type = METRICS_REAL, .get = get_uptime,
+     .at = {0, 40, 20}},
+    {.prom = "spur_start_time_seconds", .help = "Unix time the server started.", GAUGE,
+     .type = METRICS_REAL, FIELD(started), .at = {0, 0, 10}},
+    {.text = "curr_connections", .json = "connections.open",
+     .prom = "spur_connections_open{kind=\"all\"}", .help = H_OPEN, GAUGE, FIELD(peers),
+     .at = {50, 50, 33}},
+    {.text = "total_connections", .json = "connections.total",
+     .prom = "spur_connections_total{kind=\"all\"}", .help = H_CONNS, COUNTER,
+     FIELD(stats.connections), .at = {60, 90, 44}},
+    KIND_OPEN(PEER_KIND_CLIENT, "client"),
+    KIND_OPEN(PEER_KIND_WORKER, "worker"),
+    KIND_OPEN(PEER_KIND_ADMIN, "admin"),
+    {.json = "connections.open_by_kind.all", SUM(conn_now, PEER_KIND_NONE), .at = {0, 63, 0}},
+    KIND_TOTAL(PEER_KIND_CLIENT, "client"),
+    KIND_TOTAL(PEER_KIND_WORKER, "worker"),
+    KIND_TOTAL(PEER_KIND_ADMIN, "admin"),
+    KIND_TOTAL(PEER_KIND_NONE, "none"),
+    {.json = "connections.total_by_kind.all", SUM(stats.conn_kind, PEER_KINDS), .at = {0, 74, 0}},
+    KIND_REJECTED(PEER_KIND_CLIENT, "client"),
+    KIND_REJECTED(PEER_KIND_WORKER, "worker"),
+    KIND_REJECTED(PEER_KIND_ADMIN, "admin"),
+    KIND_REJECTED(PEER_KIND_NONE, "none"),
+    {.json = "connections.rejected_by_kind.all", SUM(stats.conn_rejected, PEER_KINDS),
+     .at = {0, 84, 0}},
+    {.text = "accept_errors", .json = "connections.accept_errors",
+     .prom = "spur_accept_errors_total", .help = "Failed accepts (EMFILE...).", COUNTER,
+     FIELD(stats.accept_errors), .at = {180, 100, 60}},
+    {.text = "tls_handshakes", .prom = "spur_tls_handshakes_total{result=\"done\"}",
+     .help = "TLS handshakes, by result (done, failed, timeout).", COUNTER,
+     FIELD(stats.tls_handshakes), .at = {190, 0, 70}},
+    {.text = "tls_handshake_failures", .prom = "spur_tls_handshakes_total{result=\"failed\"}",
+     COUNTER, FIELD(stats.tls_handshake_failures), .at = {200, 0, 71}},
+    {.text = "tls_handshake_timeouts", .prom = "spur_tls_handshakes_total{result=\"timeout\"}",
+     COUNTER, FIELD(stats.tls_handshake_timeouts), .at = {210, 0, 72}},
+    {.text = "http_request_timeouts", .prom = "spur_http_request_timeouts_total",
+     .help = "HTTP connections closed because a request was not in within "
+             "--http-request-timeout.",
+     COUNTER, FIELD(stats.http_request_timeouts), .at = {220, 0, 80}},
+    {.text = "connections_shed", .json = "connections.shed", .prom = "spur_connections_shed_total",
+     .help = "Connections closed because all buffers passed --max-buffer-memory.", COUNTER,
+     FIELD(stats.shed), .at = {230, 110, 90}},
+    {.text = "connections_shed_bytes", .json = "traffic.shed_bytes", FIELD(stats.shed_bytes),
+     .at = {240, 180, 0}},
+    {.text = "packets_in", .json = "traffic.packets_in",
+     .prom = "spur_packets_received_total{protocol=\"binary\"}",
+     .help = "Requests handled, by protocol.", COUNTER, FIELD(stats.packets),
+     .at = {250, 120, 100}},
+    {.text = "lines_in", .json = "traffic.lines_in",
+     .prom = "spur_packets_received_total{protocol=\"text\"}", COUNTER, FIELD(stats.lines),
+     .at = {260, 130, 101}},
+    {.text = "packets_out", .json = "traffic.packets_out", .prom = "spur_packets_sent_total",
+     .help = "Binary packets queued to connections.", COUNTER, FIELD(stats.packets_out),
+     .at = {270, 140, 110}},
+    {.text = "bytes_in", .json = "traffic.bytes_in", .prom = "spur_received_bytes_total",
+     .help = "Bytes read from connections.", COUNTER, FIELD(stats.bytes_in), .at = {280, 150, 120}},
+    {.text = "bytes_out", .json = "traffic.bytes_out", .prom = "spur_sent_bytes_total",
+     .help = "Bytes written to connections.", COUNTER, FIELD(stats.bytes_out),
+     .at = {290, 160, 130}},
+    {.text = "status_coalesced", .json = "traffic.status_coalesced",
+     .prom = "spur_status_coalesced_total",
+     .help = "WORK_STATUS packets replaced unsent by a newer one.", COUNTER,
+     FIELD(stats.status_coalesced), .at = {300, 170, 140}},
+    {.text = "protocol_errors", .json = "protocol_errors.total", FIELD(stats.protocol_errors),
+     .at = {310, 197, 0}},
+    PERR(PERR_BAD_MAGIC, "bad_magic"),
+    PERR(PERR_WRONG_MAGIC, "wrong_magic"),
+    PERR(PERR_TOO_LARGE, "too_large"),
+    PERR(PERR_BAD_COMMAND, "bad_command"),
+    PERR(PERR_BAD_ARGS, "bad_args"),
+    PERR(PERR_LINE_TOO_LONG, "line_too_long"),
+    PERR(PERR_UNRECOGNISED, "unrecognised"),
+    EVENT(JOB_EV_SUBMITTED, "submitted"),
+    EVENT(JOB_EV_COALESCED, "coalesced"),
+    EVENT(JOB_EV_ASSIGNED, "assigned"),
+    EVENT(JOB_EV_RETRIED, "retried"),
+    EVENT(JOB_EV_COMPLETED, "completed"),
+    EVENT(JOB_EV_FAILED, "failed"),
+    EVENT(JOB_EV_EXCEPTION, "exception"),
+    EVENT(JOB_EV_TIMED_OUT, "timed_out"),
+    EVENT(JOB_EV_REQUEUED, "requeued"),
+    EVENT(JOB_EV_LOST, "lost"),
+    EVENT(JOB_EV_CANCELLED, "cancelled"),
+    EVENT(JOB_EV_ABANDONED, "abandoned"),
+    {.text = "curr_jobs", .json = "jobs.live", .prom = "spur_jobs_live",
+     .help = "Live jobs, in any state.", GAUGE, FIELD(jobs), .at = {870, 200, 300}},
+    {.text = "curr_jobs_running", .json = "jobs.running", .prom = "spur_jobs_running",
+     .help = "Jobs running on workers.", GAUGE, FIELD(running), .at = {880, 210, 310}},
+    QUEUED(0, "high"),
+    QUEUED(1, "normal"),
+    QUEUED(2, "low"),
+    {.json = "jobs.queued.total", SUM(queued, PRIO_SNAPSHOT), .at = {0, 223, 0}},
+    {.text = "job_memory_bytes", .json = "jobs.memory_bytes", .prom = "spur_job_memory_bytes",
+     .help = "Bytes allocated for live jobs and their data.", GAUGE, FIELD(job_bytes),
+     .at = {920, 230, 330}},
+    {.text = "functions", .json = "functions", .prom = "spur_functions",
+     .help = "Functions known.", GAUGE, FIELD(functions), .at = {930, 460, 340}},
+    {.text = "functions_evicted", .json = "functions_evicted",
+     .prom = "spur_functions_evicted_total",
+     .help = "Unused functions forgotten to make room past --max-functions.", COUNTER,
+     FIELD(stats.functions_evicted), .at = {940, 530, 350}},
+    {.text = "workers", .json = "workers", .prom = "spur_workers",
+     .help = "Connections that sent a worker packet.", GAUGE, FIELD(workers),
+     .at = {950, 470, 360}},
+    {.text = "abilities", .json = "abilities", FIELD(abilities), .at = {960, 480, 0}},
+    {.text = "held_grabs", .json = "held_grabs", .prom = "spur_held_grabs",
+     .help = "GRABs waiting for a job (--grab-wait).", GAUGE, FIELD(held), .at = {970, 490, 370}},
+    {.text = "buffered_bytes", .json = "buffered_bytes", .prom = "spur_buffered_bytes",
+     .help = "Bytes held by all connections' buffers.", GAUGE, FIELD(buffered),
+     .at = {980, 500, 380}},
+    {.text = "buffered_peak_bytes", .json = "buffered_peak_bytes", FIELD(buffered_peak),
+     .at = {990, 510, 0}},
+    {.text = "store", .json = "store.enabled", .prom = "spur_store_enabled",
+     .help = "1 with a durable store (--store).", GAUGE, .type = METRICS_BOOL, .get = get_store,
+     .at = {1000, 400, 390}},
+    {.text = "store_commits", .json = "store.commits",
+     .prom = "spur_store_commits_total{result=\"ok\"}",
+     .help = "Store batches written, by result.", COUNTER, FIELD(stats.store_commits),
+     .at = {1010, 410, 400}},
+    {.text = "store_commit_failures", .json = "store.commit_failures",
+     .prom = "spur_store_commits_total{result=\"failed\"}", COUNTER,
+     FIELD(stats.store_commit_failures), .at = {1020, 420, 401}},
+    {.text = "permission_denied", .json = "permission_denied.total",
+     SUM(stats.permission_denied, DENIED_KINDS), .at = {1030, 523, 0}},
+    DENIED(DENIED_SUBMIT, "submit"),
+    DENIED(DENIED_CAN_DO, "can_do"),
+    DENIED(DENIED_ADMIN, "admin"),
+    {.text = "store_batch_operations", .get = get_batch_ops, .at = {1070, 0, 0}},
+    {.text = "store_commit_seconds", .type = METRICS_REAL, .get = get_commit_seconds,
+     .at = {1080, 0, 0}},
+    {.json = "store.batch_operations", .prom = "spur_store_batch_operations",
+     .help = "Adds and deletions per store batch.", .kind = METRICS_HISTOGRAM,
+     .type = METRICS_HIST, .get = get_batch_ops, .at = {0, 440, 410}},
+    {.json = "store.commit_seconds", .prom = "spur_store_commit_seconds",
+     .help = "Seconds from handing a batch to the committer to its durable answer.",
+     .kind = METRICS_HISTOGRAM, .type = METRICS_HIST, .get = get_commit_seconds,
+     .at = {0, 450, 420}},
+    {.text = "store_replayed", .json = "store.replayed", .prom = "spur_store_replayed_jobs_total",
+     .help = "Jobs restored from the store at start-up.", COUNTER, FIELD(stats.store_replayed),
+     .at = {1090, 430, 430}},
+};
+
+/* ------------------------------------------------------------ the table, rendered */
+
+int metrics_add(struct engine *e, const struct metrics_table *t)
+{
+    for (size_t i = 0; i < ENGINE_EXT_COUNTERS; i++) {
+        if (e->ext.counters[i] == t)
+            return 0;
+        if (e->ext.counters[i] == NULL) {
+            e->ext.counters[i] = t;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* struct placed is a row in the order of one output. */
+struct placed {
+    const struct metrics_row *r; /* the row */
+    long key;                    /* its place: at[], a row at 0 after every placed one */
+    size_t seq;                  /* its rank in the tables, which breaks ties */
+};
+
+static int placed_cmp(const void *a, const void *b)
+{
+    const struct placed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const char *row_name(const struct metrics_row *r, int out)
+{
+    return out == METRICS_AT_TEXT ? r->text : out == METRICS_AT_JSON ? r->json : r->prom;
+}
+
+/* rows_in returns, malloc'd, the rows of e (the core's, then each added table's) that output
+ * out names, in its order; *n their count. NULL when out of memory (or none). */
+static struct placed *rows_in(const struct engine *e, int out, size_t *n)
+{
+    const struct metrics_table core = {core_rows, sizeof core_rows / sizeof core_rows[0]};
+    const struct metrics_table *tables[ENGINE_EXT_COUNTERS + 1] = {&core};
+    size_t ntables = 1, total = 0;
+    for (size_t i = 0; i < ENGINE_EXT_COUNTERS && e->ext.counters[i] != NULL; i++)
+        tables[ntables++] = e->ext.counters[i];
+    for (size_t i = 0; i < ntables; i++)
+        total += tables[i]->n;
+    struct placed *v = malloc(sizeof *v * (total ? total : 1));
+    *n = 0;
+    if (v == NULL)
+        return NULL;
+    size_t seq = 0;
+    for (size_t i = 0; i < ntables; i++)
+        for (size_t k = 0; k < tables[i]->n; k++, seq++) {
+            const struct metrics_row *r = &tables[i]->rows[k];
+            if (row_name(r, out) == NULL)
+                continue;
+            long at = r->at[out];
+            v[(*n)++] = (struct placed){r, at > 0 ? at : LONG_MAX, seq};
+        }
+    qsort(v, *n, sizeof *v, placed_cmp);
+    return v;
+}
+
+/* row_value reads r's value from src. */
+static struct metrics_value row_value(const struct metrics_src *src, const struct metrics_row *r)
+{
+    struct metrics_value v = {0, 0, "", NULL, NULL};
+    if (r->get != NULL) {
+        r->get(src, &v);
+        return v;
+    }
+    const unsigned char *p = (const unsigned char *)src->s + r->offset;
+    if (r->type == METRICS_REAL) {
+        assert(r->size == sizeof v.d);
+        memcpy(&v.d, p, sizeof v.d);
+        return v;
+    }
+    for (unsigned i = 0; i < (r->n ? r->n : 1u); i++, p += r->size) {
+        if (r->size == sizeof(uint32_t)) {
+            uint32_t x;
+            memcpy(&x, p, sizeof x);
+            v.u += x;
+        } else {
+            uint64_t x;
+            assert(r->size == sizeof x);
+            memcpy(&x, p, sizeof x);
+            v.u += x;
+        }
+    }
+    return v;
+}
+
+/* rows_text appends a STAT line for every row `stats` names. */
+static void rows_text(struct out *o, const struct metrics_src *src)
+{
+    size_t n;
+    struct placed *v = rows_in(src->e, METRICS_AT_TEXT, &n);
+    if (v == NULL) {
+        o->err = METRICS_NO_MEMORY;
+        return;
+    }
+    for (size_t i = 0; i < n && !o->err; i++) {
+        const struct metrics_row *r = v[i].r;
+        struct metrics_value x = row_value(src, r);
+        assert(r->type != METRICS_HIST);
+        if (r->type == METRICS_REAL)
+            stat_f(o, r->text, x.d);
+        else if (r->type == METRICS_TEXT)
+            putf(o, "STAT %s %s\r\n", r->text, x.text);
+        else
+            stat_u(o, r->text, x.u);
+    }
+    free(v);
+}
+
+/* jvalue returns r's value x as JSON (NULL when out of memory). */
+static json_t *jvalue(const struct metrics_row *r, const struct metrics_value *x)
+{
+    switch (r->type) {
+    case METRICS_REAL: return json_real(x->d);
+    case METRICS_BOOL: return json_boolean(x->u != 0);
+    case METRICS_TEXT: return json_string(x->text);
+    case METRICS_HIST: return jhist(x->h, x->bounds);
+    default: return json_integer((json_int_t)x->u);
+    }
+}
+
+/* jset sets v (stolen) at path (keys joined by '.') under doc, making the objects on the way;
+ * returns 0 or -1. */
+static int jset(json_t *doc, const char *path, json_t *v)
+{
+    char key[64];
+    const char *dot;
+    while (v != NULL && (dot = strchr(path, '.')) != NULL) {
+        size_t len = (size_t)(dot - path);
+        assert(len < sizeof key);
+        memcpy(key, path, len);
+        key[len] = '\0';
+        json_t *next = json_object_get(doc, key);
+        if (next == NULL && json_object_set_new(doc, key, next = json_object()) != 0)
+            next = NULL;
+        if (!json_is_object(next)) {
+            json_decref(v);
+            return -1;
+        }
+        doc = next;
+        path = dot + 1;
+    }
+    return v != NULL && json_object_set_new(doc, path, v) == 0 ? 0 : -1;
+}
+
+/* rows_json returns the `stats json` document of every row it names (NULL: out of memory). */
+static json_t *rows_json(const struct metrics_src *src)
+{
+    size_t n;
+    struct placed *v = rows_in(src->e, METRICS_AT_JSON, &n);
+    json_t *doc = v != NULL ? json_object() : NULL;
+    for (size_t i = 0; i < n && doc != NULL; i++) {
+        struct metrics_value x = row_value(src, v[i].r);
+        if (jset(doc, v[i].r->json, jvalue(v[i].r, &x)) != 0) {
+            json_decref(doc);
+            doc = NULL;
+        }
+    }
+    free(v);
+    return doc;
+}
+
+/* rows_prom appends the samples of every row `metrics` names, the HELP and TYPE of a family
+ * before its first. */
+static void rows_prom(struct out *o, const struct metrics_src *src)
+{
+    static const char *const types[] = {"counter", "gauge", "histogram"};
+    size_t n;
+    struct placed *v = rows_in(src->e, METRICS_AT_PROM, &n);
+    if (v == NULL) {
+        o->err = METRICS_NO_MEMORY;
+        return;
+    }
+    char family[96] = "";
+    for (size_t i = 0; i < n && !o->err; i++) {
+        const struct metrics_row *r = v[i].r;
+        size_t len = strcspn(r->prom, "{");
+        assert(len < sizeof family);
+        if (strlen(family) != len || strncmp(family, r->prom, len) != 0) {
+            assert(r->help != NULL);
+            snprintf(family, sizeof family, "%.*s", (int)len, r->prom);
+            help(o, family, types[r->kind], r->help);
+        }
+        struct metrics_value x = row_value(src, r);
+        if (r->type == METRICS_HIST)
+            prom_hist(o, family, NULL, x.h, x.bounds);
+        else if (r->type == METRICS_REAL)
+            putf(o, "%s %.17g\n", r->prom, x.d);
+        else if (r->kind == METRICS_GAUGE && r->prom[len] == '\0')
+            putf(o, "%s %.17g\n", r->prom, (double)x.u);
+        else
+            putf(o, "%s %llu\n", r->prom, (unsigned long long)x.u);
+    }
+    free(v);
 }

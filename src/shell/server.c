@@ -22,6 +22,7 @@
 #include "dump.h"
 #include "file.h"
 #include "jobx_admin.h"
+#include "jobx_counters.h"
 #include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
@@ -657,6 +658,12 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
     if (jobx_admin_register(&s->eng) != 0 || recur_admin_register(&s->eng) != 0 ||
         dump_admin_register(&s->eng) != 0) {
         snprintf(err, errlen, "cannot register the admin commands");
+        return -1;
+    }
+    /* the features' rows of stats, stats json and metrics (metrics.h) */
+    if (metrics_add(&s->eng, &jobx_counters) != 0 ||
+        metrics_add(&s->eng, &recur_counters) != 0) {
+        snprintf(err, errlen, "too many counter tables");
         return -1;
     }
     if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)

@@ -16,6 +16,7 @@ extern "C" {
 #include "dump.h"
 #include "engine.h"
 #include "jobx_admin.h"
+#include "jobx_counters.h"
 #include "peer.h"
 #include "recur.h"
 #include "session.h"
@@ -53,6 +54,9 @@ struct FakeShell {
         ASSERT_EQ(jobx_admin_register(&eng), 0);
         ASSERT_EQ(recur_admin_register(&eng), 0);
         ASSERT_EQ(dump_admin_register(&eng), 0);
+        // the features' rows of stats, stats json and metrics, as server_init adds them
+        ASSERT_EQ(metrics_add(&eng, &jobx_counters), 0);
+        ASSERT_EQ(metrics_add(&eng, &recur_counters), 0);
     }
 
     ~FakeShell()

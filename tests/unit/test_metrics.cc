@@ -185,3 +185,103 @@ TEST_F(MetricsTest, RenderersStopAtTheirLimit)
     EXPECT_EQ(metrics_stats_functions(&sh.eng, &b, st.size() / 2), METRICS_TOO_LARGE);
     buf_free(&b);
 }
+
+static void get_widgets(const metrics_src *, metrics_value *v) { v->u = 4242; }
+static void get_widgets_b(const metrics_src *, metrics_value *v) { v->u = 7; }
+
+// widget_rows: a counter family of two labelled rows without places (so after every placed
+// row), and a gauge placed between the core's first two rows of each output.
+static const metrics_row *widget_rows()
+{
+    static metrics_row rows[3];
+    rows[0].text = "test_widgets";
+    rows[0].json = "test.widgets";
+    rows[0].prom = "spur_test_widgets_total{kind=\"a\"}";
+    rows[0].help = "Widgets made.";
+    rows[0].kind = METRICS_COUNTER;
+    rows[0].get = get_widgets;
+    rows[1] = rows[0];
+    rows[1].text = "test_widgets_b";
+    rows[1].json = "test.widgets_b";
+    rows[1].prom = "spur_test_widgets_total{kind=\"b\"}";
+    rows[1].get = get_widgets_b;
+    rows[2].text = "test_gauge";
+    rows[2].json = "test_gauge";
+    rows[2].prom = "spur_test_gauge";
+    rows[2].help = "A gauge.";
+    rows[2].kind = METRICS_GAUGE;
+    rows[2].offset = offsetof(engine_snapshot, workers);
+    rows[2].size = sizeof(size_t);
+    rows[2].at[METRICS_AT_TEXT] = 15;  // between pid and uptime
+    rows[2].at[METRICS_AT_JSON] = 15;  // between version and pid
+    rows[2].at[METRICS_AT_PROM] = 15;  // between spur_start_time_seconds and spur_uptime_seconds
+    return rows;
+}
+
+TEST_F(MetricsTest, AnAddedRowIsInAllThreeOutputs)
+{
+    static const metrics_table table = {widget_rows(), 3};
+    ASSERT_EQ(metrics_add(&sh.eng, &table), 0);
+    ASSERT_EQ(metrics_add(&sh.eng, &table), 0); // once
+    peer *w = sh.connect();
+    FakeShell::feed(w, FakeShell::req(CMD_CAN_DO, "f")); // one worker: test_gauge 1
+
+    string st = render_now(metrics_stats_text, &sh.eng, sh.clock);
+    EXPECT_NE(st.find("STAT test_widgets 4242\r\nSTAT test_widgets_b 7\r\nEND\r\n"), string::npos)
+        << st;
+    EXPECT_NE(st.find("\r\nSTAT test_gauge 1\r\nSTAT uptime "), string::npos) << st;
+    EXPECT_EQ(st.find("test_widgets 4242"), st.rfind("test_widgets 4242"));
+
+    string js = render_now(metrics_json_stats, &sh.eng, sh.clock);
+    EXPECT_NE(js.find(",\"test\":{\"widgets\":4242,\"widgets_b\":7},\"functions_by_name\":"),
+              string::npos) << js;
+    EXPECT_NE(js.find(",\"test_gauge\":1,\"pid\":"), string::npos) << js;
+    json_error_t err;
+    json_t *doc = json_loads(js.c_str(), 0, &err);
+    ASSERT_NE(doc, nullptr) << err.text;
+    json_decref(doc);
+
+    string prom = render_now(metrics_prometheus, &sh.eng, sh.clock);
+    EXPECT_NE(prom.find("# HELP spur_test_widgets_total Widgets made.\n"
+                        "# TYPE spur_test_widgets_total counter\n"
+                        "spur_test_widgets_total{kind=\"a\"} 4242\n"
+                        "spur_test_widgets_total{kind=\"b\"} 7\n"),
+              string::npos) << prom;
+    EXPECT_EQ(prom.size() - prom.find("spur_test_widgets_total{kind=\"b\"} 7\n"),
+              sizeof "spur_test_widgets_total{kind=\"b\"} 7\n" - 1); // the last sample
+    EXPECT_NE(prom.find("\n# HELP spur_test_gauge A gauge.\n# TYPE spur_test_gauge gauge\n"
+                        "spur_test_gauge 1\n# HELP spur_uptime_seconds "),
+              string::npos) << prom;
+}
+
+TEST_F(MetricsTest, MetricsAddRefusesPastItsTables)
+{
+    static metrics_table tables[ENGINE_EXT_COUNTERS];
+    size_t added = 0;
+    while (added < ENGINE_EXT_COUNTERS && metrics_add(&sh.eng, &tables[added]) == 0)
+        added++;
+    EXPECT_EQ(added, (size_t)ENGINE_EXT_COUNTERS - 2); // FakeShell added jobx's and recur's
+    EXPECT_EQ(metrics_add(&sh.eng, &tables[added]), -1);
+}
+
+// The features' rows (jobx_counters.c, recur.c) keep their places among the core's.
+TEST_F(MetricsTest, FeatureRowsKeepTheirPlaces)
+{
+    string st = render_now(metrics_stats_text, &sh.eng, sh.clock);
+    EXPECT_NE(st.find("STAT store_replayed 0\r\nSTAT retries_total 0\r\nSTAT failed_jobs 0\r\n"
+                      "STAT failed_dropped_total 0\r\nSTAT schedules 0\r\n"
+                      "STAT schedule_fired 0\r\nSTAT schedule_coalesced 0\r\n"
+                      "STAT schedule_refused 0\r\nSTAT waiting_jobs 0\r\nEND\r\n"),
+              string::npos) << st;
+    string js = render_now(metrics_json_stats, &sh.eng, sh.clock);
+    EXPECT_NE(js.find("\"functions_evicted\":0,\"retry\":{\"retries_total\":0,\"failed_jobs\":0,"
+                      "\"failed_dropped_total\":0,\"waiting_jobs\":0},\"schedules\":{\"count\":0,"
+                      "\"fired\":0,\"coalesced\":0,\"refused\":0},\"functions_by_name\":{}}\n"),
+              string::npos) << js;
+    string prom = render_now(metrics_prometheus, &sh.eng, sh.clock);
+    EXPECT_NE(prom.find("\nspur_waiting_jobs 0\n# HELP spur_permission_denied_total "),
+              string::npos) << prom;
+    EXPECT_NE(prom.find("\nspur_permission_denied_total{what=\"admin\"} 0\n"
+                        "# HELP spur_schedules Recurring schedules defined.\n"),
+              string::npos) << prom;
+}
