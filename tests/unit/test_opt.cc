@@ -359,3 +359,50 @@ TEST(Opt, BackendParamsComeFromTheBackend)
     EXPECT_EQ(std::string(p.shown).find("s3cret"), std::string::npos) << p.shown;
     config_free(&c);
 }
+
+// config_defaults now takes the numeric defaults from config_options' rows: every one is what
+// the hand-written config_defaults set before the table.
+TEST(Opt, ConfigDefaultsFromRowsAsBefore)
+{
+    config c;
+    config_defaults(&c);
+    EXPECT_EQ(c.port, 4730);
+    EXPECT_EQ(c.backlog, 0);
+    EXPECT_EQ(c.threads, 0);
+    EXPECT_EQ(c.job_retries, -1);
+    EXPECT_EQ(c.worker_wakeup, -1);
+    EXPECT_DOUBLE_EQ(c.grab_wait, 0.002);
+    EXPECT_DOUBLE_EQ(c.busy_poll, 0.00005);
+    EXPECT_DOUBLE_EQ(c.reply_batch, 0.0002);
+    EXPECT_DOUBLE_EQ(c.store_timeout, STORE_TIMEOUT_DEFAULT);
+    EXPECT_EQ(c.keepalive_idle, -1);
+    EXPECT_EQ(c.keepalive_interval, -1);
+    EXPECT_EQ(c.keepalive_count, -1);
+    EXPECT_EQ(c.tcp_user_timeout, -1);
+    EXPECT_EQ(c.max_packet, 64u << 20);
+    EXPECT_EQ(c.max_line, 8192u);
+    EXPECT_EQ(c.max_output, (size_t)256 << 20);
+    EXPECT_EQ(c.max_buffer_memory, config_default_buffer_memory());
+    EXPECT_EQ(c.max_connections, 100000u);
+    EXPECT_EQ(c.max_function, 512u);
+    EXPECT_EQ(c.max_functions, 1000000u);
+    EXPECT_EQ(c.max_failed_jobs, 10000u);
+    EXPECT_EQ(c.max_waiting_jobs, 1000000u);
+    EXPECT_EQ(c.max_dependents, 100000u);
+    EXPECT_EQ(c.max_client_id, 127u);
+    EXPECT_DOUBLE_EQ(c.idle_timeout, 0);
+    EXPECT_EQ(c.admin_shutdown, SHUTDOWN_LOCAL);
+    EXPECT_DOUBLE_EQ(c.shutdown_timeout, 30);
+    EXPECT_EQ(c.http_port, -1);
+    EXPECT_DOUBLE_EQ(c.ssl_handshake_timeout, 10);
+    EXPECT_EQ(c.http_max_connections, 1024u);
+    EXPECT_EQ(c.http_max_header, 16u << 10);
+    EXPECT_EQ(c.http_max_body, 0u);
+    EXPECT_EQ(c.http_idle_timeout, 60u);
+    EXPECT_DOUBLE_EQ(c.http_request_timeout, 30);
+    EXPECT_EQ(c.max_schedules, 10000u);
+    EXPECT_EQ(c.store_max_pages, 0);
+    EXPECT_DOUBLE_EQ(c.takeover_after, 0);
+    EXPECT_DOUBLE_EQ(c.store_wait, 0);
+    config_free(&c);
+}
