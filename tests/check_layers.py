@@ -24,7 +24,6 @@ CORE = {"engine", "job", "func", "worker"}
 KNOWN_UP = {
     ("cmd", "jobx"),
     ("engine", "jobx"), ("job", "jobx"), ("worker", "jobx"),
-    ("config", "store_pg_text"),
 }
 KNOWN_CYCLE = {"engine", "job", "func", "worker", "jobx"}
 

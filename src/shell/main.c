@@ -18,6 +18,7 @@
 #include "dump_offline.h"
 #include "file.h"
 #include "log.h"
+#include "options.h"
 #include "server.h"
 #include "store.h"
 #include "store_backend.h"
@@ -321,7 +322,7 @@ int main(int argc, char **argv)
     config_defaults(&cfg);
 
     const char *env_port = getenv("GEARMAND_PORT");
-    int rc = config_parse(&cfg, argc, argv, err, sizeof err, stdout);
+    int rc = options_parse(&cfg, argc, argv, err, sizeof err, stdout);
     if (rc == 1) {
         config_free(&cfg);
         return 0;

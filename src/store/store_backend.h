@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* store_backend: the interface a durable store implements (SQLite today: store_sqlite.c; the
- * in-memory test backend: store_mem.c), and the table that chooses one from the configuration.
+/* store_backend: the interface a durable store implements (SQLite: store_sqlite.c; PostgreSQL:
+ * store_pg.c; the in-memory test backend: store_mem.c), and the table that chooses one from the
+ * configuration. A backend owns its options too: its option rows (opt.h, listed in
+ * shell/options.c) and the params hook that reads them into its own parameters.
  *
  * The store manager (store.c) owns the batching (store_batch.h: the queue, add/done cancellation),
  * the committer thread, the held replies and the replay hand-off; a backend only opens, writes
@@ -40,25 +42,25 @@ struct store_params {
     const char *import_table; /* gearmand's queue table to import, NULL for none */
     int gearmand;             /* 1: opened as gearmand's -q TYPE (import from import_table or the
                                  backend's default table) */
-    int recover;              /* --store-recover: rewrite a damaged store from what is readable */
     int sync_normal;          /* --store-sync=normal: do not sync every batch */
-    long max_pages;           /* --store-max-pages, 0 = no cap (tests a full disk) */
     double wait;              /* --store-wait: seconds a write may wait for an unavailable
                                  database before it fails (postgres), 0 = fail at once */
     double timeout;           /* --store-timeout: seconds one write (postgres: one statement, or
                                  one batch) may take before it is given up, 0 = no limit */
     size_t max_function;      /* --max-function-name: longest name a replayed row may have */
-    /* a store shared by several servers (postgres; docs/HA.md) */
-    const char *server_id;    /* --server-id: whose rows this server owns, never NULL for postgres */
-    char *const *takeover;    /* --takeover ids: dead servers whose rows open claims */
-    int ntakeover;            /* how many */
-    double takeover_after;    /* --takeover-after: claim a server's rows once its lease has not
-                                 been renewed for this many seconds, 0 = never */
+    const void *own;          /* the backend's own parameters (what its params hook returned:
+                                 struct store_sqlite_params, struct store_pg_params), NULL for
+                                 the backend's defaults */
 };
 
 /* struct store_backend is one kind of durable store. Every function is required but adopt. */
 struct store_backend {
     const char *name; /* for messages: "sqlite" */
+
+    /* params (NULL when the backend has no options of its own) reads the backend's own options
+     * from c into its own parameters and returns them (static storage, valid until the next
+     * call: one store per process); it may also set p->shown (loop thread, before open). */
+    const void *(*params)(const struct config *c, struct store_params *p);
 
     /* open opens, or creates, the store described by p (loop thread). On return *next_id is at
      * least the largest id the store has ever used + 1 (it is not lowered). Returns the backend's
@@ -113,9 +115,10 @@ struct store_backend {
  * for no durable store. */
 const struct store_backend *store_backend_choose(const struct config *c, struct store_params *p);
 
-/* store_backend_params is store_backend_choose plus what opening needs beyond the options: for
- * postgres, the location as logs may show it and the default --server-id (HOSTNAME:PORT). What
- * it fills stays valid until the next call (one store per process). */
+/* store_backend_params is store_backend_choose plus the chosen backend's params hook: its own
+ * parameters in p->own (postgres: the default --server-id HOSTNAME:PORT too) and, where the
+ * location may hold a password, p->shown. What it fills stays valid until the next call (one
+ * store per process). */
 const struct store_backend *store_backend_params(const struct config *c, struct store_params *p);
 
 #ifdef __cplusplus

@@ -5,16 +5,13 @@
 
 #include <stddef.h>
 #include <string.h>
-#include <stdio.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "engine.h"
 #include "store.h"
 #include "store_mem.h"
 #include "store_pg.h"
-#include "store_pg_text.h"
 #include "store_sqlite.h"
 
 /* struct scheme is one way to name a backend in the configuration. */
@@ -46,16 +43,10 @@ static const char *opt(const struct config *c, size_t off)
 const struct store_backend *store_backend_choose(const struct config *c, struct store_params *p)
 {
     memset(p, 0, sizeof *p);
-    p->recover = c->store_recover;
     p->sync_normal = c->store_sync_normal;
-    p->max_pages = c->store_max_pages;
     p->wait = c->store_wait;
     p->timeout = c->store_timeout;
     p->max_function = c->max_function;
-    p->server_id = c->server_id;
-    p->takeover = c->takeover;
-    p->ntakeover = c->ntakeover;
-    p->takeover_after = c->takeover_after;
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
         const struct scheme *s = &schemes[i];
         size_t n = strlen(s->prefix);
@@ -81,23 +72,8 @@ const struct store_backend *store_backend_choose(const struct config *c, struct 
 const struct store_backend *store_backend_params(const struct config *c, struct store_params *p)
 {
     const struct store_backend *b = store_backend_choose(c, p);
-    if (b == NULL)
-        return NULL;
-    static char shown[256]; /* one store per process; logs may not show a password */
-    static char id[STORE_PG_SERVER_ID_MAX + 1]; /* the default --server-id: HOSTNAME:PORT */
-    if (b == &store_pg_backend) {
-        p->shown = store_pg_redact(p->location, shown, sizeof shown);
-        if (p->server_id == NULL) {
-            char host[256] = "";
-            if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
-                strcpy(host, "localhost");
-            snprintf(id, sizeof id, "%s:%d", host, c->port);
-            for (char *q = id; *q; q++) /* a hostname has only letters, digits, - and . */
-                if (!store_pg_valid_server_id((char[]){*q, '\0'}))
-                    *q = '_';
-            p->server_id = id;
-        }
-    }
+    if (b != NULL && b->params != NULL)
+        p->own = b->params(c, p);
     return b;
 }
 

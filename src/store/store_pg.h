@@ -67,6 +67,22 @@ extern "C" {
 struct store_backend;
 extern const struct store_backend store_pg_backend;
 
+/* struct store_pg_params is the PostgreSQL backend's own parameters (store_params.own), read from
+ * its options. */
+struct store_pg_params {
+    const char *server_id; /* --server-id: whose rows this server owns (default HOSTNAME:PORT) */
+    char *const *takeover; /* --takeover ids: dead servers whose rows open claims */
+    int ntakeover;         /* how many */
+    double takeover_after; /* --takeover-after: claim a server's rows once its lease has not been
+                              renewed for this many seconds, 0 = never */
+};
+
+struct opt_table;
+/* store_pg_options is the PostgreSQL backend's option rows (opt.h): --libpq-conninfo,
+ * --libpq-table, --server-id, --takeover, --takeover-after, and the postgres: form of --store
+ * in --help. */
+extern const struct opt_table store_pg_options;
+
 #ifdef __cplusplus
 }
 #endif

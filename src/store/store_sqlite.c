@@ -6,14 +6,17 @@
  * connection side owns `db`, the statements, `err`, `hwm`, `wal_frames` and the maintenance flags.
  * No field is shared between the two sides. */
 #include "store_sqlite.h"
+#include "config.h"
 #include "file.h"
 
 #include "log.h"
+#include "opt.h"
 #include "store_backend.h"
 #include "store_row.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1357,7 +1360,8 @@ static void *be_open(const struct store_params *p, uint64_t *next_id, char *err,
         return NULL;
     }
     /* a damaged file is refused, or with --store-recover rewritten from its readable rows */
-    int checked = store_sqlite_check(path, p->recover, err, errlen);
+    const struct store_sqlite_params *own = p->own;
+    int checked = store_sqlite_check(path, own != NULL && own->recover, err, errlen);
     if (checked < 0) {
         close(b->lock_fd);
         free(b);
@@ -1384,9 +1388,9 @@ static void *be_open(const struct store_params *p, uint64_t *next_id, char *err,
         store_sqlite_set_max_function(b->s, p->max_function);
     if (p->sync_normal)
         sqlite3_exec(b->s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-    if (p->max_pages > 0) {
+    if (own != NULL && own->max_pages > 0) {
         char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA max_page_count=%ld", p->max_pages);
+        snprintf(sql, sizeof sql, "PRAGMA max_page_count=%ld", own->max_pages);
         sqlite3_exec(b->s->db, sql, NULL, NULL, NULL);
     }
     return b;
@@ -1434,8 +1438,18 @@ static void be_close(void *db)
     free(b);
 }
 
+/* be_params reads the SQLite options of c (--store-recover, --store-max-pages). */
+static const void *be_params(const struct config *c, struct store_params *p)
+{
+    static struct store_sqlite_params own; /* one store per process */
+    (void)p;
+    own = (struct store_sqlite_params){c->store_recover, c->store_max_pages};
+    return &own;
+}
+
 const struct store_backend store_sqlite_backend = {
     .name = "sqlite",
+    .params = be_params,
     .open = be_open,
     .replay = be_replay,
     .replay_records = be_replay_records,
@@ -1446,3 +1460,32 @@ const struct store_backend store_sqlite_backend = {
     .quarantined = be_quarantined,
     .close = be_close,
 };
+
+/* ------------------------------------------------------------------ options */
+
+#define F(field) offsetof(struct config, field)
+
+/* The SQLite backend's option rows (opt.h); their fields are in struct config. */
+static const struct opt sqlite_rows[] = {
+    {.name = "libsqlite3-db", .arg = "FILE",
+     .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(sqlite_db),
+     .help = "SQLite file for -q libsqlite3",
+     .section = CONFIG_HELP_GEARMAND, .rank = 180},
+    {.name = "libsqlite3-table", .arg = "T",
+     .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(sqlite_table),
+     .help = "gearmand queue table to import (default gearman_queue)",
+     .section = CONFIG_HELP_GEARMAND, .rank = 190},
+    {.name = "store-max-pages", .arg = "N",
+     .parse = OPT_P_LONG, .field = OPT_F_LONG, .off = F(store_max_pages), .lo = 0, .hi = LONG_MAX,
+     .err = "invalid --store-max-pages '%s'",
+     .help = "cap the store at N pages (to test a full disk)",
+     .section = CONFIG_HELP_SPUR, .rank = 190},
+    {.name = "store-recover",
+     .parse = OPT_P_FLAG, .field = OPT_F_INT, .off = F(store_recover),
+     .help = "start even if the store is damaged: rewrite it with every\n"
+              "readable job, keep the damaged file as PATH.damaged-TIME",
+     .section = CONFIG_HELP_SPUR, .rank = 250},
+};
+
+const struct opt_table store_sqlite_options = {sqlite_rows,
+                                               sizeof sqlite_rows / sizeof sqlite_rows[0]};

@@ -174,6 +174,18 @@ void store_sqlite_close(struct store_sqlite *s);
  * functions above stays empty: the store manager queues batches itself. */
 extern const struct store_backend store_sqlite_backend;
 
+/* struct store_sqlite_params is the SQLite backend's own parameters (store_params.own), read from
+ * its options. */
+struct store_sqlite_params {
+    int recover;    /* --store-recover: rewrite a damaged store from what is readable */
+    long max_pages; /* --store-max-pages, 0 = no cap (tests a full disk) */
+};
+
+struct opt_table;
+/* store_sqlite_options is the SQLite backend's option rows (opt.h): --libsqlite3-db, --libsqlite3-table,
+ * --store-max-pages, --store-recover. */
+extern const struct opt_table store_sqlite_options;
+
 #ifdef __cplusplus
 }
 #endif

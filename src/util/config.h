@@ -11,6 +11,8 @@
 extern "C" {
 #endif
 
+struct opt_table;
+
 #define CONFIG_MAX_LISTEN 16 /* -L may be given this many times */
 #define CONFIG_MAX_ADMIN_ALLOW 32 /* --admin-allow may be given this many times (ACL_MAX_ADMIN) */
 #define CONFIG_MAX_TAKEOVER 16 /* --takeover may be given this many times */
@@ -169,22 +171,37 @@ struct config {
     size_t max_schedules;            /* --max-schedules: schedules at once (default 10000) */
 };
 
-/* config_defaults fills c with the defaults (no allocation). */
+/* enum config_help_section is a part of the --help text (struct opt's section). */
+enum config_help_section {
+    CONFIG_HELP_GEARMAND = 0, /* "Options with gearmand's names and meanings" */
+    CONFIG_HELP_SPUR,         /* "Spur's own options" */
+    CONFIG_HELP_SCHEDULE,     /* "Recurring schedules" */
+};
+
+/* config_options is the table of the server's own options (opt.h): everything but the store
+ * backends' rows, which their modules own (store_sqlite_options, store_pg_options). The fields
+ * of every row, the backends' too, are in struct config. */
+extern const struct opt_table config_options;
+
+/* config_defaults fills c with the defaults (no allocation): config_options' row defaults, and
+ * 0 for every field of another table's rows. */
 void config_defaults(struct config *c);
 
 /* config_default_buffer_memory returns the --max-buffer-memory default: a quarter of the
  * physical memory, at least 256 MiB. */
 size_t config_default_buffer_memory(void);
 
-/* config_parse parses argv (argv[0] is the program name) into c, after the options of the
- * config files named by --config-file=FILE or @FILE (none by default; several are read in
- * order). Later values win, so the command line overrides the files. A config file holds
+/* config_parse_with parses argv (argv[0] is the program name) against tables (a
+ * NULL-terminated list: config_options and the backends', as shell/options.c assembles it)
+ * into c, after the options of the config files named by --config-file=FILE or @FILE (none by
+ * default; several are read in order). Later values win, so the command line overrides the files. A config file holds
  * options as on the command line, one or more per line, an option's value on its line; blank
  * lines and '#' comments are skipped and words are quoted as config_split_line says. Errors
  * in a file read "FILE:LINE: message"; an unreadable file "cannot read config file FILE:
  * strerror". Returns 0 on success; 1 when --help or --version was printed to out (exit 0);
  * -1 on an error, with a message in err (errlen bytes). */
-int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out);
+int config_parse_with(struct config *c, const struct opt_table *const *tables, int argc,
+                      char **argv, char *err, size_t errlen, FILE *out);
 
 /* config_split_line splits one config-file line into words appended to *words (*nwords of
  * them; each word malloc'd, the caller frees them and the array, also on an error). Words are
@@ -237,8 +254,8 @@ static inline size_t config_http_max_body(const struct config *c)
     return c->http_max_body != 0 ? c->http_max_body : c->max_packet;
 }
 
-/* config_usage writes the --help text to out. */
-void config_usage(FILE *out);
+/* config_usage writes the --help text of the rows of tables (NULL-terminated) to out. */
+void config_usage(const struct opt_table *const *tables, FILE *out);
 
 /* config_parse_retry_numbers parses a retry policy's COUNT (0..1000), BACKOFF and MAX (seconds,
  * 0 <= BACKOFF <= MAX <= 2592000) for --retry and the admin 'retry'. Returns 0 or -1. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fake_shell.h"
+#include "options.h"
 
 extern "C" {
 #include "job.h"
@@ -264,7 +265,7 @@ int parse_args(config *c, std::vector<string> args, string *err)
     argv.push_back(nullptr);
     char buf[512] = "";
     config_defaults(c);
-    int rc = config_parse(c, (int)args.size(), argv.data(), buf, sizeof buf, stdout);
+    int rc = options_parse(c, (int)args.size(), argv.data(), buf, sizeof buf, stdout);
     *err = buf;
     return rc;
 }

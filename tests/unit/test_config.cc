@@ -12,6 +12,7 @@
 
 extern "C" {
 #include "config.h"
+#include "options.h"
 #include "log.h"
 }
 
@@ -35,7 +36,7 @@ static Parsed parse(std::vector<std::string> args)
     char *outbuf = nullptr;
     size_t outlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
-    p.rc = config_parse(&p.c, (int)args.size(), argv.data(), err, sizeof err, out);
+    p.rc = options_parse(&p.c, (int)args.size(), argv.data(), err, sizeof err, out);
     fclose(out);
     p.out.assign(outbuf, outlen);
     free(outbuf);

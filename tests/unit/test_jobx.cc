@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fake_shell.h"
+#include "options.h"
 
 extern "C" {
 #include "func.h"
@@ -136,7 +137,7 @@ TEST(JobxConfig, RetryOptionParsesFromTheRight)
     char err[256];
     const char *argv[] = {"spurd", "--retry=a:b:3:1.5:60", "--retry=F:1:0:0",
                           "--max-failed-jobs=7"};
-    ASSERT_EQ(config_parse(&cfg, 4, (char **)argv, err, sizeof err, nullptr), 0) << err;
+    ASSERT_EQ(options_parse(&cfg, 4, (char **)argv, err, sizeof err, nullptr), 0) << err;
     ASSERT_EQ(cfg.nretry, 2);
     EXPECT_STREQ(cfg.retry[0].func, "a:b");
     EXPECT_EQ(cfg.retry[0].count, 3u);
@@ -148,7 +149,7 @@ TEST(JobxConfig, RetryOptionParsesFromTheRight)
                             "--retry=F:1:0", "--retry=F:1001:0:0", "--retry=F:1:0:2592001"}) {
         config_defaults(&cfg);
         const char *av[] = {"spurd", bad};
-        EXPECT_EQ(config_parse(&cfg, 2, (char **)av, err, sizeof err, nullptr), -1) << bad;
+        EXPECT_EQ(options_parse(&cfg, 2, (char **)av, err, sizeof err, nullptr), -1) << bad;
         config_free(&cfg);
     }
 }
@@ -160,7 +161,7 @@ TEST(JobxConfig, RetryOptionNamesTakeTheEscapedForm)
     config_defaults(&cfg);
     char err[256];
     const char *argv[] = {"spurd", "--retry=ns%09f G:2:0:0", "--retry=bad%00:2:0:0"};
-    ASSERT_EQ(config_parse(&cfg, 3, (char **)argv, err, sizeof err, nullptr), 0) << err;
+    ASSERT_EQ(options_parse(&cfg, 3, (char **)argv, err, sizeof err, nullptr), 0) << err;
     engine e;
     engine_ops ops = {};
     ASSERT_EQ(engine_init(&e, &cfg, &ops, nullptr), 0);

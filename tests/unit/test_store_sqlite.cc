@@ -1291,7 +1291,10 @@ TEST(StoreBackendTable, ChoosesFromStoreAndQueueType)
     EXPECT_STREQ(p.location, "/var/lib/spur/q.db");
     EXPECT_EQ(p.gearmand, 0);
     EXPECT_EQ(p.import_table, nullptr);
-    EXPECT_EQ(p.max_pages, 7);
+    EXPECT_EQ(p.own, nullptr) << "choose leaves the backend's own parameters to params";
+    EXPECT_EQ(store_backend_params(&c, &p), &store_sqlite_backend);
+    ASSERT_NE(p.own, nullptr);
+    EXPECT_EQ(static_cast<const store_sqlite_params *>(p.own)->max_pages, 7);
     EXPECT_EQ(p.sync_normal, 1);
     EXPECT_EQ(p.max_function, c.max_function);
     free(c.store);
