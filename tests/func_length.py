@@ -11,13 +11,6 @@ usage: func_length.py [--max N] DIR...
 import os
 import sys
 
-KNOWN_LONG = {
-    # function: the files where it may still exceed the limit while issue 29 is under way; the
-    # check fails when an entry is no longer needed, so the list only shrinks
-    ("config.c", "apply"), ("config.c", "config_usage"),
-}
-
-
 def functions(path):
     """(name, first line, length) of every function definition in the C file at path."""
     with open(path, encoding="utf-8") as fh:
@@ -52,7 +45,7 @@ def main():
     if not args:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    bad, seen, count = 0, set(), 0
+    bad, count = 0, 0
     for top in args:
         for root, _dirs, files in os.walk(top):
             for f in sorted(files):
@@ -62,20 +55,12 @@ def main():
                     count += 1
                     if n <= limit:
                         continue
-                    if (f, name) in KNOWN_LONG:
-                        seen.add((f, name))
-                        continue
                     bad += 1
                     print(f"{os.path.join(root, f)}:{line}: {name} is {n} lines (limit {limit})")
-    if os.path.basename(os.path.normpath(args[0])) == "src":
-        for f, name in sorted(KNOWN_LONG - seen):
-            bad += 1
-            print(f"KNOWN_LONG lists {f} {name}, which is within the limit now: remove it")
     if bad:
         print(f"FAIL: {bad} function(s) over {limit} lines")
         return 1
-    print(f"ok: {count} functions, none over {limit} lines"
-          f"{' beyond the known ' + str(len(seen)) if seen else ''}")
+    print(f"ok: {count} functions, none over {limit} lines")
     return 0
 
 
