@@ -354,6 +354,7 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
     pthread_cond_init(&st->cv, NULL);
     pthread_cond_init(&st->done, NULL);
     e->store_mgr = st;
+    e->durable = (struct engine_durable){store_add_meta, store_ack};
     e->replaying = 1;
     st->replay_started = mono();
     if (pthread_create(&st->thread, NULL, committer, st) != 0) {
@@ -363,6 +364,7 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
         pthread_cond_destroy(&st->cv);
         pthread_cond_destroy(&st->done);
         e->store_mgr = NULL;
+        e->durable = (struct engine_durable){NULL, NULL};
         e->replaying = 0;
         free(st);
         return -1;
@@ -482,6 +484,7 @@ int store_close(struct engine *e)
         pthread_detach(st->thread);
         stuck_store = st;
         e->store_mgr = NULL;
+        e->durable = (struct engine_durable){NULL, NULL};
         e->replaying = 0;
         return -1;
     }
@@ -506,6 +509,7 @@ int store_close(struct engine *e)
     pthread_cond_destroy(&st->done);
     free(st);
     e->store_mgr = NULL;
+    e->durable = (struct engine_durable){NULL, NULL};
     e->replaying = 0;
     return 0;
 }
