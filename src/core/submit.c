@@ -33,7 +33,7 @@ static enum submit_result join(struct engine *e, const struct submit_req *rq, st
         e->ext.job_revive(e, j); /* a dead-letter job submitted again runs again */
     func_count(e, j->func, JOB_EV_COALESCED, rq->prio);
     if (!rq->background) {
-        if (rq->owner != NULL && job_add_waiter(j, rq->owner, rq->owner_jobs) != 0)
+        if (rq->client != NULL && job_add_waiter(j, rq->client, rq->client_jobs) != 0)
             return SUBMIT_NO_MEMORY;
         return SUBMIT_JOINED;
     }
@@ -108,8 +108,8 @@ static enum submit_result place(struct engine *e, const struct submit_req *rq, s
         }
         return rq->owner != NULL ? SUBMIT_HELD : SUBMIT_CREATED;
     }
-    if (!rq->background && rq->owner != NULL &&
-        job_add_waiter(j, rq->owner, rq->owner_jobs) != 0) {
+    if (!rq->background && rq->client != NULL &&
+        job_add_waiter(j, rq->client, rq->client_jobs) != 0) {
         job_free(e, j);
         return SUBMIT_NO_MEMORY;
     }

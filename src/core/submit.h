@@ -58,11 +58,12 @@ struct submit_req {
     double due;             /* when a new job may run (epoch time), 0 or past = now */
     const uint64_t *after;  /* handle numbers a new job waits for (engine_ext.job_wait) */
     size_t nafter;          /* how many (0: it does not wait) */
-    void *owner;            /* who the reply goes to (a peer, opaque here): the waiter of a
-                               foreground job, the owner of a reply held for the store; NULL
-                               for nobody (nothing is then held) */
-    struct list_node *owner_jobs; /* owner's list of foreground jobs it waits on (a waiter's
-                                     pnode is linked there); needed for a foreground submit */
+    struct peer *client;    /* the client that waits on a foreground job (opaque here), NULL
+                               for none */
+    struct list_node *client_jobs; /* client's list of foreground jobs it waits on (a waiter's
+                                      pnode is linked there) */
+    void *owner;            /* the owner of the reply the store holds until a background job
+                               is durable (store.h, opaque here); NULL: nothing is held */
     int owner_held;         /* owner already has replies held by the store: a join waits too,
                                so replies stay in request order */
     const char *log;        /* what the job log says of a new job ("created") */

@@ -312,14 +312,18 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     }
     struct job *j;
     const char *why = NULL;
-    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n, NULL, &j, &why);
+    /* with a store, the reply waits until the job is durable, as a binary JOB_CREATED does */
+    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n,
+                         peer_ack_owner(p, 1), &j, &why);
     free(name);
-    if (rc != 0) {
+    if (rc < 0) {
         peer_printf(p, "ERR %s\r\n", why);
         return;
     }
-    char h[JOB_HANDLE_BUF];
-    peer_printf(p, "OK %.*s\r\n", (int)job_handle(e, j, h), h);
+    if (rc == 0) {
+        char h[JOB_HANDLE_BUF];
+        peer_printf(p, "OK %.*s\r\n", (int)job_handle(e, j, h), h);
+    }
     engine_drain_ready(e); /* a sleeping worker of the function hears of its job */
 }
 

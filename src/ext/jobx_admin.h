@@ -23,7 +23,8 @@ void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n);
 
 /* jobx_admin_submit runs `submit FUNC [--after H1,H2] [--unique U] [--priority P] [--] PAYLOAD`
  * from the raw line (the payload is the rest of it): a background job, waiting for the jobs
- * named by --after until they complete. Replies `OK HANDLE` at once (not held until durable). */
+ * named by --after until they complete. Replies `OK HANDLE`, with a store once the job is
+ * durable (held like a binary JOB_CREATED). */
 void jobx_admin_submit(struct peer *p, const char *line, size_t len);
 
 /* jobx_submit submits (job_submit) a background job of function fn with unique uq, priority
@@ -31,7 +32,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len);
  * job of fn with that unique is joined instead (a dead-letter one brought back). With a store
  * the job is recorded (a runnable one is queued once durable) and the reply to owner (NULL for
  * none) is held until then. Returns 0 with the job in *out (answer now), 1 with it in *out
- * when the reply is held for owner (the store's sink answers it, in the binary protocol), or
+ * when the reply is held for owner (the store's sink answers it: peer_ack_owner), or
  * -1 with *why an admin error ("CODE Text+with+pluses"). The encoder of the admin `submit` and
  * HTTP X-Spur-After; the name is checked where functions are created (func_get). */
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,

@@ -170,8 +170,8 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         .func = pkt->arg[0], .func_len = pkt->len[0], .unique = pkt->arg[1],
         .unique_len = pkt->len[1], .reducer = k.reduce ? pkt->arg[2] : NULL,
         .reducer_len = k.reduce ? pkt->len[2] : 0, .data = pkt->data, .data_len = pkt->data_len,
-        .prio = k.prio, .background = k.background, .owner = p, .owner_jobs = &p->waiters,
-        .owner_held = p->pending_acks > 0, .log = "created"};
+        .prio = k.prio, .background = k.background, .client = p, .client_jobs = &p->waiters,
+        .owner = peer_ack_owner(p, 0), .owner_held = p->pending_acks > 0, .log = "created"};
 
     if (rq.func_len > e->cfg->max_function) {
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Function name too long");
@@ -579,19 +579,39 @@ const struct engine_sink cmd_sink = {sink_wake,   sink_assign,  sink_no_job,
 static void store_held(struct engine *e, void *owner)
 {
     (void)e;
-    ((struct peer *)owner)->pending_acks++;
+    ((struct peer_ack *)owner)->peer->pending_acks++;
+}
+
+/* acked_text writes a held admin 'submit' reply: OK HANDLE, or the store's error as an ERR line
+ * (its spaces as '+', control bytes as '.'). */
+static void acked_text(struct peer *p, const char *handle, const char *error)
+{
+    if (error == NULL) {
+        peer_printf(p, "OK %s\r\n", handle);
+        return;
+    }
+    char why[300];
+    size_t n = 0;
+    for (; error[n] != '\0' && n < sizeof why - 1; n++)
+        why[n] = error[n] == ' ' ? '+' : (unsigned char)error[n] < 0x20 ? '.' : error[n];
+    why[n] = '\0';
+    peer_printf(p, "ERR QUEUE_ERROR Could+not+store+the+job:+%s\r\n", why);
 }
 
 static void store_acked(struct engine *e, void *owner, uint64_t id, const char *error)
 {
-    struct peer *p = owner;
-    if (error != NULL) {
+    const struct peer_ack *a = owner;
+    struct peer *p = a->peer;
+    char h[JOB_HANDLE_BUF];
+    struct proto_arg ca = {h, job_handle_id(e, id, h)};
+    if (a->text) {
+        h[ca.len] = '\0';
+        acked_text(p, h, error);
+    } else if (error != NULL) {
         char msg[300];
         snprintf(msg, sizeof msg, "Could not store the job: %s", error);
         peer_send_error(p, PROTO_ERR_QUEUE_ERROR, msg);
     } else {
-        char h[JOB_HANDLE_BUF];
-        struct proto_arg ca = {h, job_handle_id(e, id, h)};
         peer_send(p, CMD_JOB_CREATED, &ca, 1);
     }
     if (--p->pending_acks == 0)

@@ -594,7 +594,8 @@ static void drain_admin(struct req *r)
             return;
         }
     }
-    if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p))
+    /* (a 'submit' may wait for the store: peer_waiting) */
+    if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p) && !peer_waiting(p))
         finish(r, admin_status(&r->out), NULL);
 }
 
@@ -873,7 +874,8 @@ static void submit_after(struct req *r)
         why = "BUSY The+stored+jobs+are+being+loaded";
     int rc = why == NULL && n >= 0
                  ? jobx_submit(e, fn, strlen(fn), uq, strlen(uq), prio, body,
-                               (size_t)(end - body), ids, (size_t)n, p, &j, &why)
+                               (size_t)(end - body), ids, (size_t)n, peer_ack_owner(p, 0), &j,
+                               &why)
                  : -1;
     if (rc >= 0) {
         if (rc == 0) { /* else held: JOB_CREATED comes once the job is durable (drain) */

@@ -633,9 +633,13 @@ static void answer(struct engine *e, struct store *st, struct ack *a, int ok, co
                    int maybe)
 {
     struct job *j = job_find_id(e, a->id);
-    if (a->owner && j != NULL && j->state == JOB_PENDING) {
+    /* a new job that waits for others (a submit --after) was added in JOB_WAITING: refused with
+     * its reply like a pending one, it must not stay */
+    int waits = a->added && j != NULL && j->state == JOB_WAITING;
+    if ((a->owner && j != NULL && j->state == JOB_PENDING) || waits) {
         if (ok) {
-            activate(e, j, a->due);
+            if (!waits)
+                activate(e, j, a->due);
         } else {
             j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
             if (maybe && store_queue_done(&st->q, j->id) != 0)

@@ -934,13 +934,13 @@ TEST(CoreSubmit, JoinedASameUniqueJobAndAForegroundOwnerWaitsOnIt)
     c.start();
     string f = "f", d1 = "first", d2 = "second", u = "U";
     submit_req a = req(f, d1, u, 0);
-    a.owner = c.client(0);
-    a.owner_jobs = &c.waiters[0].head;
+    a.client = c.client(0);
+    a.client_jobs = &c.waiters[0].head;
     submit_out o1, o2;
     ASSERT_EQ(job_submit(&c.eng, &a, &o1), SUBMIT_CREATED);
     submit_req b = req(f, d2, u, 0);
-    b.owner = c.client(1);
-    b.owner_jobs = &c.waiters[1].head;
+    b.client = c.client(1);
+    b.client_jobs = &c.waiters[1].head;
     ASSERT_EQ(job_submit(&c.eng, &b, &o2), SUBMIT_JOINED);
     EXPECT_EQ(o2.job, o1.job);
     EXPECT_EQ(job_nwaiters(o1.job), 2u);

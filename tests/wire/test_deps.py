@@ -161,6 +161,42 @@ def test_http_x_spur_after(server_factory, tmp_path):
     assert (h, data) == (hb, b"bin\0body")
 
 
+def test_admin_and_http_submits_answer_once_durable(server_factory, tmp_path):
+    """An admin `submit` and an HTTP X-Spur-After POST are acknowledged when the job is durable,
+    like a binary background submit's JOB_CREATED (one core submit, one held-reply path): a
+    store that cannot take the job answers QUEUE_ERROR, never OK for a job it does not hold."""
+    pf = str(tmp_path / "http-port")
+    s = start_replayed(server_factory, "--store=sqlite:" + str(tmp_path / "full.db"),
+                       "--store-max-pages=40", "--http-port=0", "--http-listen=127.0.0.1",
+                       "--http-port-file=" + pf)
+    c = s.connect(timeout=DEADLINE)
+    big = b"z" * 3000
+    created = []
+    for i in range(200):  # fill the store: each submit is one batch of one job
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", big + b"%d" % i)
+        _, cmd, body = c.read_packet(timeout=DEADLINE)
+        if cmd != JOB_CREATED:
+            assert body.startswith(b"QUEUE_ERROR\0Could not store the job: "), body
+            break
+        created.append(body)
+    assert created and len(created) < 200, "the store never filled"
+    # the same size again, through the admin: refused once the store says so
+    r = c.admin(b"submit f " + big + b"a\n")
+    assert r.startswith(b"ERR QUEUE_ERROR Could+not+store+the+job:+"), r
+    assert b" " not in r.rstrip(b"\r\n").split(b" ", 2)[2], r  # one token, as admin errors are
+    # and through HTTP X-Spur-After (waiting for a live job)
+    url = "http://127.0.0.1:%s/f" % open(pf).read().strip()
+    out = subprocess.run(["curl", "-sS", "--max-time", "30", "-D", "-", "--data-binary", "@-",
+                          "-H", "X-Gearman-Background: true",
+                          "-H", "X-Spur-After: " + created[0].decode(), url],
+                         input=big + b"h", capture_output=True, timeout=60).stdout
+    assert out.startswith(b"HTTP/1.1 503") and b"QUEUE_ERROR" in out, out
+    # nothing unacknowledged is kept: only the acknowledged jobs are known
+    assert {r[0] for r in listing(c, "show jobs")} == set(created)
+    c.send_packet(ECHO_REQ, b"e")  # the connection goes on in order
+    assert c.expect(ECHO_RES) == b"e"
+
+
 def start_replayed(factory, *args):
     """A spurd with a store, once the store's replay has ended: until then an admin submit gets
     `ERR BUSY` (docs/ADMIN.md), even for an empty store, and under load the replay can outlast
