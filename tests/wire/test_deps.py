@@ -161,6 +161,34 @@ def test_http_x_spur_after(server_factory, tmp_path):
     assert (h, data) == (hb, b"bin\0body")
 
 
+def test_http_x_spur_after_names_go_through_the_one_submit(server_factory, tmp_path):
+    """X-Spur-After with a live handle takes the path of every submit (job_submit, whose function
+    creation checks the name): a name is answered as a plain POST answers it, is listed escaped
+    (never a forged row of `status`), and a refused one creates nothing."""
+    pf = str(tmp_path / "http-port")
+    s = server_factory("--http-port=0", "--http-listen=127.0.0.1", "--http-port-file=" + pf,
+                       "--max-function-name=20")
+    url = "http://127.0.0.1:%s/" % open(pf).read().strip()
+    c = s.connect(timeout=DEADLINE)
+    live = submit(c, "submit live x").decode()
+
+    def post(path, *headers):
+        r = subprocess.run(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code}", "--data-binary", "x", "-H",
+                            "X-Gearman-Background: true"] + [a for h in headers for a in
+                                                              ("-H", h)] + [url + path],
+                           capture_output=True, timeout=60)
+        return int(r.stdout)
+
+    for path in ("bad%20name", "evil%0A.%0Afake%099%099%099", "f" * 21, "nul%00name"):
+        plain = post(path)
+        after = post(path, "X-Spur-After: " + live)
+        assert after == plain, (path, plain, after)
+    # the accepted names are listed escaped, one row each (admin_status splits every row in
+    # four columns: a forged row would break it or show up); the refused ones created nothing
+    assert set(admin_status(c)) == {b"live", b"bad name", b"evil%0A.%0Afake%099%099%099"}
+
+
 def test_admin_and_http_submits_answer_once_durable(server_factory, tmp_path):
     """An admin `submit` and an HTTP X-Spur-After POST are acknowledged when the job is durable,
     like a binary background submit's JOB_CREATED (one core submit, one held-reply path): a
