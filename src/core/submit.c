@@ -29,6 +29,10 @@ static struct func *find_func(struct engine *e, const struct submit_req *rq,
  * priority and time are ignored, as in gearmand. */
 static enum submit_result join(struct engine *e, const struct submit_req *rq, struct job *j)
 {
+    if (rq->flags & SUBMIT_JOIN_AS_IS) {
+        func_count(e, j->func, JOB_EV_COALESCED, rq->prio);
+        return SUBMIT_JOINED;
+    }
     if (j->state == JOB_FAILED && e->ext.job_revive != NULL)
         e->ext.job_revive(e, j); /* a dead-letter job submitted again runs again */
     func_count(e, j->func, JOB_EV_COALESCED, rq->prio);

@@ -40,6 +40,9 @@ enum {
     SUBMIT_NO_MAXQUEUE = 1u << 0, /* maxqueue does not apply (a 'load' restores what was) */
     SUBMIT_LIMBO = 1u << 1,       /* a new job is left in limbo, unstored: the caller places
                                      it itself (a 'load' stores it as dumped, with its state) */
+    SUBMIT_JOIN_AS_IS = 1u << 2,  /* a live job with the unique is joined unchanged: not brought
+                                     back from the dead-letter list, not made background (a
+                                     'load' of a job that is there changes nothing) */
 };
 
 /* struct submit_req is one request to submit a job. Every pointer is borrowed for the call;

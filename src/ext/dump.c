@@ -132,13 +132,14 @@ static void load_job(struct engine *e, const struct dump_job *d, char *out, size
         reply_err(out, cap, "INVALID_JOB", why);
         return;
     }
-    /* a new job is left in limbo, without maxqueue: it is stored and placed as it was dumped */
+    /* a new job is left in limbo, without maxqueue: it is stored and placed as it was dumped;
+     * a job that is there is left as it is */
     struct submit_req rq = {.func = d->func, .func_len = d->func_len, .unique = d->unique,
                             .unique_len = d->unique_len, .reducer = d->reducer,
                             .reducer_len = d->reducer_len, .data = d->data,
                             .data_len = d->data_len, .prio = (enum job_prio)d->prio,
                             .background = 1, .log = "loaded",
-                            .flags = SUBMIT_NO_MAXQUEUE | SUBMIT_LIMBO};
+                            .flags = SUBMIT_NO_MAXQUEUE | SUBMIT_LIMBO | SUBMIT_JOIN_AS_IS};
     struct submit_out so;
     enum submit_result res = job_submit(e, &rq, &so);
     struct job *j = so.job;
@@ -148,10 +149,6 @@ static void load_job(struct engine *e, const struct dump_job *d, char *out, size
     }
     if (res == SUBMIT_TOO_MANY_FUNCTIONS) {
         reply_err(out, cap, "TOO_MANY_FUNCTIONS", "function limit reached (--max-functions)");
-        return;
-    }
-    if (res == SUBMIT_STORE_ERROR) { /* joining a foreground job made it durable */
-        reply_err(out, cap, "QUEUE_ERROR", "could not store the job");
         return;
     }
     if (res != SUBMIT_CREATED) { /* a bad name was refused by job_invalid */

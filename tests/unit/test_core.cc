@@ -973,6 +973,11 @@ TEST(CoreSubmit, JoinedADeadLetterJobBringsItBackThroughTheHook)
     job_detach(&c.eng, o1.job); // failed into the dead-letter list, as jobx parks it
     o1.job->state = JOB_FAILED;
     o1.job->func->parked++;
+    submit_req load = rq;
+    load.flags = SUBMIT_JOIN_AS_IS; // a 'load' of a job that is there changes nothing
+    ASSERT_EQ(job_submit(&c.eng, &load, &o2), SUBMIT_JOINED);
+    EXPECT_EQ(revived, 0);
+    EXPECT_EQ(o1.job->state, JOB_FAILED);
     ASSERT_EQ(job_submit(&c.eng, &rq, &o2), SUBMIT_JOINED);
     EXPECT_EQ(o2.job, o1.job);
     EXPECT_EQ(revived, 1);
