@@ -15,7 +15,6 @@
 #include "jobx.h"
 #include "jobx_store.h"
 #include "proto.h"
-#include "store.h"
 #include "submit.h"
 
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* recur: recurring schedules in the server (recur.h).
  *
- * A firing submits its job by the submit path's own steps, called directly (not through an
- * internal peer): the function is found or created (--max-functions), a live job with the
- * same unique is joined instead (counted as coalesced: a slow run is not stacked), the
- * function's maxqueue limit applies, the job is created background and, with a store, added to
- * the current batch (store_add, no reply held), else queued at once. What the firing refuses is
+ * A firing submits its job through the one core submit (job_submit, submit.h), with no peer:
+ * the function is found or created (--max-functions), a live job with the same unique is
+ * joined instead (counted as coalesced: a slow run is not stacked; a dead-letter one comes
+ * back), the function's maxqueue limit applies, the job is created background and, with a
+ * store, added to the current batch (no reply held), else queued at once. What the firing refuses is
  * counted (schedule_refused) and logged at most once a minute; the schedule stays and fires
  * again at its next due time. --policy rules govern peers and are not asked: adding a schedule
  * is an admin command that changes state (--admin-allow). The durable schedule record (kind

@@ -4,7 +4,9 @@
 an ordinary job; when one of them fails for good it fails too, into the dead-letter list. Workers
 are ordinary Gearman workers: the real `gearman` CLI and raw-byte ones."""
 import os
+import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -223,6 +225,33 @@ def test_admin_and_http_submits_answer_once_durable(server_factory, tmp_path):
     assert {r[0] for r in listing(c, "show jobs")} == set(created)
     c.send_packet(ECHO_REQ, b"e")  # the connection goes on in order
     assert c.expect(ECHO_RES) == b"e"
+
+
+@pytest.mark.parametrize("proto", ["admin", "binary"])
+def test_a_half_closed_connection_still_gets_its_held_replies(server_factory, tmp_path, proto):
+    """A client that sends its submits and half-closes (`printf 'submit f x' | nc -q0`) gets the
+    replies the store holds until the jobs are durable, and the requests queued behind them,
+    before the server closes."""
+    s = start_replayed(server_factory, "--store=sqlite:" + str(tmp_path / "hc.db"))
+    c = s.connect(timeout=DEADLINE)
+    if proto == "admin":
+        c.send(b"submit f --unique a x\r\nsubmit f y\r\nstatus\r\n")
+    else:
+        c.send(packet(SUBMIT_JOB_BG, b"f", b"a", b"x") + packet(SUBMIT_JOB_BG, b"f", b"", b"y") +
+               packet(ECHO_REQ, b"e"))
+    c.sock.shutdown(socket.SHUT_WR)
+    got = b""
+    c.sock.settimeout(DEADLINE)
+    while True:
+        chunk = c.sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    if proto == "admin":
+        assert re.fullmatch(rb"OK H:\S+\r\nOK H:\S+\r\nf\t2\t0\t0\n\.\n", got), got
+    else:
+        assert got.count(b"\0RES") == 3 and got.endswith(b"\0RES" + bytes([0, 0, 0, ECHO_RES]) +
+                                                         bytes([0, 0, 0, 1]) + b"e"), got
 
 
 def start_replayed(factory, *args):
