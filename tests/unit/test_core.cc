@@ -913,6 +913,7 @@ TEST(CoreSubmit, CreatedQueuesTheJobCountsItAndAssignsAtTheDrain)
     engine_drain_ready(&c.eng);
     EXPECT_EQ(c.take(), V{"assign W0 7 one"});
     c.check();
+    c.gone(w);
 }
 
 TEST(CoreSubmit, CreatedWithAFutureDueTimeIsDeferred)
