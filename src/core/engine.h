@@ -103,6 +103,28 @@ struct engine_ext {
      * (metrics.h, metrics_add), in the order added, NULL after the last. The core never reads
      * them. */
     const struct metrics_table *counters[ENGINE_EXT_COUNTERS];
+    /* job_revive: a submit (job_submit) joined j, which is in the dead-letter list
+     * (JOB_FAILED): bring it back to run again, as 'retry job' does. */
+    void (*job_revive)(struct engine *e, struct job *j);
+    /* wait_refused: a submit asks for a new job waiting for the jobs numbered after[0..n): NULL
+     * when it may wait, else why not (a limit of the feature), as "CODE Text+in+admin+form". */
+    const char *(*wait_refused)(const struct engine *e, const uint64_t *after, size_t n);
+    /* job_wait: make j, just created by a submit (JOB_LIMBO), wait for the jobs numbered
+     * after[0..n) (n > 0): 0, or -1 out of memory (j left in limbo without side state). */
+    int (*job_wait)(struct engine *e, struct job *j, const uint64_t *after, size_t n);
+};
+
+/* struct engine_durable is how the core submit (job_submit) reaches the durable store without
+ * naming it: store_start sets it when it sets engine.store_mgr, and it is all NULL without a
+ * store. owner is the opaque peer a held reply goes to (store_sink), NULL for none. */
+struct engine_durable {
+    /* add: record background job j (with meta, meta_len bytes, NULL for none) in the next
+     * batch, holding the reply to owner until it is durable; due is when j may run (0 = now).
+     * 0, or -1 out of memory (store_add_meta). */
+    int (*add)(struct engine *e, struct job *j, void *owner, double due, const char *meta,
+               size_t meta_len);
+    /* ack: hold a reply about j to owner behind owner's held replies (store_ack): 0 or -1. */
+    int (*ack)(struct engine *e, struct job *j, void *owner);
 };
 
 /* What a connection did, which makes it a client, a worker or an admin connection (one may be
@@ -193,6 +215,7 @@ struct engine {
     struct engine_ops ops;        /* the shell's callbacks */
     struct engine_sink sink;      /* what to tell clients and workers (engine_set_sink) */
     struct engine_ext ext;        /* the features beyond Gearman (all NULL when none attached) */
+    struct engine_durable durable; /* the store as the core submit sees it (all NULL without) */
     struct recur *recur;          /* recurring schedules (recur.h), NULL when not attached */
     size_t schedules;             /* schedules defined, a gauge (kept by sched.c) */
     int (*recur_check)(const struct engine *e, char *err, size_t errlen); /* recur_check when

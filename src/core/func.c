@@ -80,7 +80,8 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
             return f;
         }
     }
-    if (!create || (at_limit(e) && evict(e) != 0))
+    /* the one name check of every entry point: a name no function may have is never created */
+    if (!create || !func_name_ok(name, len) || (at_limit(e) && evict(e) != 0))
         return NULL;
     struct func *f = calloc(1, sizeof *f + len + 1);
     if (f == NULL)

@@ -86,8 +86,9 @@ int func_full(const struct engine *e);
 
 /* func_get finds the function named name[0..len), creating it if create. Creating past
  * --max-functions evicts the least recently released unused function (engine->func_idle,
- * counted in stats.functions_evicted); NULL if absent, out of memory, or none can be evicted
- * (see func_full). With create, the function found or made is the caller's: it must use it (a
+ * counted in stats.functions_evicted); NULL if absent, out of memory, none can be evicted
+ * (see func_full), or the name is one no function may have (func_name_ok: the check is here,
+ * so no entry point can create a function without it). With create, the function found or made is the caller's: it must use it (a
  * job, an ability, a limit) or func_release it, and no other function it holds unused may be
  * passed to a later func_get with create (that could evict it). */
 struct func *func_get(struct engine *e, const char *name, size_t len, int create);

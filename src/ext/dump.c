@@ -15,6 +15,7 @@
 #include "proto.h"
 #include "store.h"
 #include "store_batch.h"
+#include "submit.h"
 
 int dump_dumped(const struct job *j)
 {
@@ -134,27 +135,29 @@ static void load_job(struct engine *e, const struct dump_job *d, char *out, size
         reply_err(out, cap, "INVALID_JOB", why);
         return;
     }
-    struct func *f = func_get(e, d->func, d->func_len, 1);
-    if (f == NULL) {
-        reply_err(out, cap, func_full(e) ? "TOO_MANY_FUNCTIONS" : "MEMORY_ALLOCATION_FAILURE",
-                  func_full(e) ? "function limit reached (--max-functions)" : "out of memory");
-        return;
-    }
-    struct job *j = job_find_unique(e, f, d->unique, d->unique_len, d->data, d->data_len);
-    if (j != NULL) {
-        func_count(e, f, JOB_EV_COALESCED, (unsigned)d->prio);
+    /* a new job is left in limbo, without maxqueue: it is stored and placed as it was dumped;
+     * a job that is there is left as it is */
+    struct submit_req rq = {.func = d->func, .func_len = d->func_len, .unique = d->unique,
+                            .unique_len = d->unique_len, .reducer = d->reducer,
+                            .reducer_len = d->reducer_len, .data = d->data,
+                            .data_len = d->data_len, .prio = (enum job_prio)d->prio,
+                            .background = 1, .log = "loaded",
+                            .flags = SUBMIT_NO_MAXQUEUE | SUBMIT_LIMBO | SUBMIT_JOIN_AS_IS};
+    struct submit_out so;
+    enum submit_result res = job_submit(e, &rq, &so);
+    struct job *j = so.job;
+    if (res == SUBMIT_JOINED) {
         snprintf(out, cap, "OK EXISTS %llu\r\n", (unsigned long long)j->id);
         return;
     }
-    j = job_new(e, f, (enum job_prio)d->prio, 1, d->unique, d->unique_len, d->reducer,
-                d->reducer_len, d->data, d->data_len);
-    if (j == NULL) {
-        func_release(e, f);
+    if (res == SUBMIT_TOO_MANY_FUNCTIONS) {
+        reply_err(out, cap, "TOO_MANY_FUNCTIONS", "function limit reached (--max-functions)");
+        return;
+    }
+    if (res != SUBMIT_CREATED) { /* a bad name was refused by job_invalid */
         reply_err(out, cap, "MEMORY_ALLOCATION_FAILURE", "out of memory");
         return;
     }
-    func_count(e, f, JOB_EV_SUBMITTED, (unsigned)d->prio);
-    job_log(e, j, "loaded");
     double when = (double)d->when;
     if (e->store_mgr != NULL) {
         /* stored as it is, in the next batch, whoever takes it below */

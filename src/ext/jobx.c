@@ -35,6 +35,9 @@ struct jobx *jobx_get(struct engine *e)
     x->rng = hmap_mix64(e->seed ^ 0x6a6f6278ull) | 1;
     e->jobx = x;
     e->ext.job_freed = jobx_job_freed;
+    e->ext.job_revive = jobx_retry_job; /* a submit joining a dead-letter job brings it back */
+    e->ext.wait_refused = jobx_may_wait; /* a submit's after list: this module's waiting */
+    e->ext.job_wait = jobx_wait;
     const struct config *c = e->cfg;
     for (int i = 0; c != NULL && i < c->nretry; i++) {
         const struct config_retry *r = &c->retry[i];

@@ -16,7 +16,7 @@
 #include "jobx.h"
 #include "jobx_store.h"
 #include "proto.h"
-#include "store.h"
+#include "submit.h"
 
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
@@ -308,20 +308,24 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     }
     struct job *j;
     const char *why = NULL;
-    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n, &j, &why);
+    /* with a store, the reply waits until the job is durable, as a binary JOB_CREATED does */
+    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n,
+                         peer_ack_owner(p, 1), &j, &why);
     free(name);
-    if (rc != 0) {
+    if (rc < 0) {
         peer_printf(p, "ERR %s\r\n", why);
         return;
     }
-    char h[JOB_HANDLE_BUF];
-    peer_printf(p, "OK %.*s\r\n", (int)job_handle(e, j, h), h);
+    if (rc == 0) {
+        char h[JOB_HANDLE_BUF];
+        peer_printf(p, "OK %.*s\r\n", (int)job_handle(e, j, h), h);
+    }
     engine_drain_ready(e); /* a sleeping worker of the function hears of its job */
 }
 
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
-                struct job **out, const char **why)
+                void *owner, struct job **out, const char **why)
 {
     if (fl > e->cfg->max_function) {
         *why = "ARGUMENT_TOO_LARGE Function+name+too+long";
@@ -331,55 +335,42 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
         *why = "INVALID_ARGUMENT Function+name+empty";
         return -1;
     }
-    if (!func_name_ok(fn, fl)) {
-        *why = BAD_NAME_CODE;
-        return -1;
-    }
-    struct func *f = func_get(e, fn, fl, 1);
-    if (f == NULL) {
-        *why = "MEMORY_ALLOCATION_FAILURE Too+many+functions+or+no+memory";
-        return -1;
-    }
-    struct job *j = job_find_unique(e, f, uq, ul, data, dl);
-    if (j != NULL) { /* coalesced, as a background submit with that unique */
-        func_count(e, f, JOB_EV_COALESCED, prio);
-        *out = j;
-        return 0;
-    }
-    uint32_t max = f->max_queue[prio];
-    if (max > 0 && func_total(f) >= max) {
-        func_release(e, f);
-        *why = "QUEUE_FULL Job+queue+is+full";
-        return -1;
-    }
-    if ((*why = jobx_may_wait(e, ids, n)) != NULL) { /* --max-waiting-jobs, --max-dependents */
-        func_release(e, f);
-        return -1;
-    }
-    j = job_new(e, f, prio, 1, uq, ul, NULL, 0, data, dl);
-    if (j == NULL || (n > 0 && jobx_wait(e, j, ids, n) != 0)) {
-        if (j != NULL)
-            job_free(e, j);
-        else
-            func_release(e, f);
+    if (n > 0 && jobx_attach(e) != 0) { /* waiting is this module's: its hooks are set */
         *why = "MEMORY_ALLOCATION_FAILURE Out+of+memory";
         return -1;
     }
-    func_count(e, f, JOB_EV_SUBMITTED, prio);
-    if (e->store_mgr != NULL) {
-        char meta[JOBX_MAX_AFTER * 21 + 64];
-        size_t ml = n > 0 ? jobx_meta_write(e, j, meta, sizeof meta) : 0;
-        /* a waiting job is only recorded; a runnable one is queued once durable */
-        if (store_add_meta(e, j, NULL, 0, ml ? meta : NULL, ml) != 0) {
-            job_free(e, j);
-            *why = "QUEUE_ERROR Could+not+store+the+job";
-            return -1;
-        }
-    } else if (n == 0) {
-        func_push(e, j, 0);
+    struct submit_req rq = {.func = fn, .func_len = fl, .unique = uq, .unique_len = ul,
+                            .data = data, .data_len = dl, .prio = prio, .background = 1,
+                            .after = ids, .nafter = n, .owner = owner, .log = "created"};
+    struct submit_out so;
+    enum submit_result r = job_submit(e, &rq, &so);
+    *out = so.job;
+    switch (r) {
+    case SUBMIT_CREATED:
+    case SUBMIT_JOINED:
+        return 0;
+    case SUBMIT_HELD:
+        return 1;
+    case SUBMIT_BAD_NAME:
+        *why = BAD_NAME_CODE;
+        break;
+    case SUBMIT_QUEUE_FULL:
+        *why = "QUEUE_FULL Job+queue+is+full";
+        break;
+    case SUBMIT_TOO_MANY_FUNCTIONS:
+        *why = "MEMORY_ALLOCATION_FAILURE Too+many+functions+or+no+memory";
+        break;
+    case SUBMIT_STORE_ERROR:
+        *why = "QUEUE_ERROR Could+not+store+the+job";
+        break;
+    case SUBMIT_WAIT_REFUSED:
+        *why = so.why;
+        break;
+    case SUBMIT_NO_MEMORY:
+        *why = "MEMORY_ALLOCATION_FAILURE Out+of+memory";
+        break;
     }
-    *out = j;
-    return 0;
+    return -1;
 }
 
 int jobx_parse_after(struct engine *e, const char *list, size_t len, uint64_t *ids,

@@ -27,18 +27,21 @@ void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n);
 
 /* jobx_admin_submit runs `submit FUNC [--after H1,H2] [--unique U] [--priority P] [--] PAYLOAD`
  * from the raw line (the payload is the rest of it): a background job, waiting for the jobs
- * named by --after until they complete. Replies `OK HANDLE` at once (not held until durable). */
+ * named by --after until they complete. Replies `OK HANDLE`, with a store once the job is
+ * durable (held like a binary JOB_CREATED). */
 void jobx_admin_submit(struct peer *p, const char *line, size_t len);
 
-/* jobx_submit creates a background job of function fn (created if needed) with unique uq,
- * priority prio and payload data, waiting for the jobs ids[0..n) (n may be 0: queued at once);
- * a live job of fn with that unique is joined instead. With a store the job is recorded (a
- * runnable one is queued once durable). Returns 0 with the job in *out, or -1 with *why an
- * admin error ("CODE Text+with+pluses"). Shared by the admin `submit` and HTTP X-Spur-After;
- * it checks the name itself (func_name_ok, --max-function-name), as every entry point must. */
+/* jobx_submit submits (job_submit) a background job of function fn with unique uq, priority
+ * prio and payload data, waiting for the jobs ids[0..n) (n may be 0: queued at once); a live
+ * job of fn with that unique is joined instead (a dead-letter one brought back). With a store
+ * the job is recorded (a runnable one is queued once durable) and the reply to owner (NULL for
+ * none) is held until then. Returns 0 with the job in *out (answer now), 1 with it in *out
+ * when the reply is held for owner (the store's sink answers it: peer_ack_owner), or
+ * -1 with *why an admin error ("CODE Text+with+pluses"). The encoder of the admin `submit` and
+ * HTTP X-Spur-After; the name is checked where functions are created (func_get). */
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
-                struct job **out, const char **why);
+                void *owner, struct job **out, const char **why);
 
 /* jobx_parse_after reads handles separated by commas (or spaces) in list[0..len) into ids:
  * each a live job not in the dead-letter list, at most JOBX_MAX_AFTER. Returns how many, or -1

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* recur: recurring schedules in the server (recur.h).
  *
- * A firing submits its job by the submit path's own steps, called directly (not through an
- * internal peer): the function is found or created (--max-functions), a live job with the
- * same unique is joined instead (counted as coalesced: a slow run is not stacked), the
- * function's maxqueue limit applies, the job is created background and, with a store, added to
- * the current batch (store_add, no reply held), else queued at once. What the firing refuses is
+ * A firing submits its job through the one core submit (job_submit, submit.h), with no peer:
+ * the function is found or created (--max-functions), a live job with the same unique is
+ * joined instead (counted as coalesced: a slow run is not stacked; a dead-letter one comes
+ * back), the function's maxqueue limit applies, the job is created background and, with a
+ * store, added to the current batch (no reply held), else queued at once. What the firing refuses is
  * counted (schedule_refused) and logged at most once a minute; the schedule stays and fires
  * again at its next due time. --policy rules govern peers and are not asked: adding a schedule
  * is an admin command that changes state (--admin-allow). The durable schedule record (kind
@@ -37,6 +37,7 @@
 #include "proto.h"
 #include "schedule.h"
 #include "store.h"
+#include "submit.h"
 #include "store_batch.h"
 
 /* RECUR_TEXT_MAX is the longest `schedule add` text (name, spec, function, options, payload). */
@@ -307,48 +308,36 @@ double recur_next_due(const struct engine *e)
 
 size_t recur_count(const struct engine *e) { return S(e) != NULL ? S(e)->n : 0; }
 
-/* submit creates the background job of one firing of x. Returns 0 (submitted or joined a live
- * job) or -1 (refused; reason in why). */
+/* submit submits (job_submit) the background job of one firing of x. Returns 0 (submitted or
+ * joined a live job) or -1 (refused; reason in why). */
 static int submit(struct engine *e, const struct recur_entry *x, const char **why)
 {
     const struct schedule *s = &x->s;
-    enum job_prio prio = (enum job_prio)s->prio;
-    struct func *f = func_get(e, s->func, strlen(s->func), 1);
-    if (f == NULL) {
+    struct submit_req rq = {.func = s->func, .func_len = strlen(s->func), .unique = s->unique,
+                            .unique_len = strlen(s->unique), .data = s->payload,
+                            .data_len = s->payload_len, .prio = (enum job_prio)s->prio,
+                            .background = 1, .log = "created by a schedule"};
+    struct submit_out out;
+    switch (job_submit(e, &rq, &out)) {
+    case SUBMIT_JOINED:
+        e->stats.schedule_coalesced++;
+        return 0;
+    case SUBMIT_CREATED:
+    case SUBMIT_HELD: /* (not without an owner) */
+        return 0;
+    case SUBMIT_QUEUE_FULL:
+        *why = "job queue is full (maxqueue)";
+        return -1;
+    case SUBMIT_STORE_ERROR:
+        *why = "could not store the job";
+        return -1;
+    case SUBMIT_NO_MEMORY:
+        *why = "out of memory";
+        return -1;
+    default: /* a bad name (refused when the schedule was added), the function limit */
         *why = "too many functions or no memory";
         return -1;
     }
-    size_t ul = strlen(s->unique);
-    struct job *j = job_find_unique(e, f, s->unique, ul, s->payload, s->payload_len);
-    if (j != NULL) {
-        func_count(e, f, JOB_EV_COALESCED, prio);
-        e->stats.schedule_coalesced++;
-        return 0;
-    }
-    uint32_t max = f->max_queue[prio];
-    if (max > 0 && func_total(f) >= max) {
-        func_release(e, f);
-        *why = "job queue is full (maxqueue)";
-        return -1;
-    }
-    j = job_new(e, f, prio, 1, s->unique, ul, NULL, 0, s->payload, s->payload_len);
-    if (j == NULL) {
-        func_release(e, f);
-        *why = "out of memory";
-        return -1;
-    }
-    func_count(e, f, JOB_EV_SUBMITTED, prio);
-    job_log(e, j, "created by a schedule");
-    if (e->store_mgr != NULL) {
-        if (store_add(e, j, NULL, 0) != 0) {
-            job_free(e, j);
-            *why = "could not store the job";
-            return -1;
-        }
-        return 0;
-    }
-    func_push(e, j, 0);
-    return 0;
 }
 
 /* fire fires x once at now and moves it on. */

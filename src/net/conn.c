@@ -221,7 +221,7 @@ int conn_flush(struct conn *c)
     peer_account(&c->peer);
     if (ev_is_active(&c->wio) && !c->read_wants_write)
         ev_io_stop(c->ctx->loop, &c->wio);
-    if (c->eof)
+    if (c->eof && !peer_waiting(&c->peer)) /* (replies held by the store: conn_resume) */
         conn_close(c);
     return 0;
 }
@@ -265,13 +265,15 @@ size_t conn_free_closed(struct conn_ctx *x)
     return freed;
 }
 
-/* on_eof handles the peer's half-close: pending replies are still written, then the conn closes. */
+/* on_eof handles the peer's half-close: pending replies are still written, also those the
+ * store holds until a job is durable (and the input waiting behind them), then the conn
+ * closes. */
 static void on_eof(struct conn *c)
 {
     c->eof = 1;
     ev_io_stop(c->ctx->loop, &c->rio);
     if (outq_pending(&c->peer.out) == 0 && !list_linked(&c->dirty_node) &&
-        !list_linked(&c->lazy_node))
+        !list_linked(&c->lazy_node) && !peer_waiting(&c->peer))
         conn_close(c);
 }
 

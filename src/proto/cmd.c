@@ -17,6 +17,7 @@
 #include "list.h"
 #include "log.h"
 #include "store.h"
+#include "submit.h"
 #include "worker.h"
 
 
@@ -27,7 +28,7 @@ static void not_expected(struct peer *p)
     peer_send_error(p, PROTO_ERR_INVALID_COMMAND, "Command not expected");
 }
 
-/* func_refused answers a CAN_DO or submit whose function could not be created. */
+/* func_refused answers a CAN_DO whose function could not be created. */
 static void func_refused(struct peer *p)
 {
     if (func_full(p->eng))
@@ -137,109 +138,66 @@ static int due_time(struct engine *e, const struct pb_packet *pkt, const struct 
     return 0;
 }
 
+/* submit_refused answers a submit that job_submit refused, in the binary protocol. */
+static void submit_refused(struct peer *p, enum submit_result r)
+{
+    switch (r) {
+    case SUBMIT_BAD_NAME:
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a NUL byte");
+        break;
+    case SUBMIT_QUEUE_FULL:
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Job queue is full");
+        break;
+    case SUBMIT_TOO_MANY_FUNCTIONS:
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Too many functions (--max-functions)");
+        break;
+    case SUBMIT_STORE_ERROR:
+        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
+        break;
+    default: /* no memory (a wait refusal needs an after list, which no packet has) */
+        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
+        break;
+    }
+}
+
 static void submit(struct peer *p, const struct pb_packet *pkt)
 {
     struct engine *e = p->eng;
     peer_mark(p, PEER_KIND_CLIENT);
     struct submit_kind k;
     submit_kind(pkt->cmd, &k);
-    const char *fn = pkt->arg[0], *uq = pkt->arg[1];
-    size_t fnl = pkt->len[0], uql = pkt->len[1];
-    const char *red = k.reduce ? pkt->arg[2] : NULL;
-    size_t redl = k.reduce ? pkt->len[2] : 0;
+    struct submit_req rq = {
+        .func = pkt->arg[0], .func_len = pkt->len[0], .unique = pkt->arg[1],
+        .unique_len = pkt->len[1], .reducer = k.reduce ? pkt->arg[2] : NULL,
+        .reducer_len = k.reduce ? pkt->len[2] : 0, .data = pkt->data, .data_len = pkt->data_len,
+        .prio = k.prio, .background = k.background, .client = p, .client_jobs = &p->waiters,
+        .owner = peer_ack_owner(p, 0), .owner_held = p->pending_acks > 0, .log = "created"};
 
-    if (fnl > e->cfg->max_function) {
+    if (rq.func_len > e->cfg->max_function) {
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Function name too long");
         return;
     }
-    if (uql > PROTO_UNIQUE_MAX) {
+    if (rq.unique_len > PROTO_UNIQUE_MAX) {
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Unique value too large");
         return;
     }
-    if (redl > e->cfg->max_function) {
+    if (rq.reducer_len > e->cfg->max_function) {
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Reducer name too long");
         return;
     }
-    if (!func_name_ok(fn, fnl)) {
-        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a NUL byte");
+    if (e->acl != NULL && acl_func_check(e->acl, p, ACL_SUBMIT, rq.func, rq.func_len) != 0)
         return;
-    }
-    if (e->acl != NULL && acl_func_check(e->acl, p, ACL_SUBMIT, fn, fnl) != 0)
-        return;
-    double due;
-    if (due_time(e, pkt, &k, &due) != 0) {
+    if (due_time(e, pkt, &k, &rq.due) != 0) {
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT,
                         k.epoch ? "Invalid epoch time" : "Invalid or unreachable schedule");
         return;
     }
-    struct func *f = func_get(e, fn, fnl, 1);
-    if (f == NULL) {
-        func_refused(p);
-        return;
-    }
-
-    struct job *j = job_find_unique(e, f, uq, uql, pkt->data, pkt->data_len);
-    if (j != NULL) {
-        if (j->state == JOB_FAILED) /* a dead-letter job submitted again runs again */
-            jobx_retry_job(e, j);
-        func_count(e, f, JOB_EV_COALESCED, k.prio);
-        /* coalesced: the new payload, priority and time are ignored, as in gearmand */
-        if (!k.background) {
-            if (job_add_waiter(j, p, &p->waiters) != 0) {
-                peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
-                return;
-            }
-        } else if (!(j->flags & JOB_BACKGROUND)) {
-            /* a background submit makes the job independent of its foreground clients, and
-             * durable: the reply waits for the store */
-            if (e->store_mgr == NULL) {
-                j->flags |= JOB_BACKGROUND;
-            } else {
-                if (store_add(e, j, p, 0) != 0)
-                    peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
-                return;
-            }
-        } else if (e->store_mgr != NULL && (j->state == JOB_PENDING || p->pending_acks > 0)) {
-            /* the job is not durable yet, or earlier replies are held: this one waits too */
-            if (store_ack(e, j, p) != 0)
-                peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
-            return;
-        }
-        send_handle(p, CMD_JOB_CREATED, e, j);
-        return;
-    }
-
-    uint32_t max = f->max_queue[k.prio];
-    if (max > 0 && func_total(f) >= max) {
-        peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Job queue is full");
-        return;
-    }
-    j = job_new(e, f, k.prio, k.background, uq, uql, red, redl, pkt->data, pkt->data_len);
-    if (j == NULL) {
-        func_release(e, f);
-        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
-        return;
-    }
-    func_count(e, f, JOB_EV_SUBMITTED, k.prio);
-    job_log(e, j, "created");
-    int future = due > engine_now(e);
-    if (k.background && e->store_mgr != NULL) {
-        /* JOB_CREATED and the job's first run wait until its batch is durable */
-        if (store_add(e, j, p, future ? due : 0) != 0) {
-            job_free(e, j);
-            peer_send_error(p, PROTO_ERR_QUEUE_ERROR, "Could not store the job");
-        }
-        return;
-    }
-    if (!k.background && job_add_waiter(j, p, &p->waiters) != 0) {
-        job_free(e, j);
-        peer_send_error(p, PROTO_ERR_MEMORY, "Out of memory");
-        return;
-    }
-    send_handle(p, CMD_JOB_CREATED, e, j);
-    /* without memory for the timer the job runs now rather than being lost */
-    if (!future || job_defer(e, j, due) != 0)
-        func_push(e, j, 0);
+    struct submit_out out;
+    enum submit_result r = job_submit(e, &rq, &out);
+    if (r == SUBMIT_CREATED || r == SUBMIT_JOINED)
+        send_handle(p, CMD_JOB_CREATED, e, out.job);
+    else if (r != SUBMIT_HELD) /* HELD: the store's sink answers once it is durable */
+        submit_refused(p, r);
 }
 
 /* send_status answers GET_STATUS (STATUS_RES) or GET_STATUS_UNIQUE (STATUS_RES_UNIQUE, which also
@@ -621,19 +579,39 @@ const struct engine_sink cmd_sink = {sink_wake,   sink_assign,  sink_no_job,
 static void store_held(struct engine *e, void *owner)
 {
     (void)e;
-    ((struct peer *)owner)->pending_acks++;
+    ((struct peer_ack *)owner)->peer->pending_acks++;
+}
+
+/* acked_text writes a held admin 'submit' reply: OK HANDLE, or the store's error as an ERR line
+ * (its spaces as '+', control bytes as '.'). */
+static void acked_text(struct peer *p, const char *handle, const char *error)
+{
+    if (error == NULL) {
+        peer_printf(p, "OK %s\r\n", handle);
+        return;
+    }
+    char why[300];
+    size_t n = 0;
+    for (; error[n] != '\0' && n < sizeof why - 1; n++)
+        why[n] = error[n] == ' ' ? '+' : (unsigned char)error[n] < 0x20 ? '.' : error[n];
+    why[n] = '\0';
+    peer_printf(p, "ERR QUEUE_ERROR Could+not+store+the+job:+%s\r\n", why);
 }
 
 static void store_acked(struct engine *e, void *owner, uint64_t id, const char *error)
 {
-    struct peer *p = owner;
-    if (error != NULL) {
+    const struct peer_ack *a = owner;
+    struct peer *p = a->peer;
+    char h[JOB_HANDLE_BUF];
+    struct proto_arg ca = {h, job_handle_id(e, id, h)};
+    if (a->text) {
+        h[ca.len] = '\0';
+        acked_text(p, h, error);
+    } else if (error != NULL) {
         char msg[300];
         snprintf(msg, sizeof msg, "Could not store the job: %s", error);
         peer_send_error(p, PROTO_ERR_QUEUE_ERROR, msg);
     } else {
-        char h[JOB_HANDLE_BUF];
-        struct proto_arg ca = {h, job_handle_id(e, id, h)};
         peer_send(p, CMD_JOB_CREATED, &ca, 1);
     }
     if (--p->pending_acks == 0)

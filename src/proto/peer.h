@@ -81,6 +81,15 @@ struct peer_ops {
                                        (peer_packet_binary, into p->out) */
 };
 
+/* struct peer_ack is an owner of replies the store holds until a job is durable (store.h's
+ * opaque owner): the peer they go to, and the protocol they are written in when due. A peer
+ * has one of each (peer.ack), so its binary and admin replies keep their order. */
+struct peer_ack {
+    struct peer *peer;    /* the peer the held replies go to */
+    int text;             /* 1: an admin line (OK HANDLE, or ERR QUEUE_ERROR ...); 0: a binary
+                             packet (JOB_CREATED, or ERROR QUEUE_ERROR) */
+};
+
 /* struct peer is one connection's protocol state. */
 struct peer {
     struct engine *eng;   /* owner */
@@ -102,6 +111,8 @@ struct peer {
     uint64_t seq;         /* attach order (engine->peer_seq), for the 'workers' listing */
     uint32_t cursors;     /* 'workers' listings whose next row is this peer */
     uint32_t pending_acks; /* replies held until the store has written their batch */
+    struct peer_ack ack[2]; /* the store's owners of those replies: [0] binary, [1] admin text
+                               (peer_init sets them) */
     size_t held;          /* bytes of in's allocation plus out's unsent bytes plus tr_held,
                              as counted in eng->buffered (0 once closing) */
     size_t tr_held;       /* bytes its transport holds (TLS: a partial record, OpenSSL's
@@ -142,6 +153,10 @@ static inline void peer_mark(struct peer *p, enum peer_kind k)
 
 /* peer_kind_name writes what p did ("client", "worker+admin", "none") into out (32 bytes). */
 const char *peer_kind_name(const struct peer *p, char *out);
+
+/* peer_ack_owner returns the owner of p's replies held by the store, written as admin lines
+ * when text, else as binary packets. */
+static inline void *peer_ack_owner(struct peer *p, int text) { return &p->ack[text ? 1 : 0]; }
 
 /* peer_init prepares p for engine e with the socket number and printable address. */
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local);

@@ -298,7 +298,8 @@ int session_process(struct peer *p)
 void session_detach(struct peer *p)
 {
     if (p->pending_acks > 0) { /* replies held by the store for p are dropped */
-        store_owner_gone(p->eng, p);
+        store_owner_gone(p->eng, peer_ack_owner(p, 0));
+        store_owner_gone(p->eng, peer_ack_owner(p, 1));
         p->pending_acks = 0;
     }
     cmd_peer_gone(p);

@@ -363,7 +363,8 @@ static void drain_admin(struct req *r)
             finish_text(r, MHD_HTTP_BAD_GATEWAY, NULL,
                         "the reply is larger than --max-output-buffer", NULL, 0);
     }
-    if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p))
+    /* (a 'submit' may wait for the store: peer_waiting) */
+    if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p) && !peer_waiting(p))
         finish(r, admin_status(&r->out), NULL);
 }
 
@@ -624,7 +625,8 @@ static void submit_admin(struct req *r)
 }
 
 /* submit_after creates r's job waiting for the jobs of X-Spur-After (jobx), from the packet
- * built in its input buffer: header, function, NUL, unique, NUL, body. */
+ * built in its input buffer: header, function, NUL, unique, NUL, body. With a store the answer
+ * waits until the job is durable, as for a plain background POST. */
 static void submit_after(struct req *r)
 {
     struct peer *p = &r->peer;
@@ -647,11 +649,16 @@ static void submit_after(struct req *r)
     int n = jobx_parse_after(e, r->after, strlen(r->after), ids, &why);
     if (e->replaying)
         why = "BUSY The+stored+jobs+are+being+loaded";
-    if (why == NULL && n >= 0 &&
-        jobx_submit(e, fn, strlen(fn), uq, strlen(uq), prio, body, (size_t)(end - body), ids,
-                    (size_t)n, &j, &why) == 0) {
-        job_handle(e, j, r->handle);
-        finish(r, MHD_HTTP_OK, "JOB_CREATED");
+    int rc = why == NULL && n >= 0
+                 ? jobx_submit(e, fn, strlen(fn), uq, strlen(uq), prio, body,
+                               (size_t)(end - body), ids, (size_t)n, peer_ack_owner(p, 0), &j,
+                               &why)
+                 : -1;
+    if (rc >= 0) {
+        if (rc == 0) { /* else held: JOB_CREATED comes once the job is durable (drain) */
+            job_handle(e, j, r->handle);
+            finish(r, MHD_HTTP_OK, "JOB_CREATED");
+        }
         engine_drain_ready(e);
         return;
     }

@@ -354,6 +354,7 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
     pthread_cond_init(&st->cv, NULL);
     pthread_cond_init(&st->done, NULL);
     e->store_mgr = st;
+    e->durable = (struct engine_durable){store_add_meta, store_ack};
     e->replaying = 1;
     st->replay_started = mono();
     if (pthread_create(&st->thread, NULL, committer, st) != 0) {
@@ -363,6 +364,7 @@ int store_start(struct engine *e, const struct store_backend *b, const struct st
         pthread_cond_destroy(&st->cv);
         pthread_cond_destroy(&st->done);
         e->store_mgr = NULL;
+        e->durable = (struct engine_durable){NULL, NULL};
         e->replaying = 0;
         free(st);
         return -1;
@@ -482,6 +484,7 @@ int store_close(struct engine *e)
         pthread_detach(st->thread);
         stuck_store = st;
         e->store_mgr = NULL;
+        e->durable = (struct engine_durable){NULL, NULL};
         e->replaying = 0;
         return -1;
     }
@@ -506,6 +509,7 @@ int store_close(struct engine *e)
     pthread_cond_destroy(&st->done);
     free(st);
     e->store_mgr = NULL;
+    e->durable = (struct engine_durable){NULL, NULL};
     e->replaying = 0;
     return 0;
 }
@@ -629,9 +633,13 @@ static void answer(struct engine *e, struct store *st, struct ack *a, int ok, co
                    int maybe)
 {
     struct job *j = job_find_id(e, a->id);
-    if (a->owner && j != NULL && j->state == JOB_PENDING) {
+    /* a new job that waits for others (a submit --after) was added in JOB_WAITING: refused with
+     * its reply like a pending one, it must not stay */
+    int waits = a->added && j != NULL && j->state == JOB_WAITING;
+    if ((a->owner && j != NULL && j->state == JOB_PENDING) || waits) {
         if (ok) {
-            activate(e, j, a->due);
+            if (!waits)
+                activate(e, j, a->due);
         } else {
             j->flags &= (uint8_t)~JOB_STORED; /* never stored: nothing to delete */
             if (maybe && store_queue_done(&st->q, j->id) != 0)

@@ -15,6 +15,7 @@ extern "C" {
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "submit.h"
 #include "worker.h"
 }
 
@@ -849,6 +850,286 @@ TEST(Core, UniqueLookupsHoldAfterRemovalsInEveryOrder)
         }
         EXPECT_EQ(c.eng.jobs_by_unique.count, 0u);
     } while (std::next_permutation(order.begin(), order.end()));
+}
+
+// ------------------------------------------------------------ job_submit, one case per result
+
+// Store is a fake durable store behind engine.durable: it records what the core submit asks.
+struct Store {
+    static int add_rc, ack_rc;
+    static vector<string> calls;
+    static int add(engine *, job *j, void *owner, double due, const char *meta, size_t ml)
+    {
+        calls.push_back("add " + Core::job_payload_str(j) + (owner ? " owner" : " none") +
+                        " due=" + std::to_string((long)due) + " meta=" + string(meta ? meta : "", ml));
+        return add_rc;
+    }
+    static int ack(engine *, job *j, void *owner)
+    {
+        calls.push_back("ack " + Core::job_payload_str(j) + (owner ? " owner" : " none"));
+        return ack_rc;
+    }
+    static void attach(engine *e)
+    {
+        add_rc = ack_rc = 0;
+        calls.clear();
+        e->durable.add = add;
+        e->durable.ack = ack;
+    }
+};
+int Store::add_rc, Store::ack_rc;
+vector<string> Store::calls;
+
+// req builds a submit request of function f with payload data (kept alive by the caller).
+submit_req req(const string &f, const string &data, const string &unique = "", int bg = 1)
+{
+    submit_req rq{};
+    rq.func = f.data();
+    rq.func_len = f.size();
+    rq.unique = unique.data();
+    rq.unique_len = unique.size();
+    rq.data = data.data();
+    rq.data_len = data.size();
+    rq.prio = PRIO_NORMAL;
+    rq.background = bg;
+    return rq;
+}
+
+TEST(CoreSubmit, CreatedQueuesTheJobCountsItAndAssignsAtTheDrain)
+{
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    EXPECT_EQ(c.grab(w), "HELD");
+    string f = "f", d = "one";
+    submit_req rq = req(f, d);
+    submit_out out;
+    ASSERT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_CREATED);
+    ASSERT_NE(out.job, nullptr);
+    EXPECT_EQ(out.job->state, JOB_READY);
+    EXPECT_TRUE(out.job->flags & JOB_BACKGROUND);
+    EXPECT_EQ(c.eng.stats.jobs[JOB_EV_SUBMITTED][PRIO_NORMAL], 1u);
+    EXPECT_EQ(c.take(), V{}) << "the wake-up waits for the drain";
+    engine_drain_ready(&c.eng);
+    EXPECT_EQ(c.take(), V{"assign W0 7 one"});
+    c.check();
+    c.gone(w);
+}
+
+TEST(CoreSubmit, CreatedWithAFutureDueTimeIsDeferred)
+{
+    Core c;
+    c.start();
+    string f = "f", d = "later";
+    submit_req rq = req(f, d);
+    rq.due = c.clock + 60;
+    submit_out out;
+    ASSERT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_CREATED);
+    EXPECT_EQ(out.job->state, JOB_FUTURE);
+    c.check();
+}
+
+TEST(CoreSubmit, JoinedASameUniqueJobAndAForegroundOwnerWaitsOnIt)
+{
+    Core c;
+    c.start();
+    string f = "f", d1 = "first", d2 = "second", u = "U";
+    submit_req a = req(f, d1, u, 0);
+    a.client = c.client(0);
+    a.client_jobs = &c.waiters[0].head;
+    submit_out o1, o2;
+    ASSERT_EQ(job_submit(&c.eng, &a, &o1), SUBMIT_CREATED);
+    submit_req b = req(f, d2, u, 0);
+    b.client = c.client(1);
+    b.client_jobs = &c.waiters[1].head;
+    ASSERT_EQ(job_submit(&c.eng, &b, &o2), SUBMIT_JOINED);
+    EXPECT_EQ(o2.job, o1.job);
+    EXPECT_EQ(job_nwaiters(o1.job), 2u);
+    EXPECT_EQ(Core::job_payload_str(o1.job), "first") << "the new payload is ignored";
+    EXPECT_EQ(c.eng.stats.jobs[JOB_EV_COALESCED][PRIO_NORMAL], 1u);
+    EXPECT_EQ(c.eng.njobs, 1u);
+    // a background submit of the same unique makes it background (no store: at once)
+    submit_req bg = req(f, d2, u, 1);
+    ASSERT_EQ(job_submit(&c.eng, &bg, &o2), SUBMIT_JOINED);
+    EXPECT_TRUE(o1.job->flags & JOB_BACKGROUND);
+    c.check();
+}
+
+TEST(CoreSubmit, JoinedADeadLetterJobBringsItBackThroughTheHook)
+{
+    Core c;
+    c.start();
+    static int revived;
+    revived = 0;
+    c.eng.ext.job_revive = [](engine *e, job *j) {
+        revived++;
+        j->func->parked--;
+        j->state = JOB_LIMBO;
+        func_push(e, j, 0);
+    };
+    string f = "f", d = "x", u = "U1";
+    submit_req rq = req(f, d, u);
+    submit_out o1, o2;
+    ASSERT_EQ(job_submit(&c.eng, &rq, &o1), SUBMIT_CREATED);
+    job_detach(&c.eng, o1.job); // failed into the dead-letter list, as jobx parks it
+    o1.job->state = JOB_FAILED;
+    o1.job->func->parked++;
+    submit_req load = rq;
+    load.flags = SUBMIT_JOIN_AS_IS; // a 'load' of a job that is there changes nothing
+    ASSERT_EQ(job_submit(&c.eng, &load, &o2), SUBMIT_JOINED);
+    EXPECT_EQ(revived, 0);
+    EXPECT_EQ(o1.job->state, JOB_FAILED);
+    ASSERT_EQ(job_submit(&c.eng, &rq, &o2), SUBMIT_JOINED);
+    EXPECT_EQ(o2.job, o1.job);
+    EXPECT_EQ(revived, 1);
+    EXPECT_EQ(o1.job->state, JOB_READY);
+    c.check();
+}
+
+TEST(CoreSubmit, HeldForTheOwnerUntilDurable)
+{
+    Core c;
+    c.start();
+    Store::attach(&c.eng);
+    string f = "f", d = "x", u = "U";
+    submit_req rq = req(f, d, u);
+    rq.owner = c.client(0);
+    rq.due = c.clock + 60;
+    submit_out o1, o2;
+    ASSERT_EQ(job_submit(&c.eng, &rq, &o1), SUBMIT_HELD);
+    ASSERT_NE(o1.job, nullptr);
+    EXPECT_EQ(o1.job->state, JOB_LIMBO) << "runnable once durable, by the store";
+    EXPECT_EQ(Store::calls, V{"add x owner due=" + std::to_string((long)rq.due) + " meta="});
+    // a join of a job not yet durable waits too (the store's ack) ...
+    o1.job->state = JOB_PENDING;
+    ASSERT_EQ(job_submit(&c.eng, &rq, &o2), SUBMIT_HELD);
+    EXPECT_EQ(Store::calls.back(), "ack x owner");
+    // ... but a submit without an owner holds nothing
+    submit_req none = req(f, d, u);
+    ASSERT_EQ(job_submit(&c.eng, &none, &o2), SUBMIT_JOINED);
+    string d2 = "y";
+    submit_req fresh = req(f, d2);
+    ASSERT_EQ(job_submit(&c.eng, &fresh, &o2), SUBMIT_CREATED);
+    EXPECT_EQ(Store::calls.back(), "add y none due=0 meta=");
+    c.eng.durable = engine_durable{};
+}
+
+TEST(CoreSubmit, BadNameCreatesNoFunctionWhateverTheEntry)
+{
+    Core c;
+    c.start();
+    string f("a\0b", 3), d = "x";
+    submit_req rq = req(f, d);
+    submit_out out;
+    EXPECT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_BAD_NAME);
+    EXPECT_EQ(out.job, nullptr);
+    EXPECT_EQ(c.eng.njobs, 0u);
+    EXPECT_EQ(c.eng.funcs.count, 0u);
+    // the check is in function creation itself, so no entry point can skip it
+    EXPECT_EQ(func_get(&c.eng, f.data(), f.size(), 1), nullptr);
+    EXPECT_EQ(c.eng.funcs.count, 0u);
+    c.check();
+}
+
+TEST(CoreSubmit, QueueFullAtMaxqueue)
+{
+    Core c;
+    c.start();
+    c.fn("f")->max_queue[PRIO_NORMAL] = 1;
+    string f = "f", d1 = "1", d2 = "2";
+    submit_req a = req(f, d1), b = req(f, d2);
+    submit_out out;
+    ASSERT_EQ(job_submit(&c.eng, &a, &out), SUBMIT_CREATED);
+    EXPECT_EQ(job_submit(&c.eng, &b, &out), SUBMIT_QUEUE_FULL);
+    EXPECT_EQ(out.job, nullptr);
+    EXPECT_EQ(c.eng.njobs, 1u);
+    b.flags = SUBMIT_NO_MAXQUEUE | SUBMIT_LIMBO; // a 'load' restores what was
+    ASSERT_EQ(job_submit(&c.eng, &b, &out), SUBMIT_CREATED);
+    EXPECT_EQ(out.job->state, JOB_LIMBO) << "left to the caller";
+    job_free(&c.eng, out.job);
+    c.check();
+}
+
+TEST(CoreSubmit, TooManyFunctionsWhenNoneCanBeEvicted)
+{
+    Core c;
+    c.cfg.max_functions = 1;
+    c.start();
+    string a = "a", b = "b", d = "x";
+    submit_req ra = req(a, d), rb = req(b, d);
+    submit_out out;
+    ASSERT_EQ(job_submit(&c.eng, &ra, &out), SUBMIT_CREATED);
+    EXPECT_EQ(job_submit(&c.eng, &rb, &out), SUBMIT_TOO_MANY_FUNCTIONS);
+    EXPECT_EQ(c.eng.njobs, 1u);
+    c.check();
+}
+
+TEST(CoreSubmit, NoMemoryWhenTheJobCannotWaitLeavesNothing)
+{
+    Core c;
+    c.start();
+    string f = "f", d = "x";
+    uint64_t after[1] = {1};
+    submit_req rq = req(f, d);
+    rq.after = after;
+    rq.nafter = 1;
+    submit_out out;
+    // no feature owns waiting: the job cannot wait
+    EXPECT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_NO_MEMORY);
+    c.eng.ext.job_wait = [](engine *, job *, const uint64_t *, size_t) { return -1; };
+    EXPECT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_NO_MEMORY);
+    EXPECT_EQ(out.job, nullptr);
+    EXPECT_EQ(c.eng.njobs, 0u);
+    EXPECT_EQ(c.eng.stats.jobs[JOB_EV_SUBMITTED][PRIO_NORMAL], 0u);
+    c.check();
+}
+
+TEST(CoreSubmit, StoreErrorFreesTheNewJob)
+{
+    Core c;
+    c.start();
+    Store::attach(&c.eng);
+    Store::add_rc = -1;
+    string f = "f", d = "x";
+    submit_req rq = req(f, d);
+    rq.owner = c.client(0);
+    submit_out out;
+    EXPECT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_STORE_ERROR);
+    EXPECT_EQ(out.job, nullptr);
+    EXPECT_EQ(c.eng.njobs, 0u);
+    c.eng.durable = engine_durable{};
+    c.check();
+}
+
+TEST(CoreSubmit, WaitRefusedByTheFeatureThatOwnsWaiting)
+{
+    Core c;
+    c.start();
+    c.eng.ext.wait_refused = [](const engine *, const uint64_t *, size_t) -> const char * {
+        return "WAITING_FULL Too+many";
+    };
+    string f = "f", d = "x";
+    uint64_t after[1] = {1};
+    submit_req rq = req(f, d);
+    rq.after = after;
+    rq.nafter = 1;
+    submit_out out;
+    EXPECT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_WAIT_REFUSED);
+    EXPECT_STREQ(out.why, "WAITING_FULL Too+many");
+    EXPECT_EQ(c.eng.njobs, 0u);
+    // allowed, the hook makes it wait: created, not queued
+    c.eng.ext.wait_refused = nullptr;
+    c.eng.ext.job_wait = [](engine *, job *j, const uint64_t *, size_t) {
+        j->state = JOB_WAITING;
+        j->func->parked++;
+        return 0;
+    };
+    ASSERT_EQ(job_submit(&c.eng, &rq, &out), SUBMIT_CREATED);
+    EXPECT_EQ(out.job->state, JOB_WAITING);
+    out.job->func->parked--;
+    out.job->state = JOB_LIMBO;
+    job_free(&c.eng, out.job);
+    c.check();
 }
 
 } // namespace

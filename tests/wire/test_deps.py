@@ -4,7 +4,9 @@
 an ordinary job; when one of them fails for good it fails too, into the dead-letter list. Workers
 are ordinary Gearman workers: the real `gearman` CLI and raw-byte ones."""
 import os
+import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -159,6 +161,97 @@ def test_http_x_spur_after(server_factory, tmp_path):
     w.finish(h)
     h, _, data = w.grab()
     assert (h, data) == (hb, b"bin\0body")
+
+
+def test_http_x_spur_after_names_go_through_the_one_submit(server_factory, tmp_path):
+    """X-Spur-After with a live handle takes the path of every submit (job_submit, whose function
+    creation checks the name): a name is answered as a plain POST answers it, is listed escaped
+    (never a forged row of `status`), and a refused one creates nothing."""
+    pf = str(tmp_path / "http-port")
+    s = server_factory("--http-port=0", "--http-listen=127.0.0.1", "--http-port-file=" + pf,
+                       "--max-function-name=20")
+    url = "http://127.0.0.1:%s/" % open(pf).read().strip()
+    c = s.connect(timeout=DEADLINE)
+    live = submit(c, "submit live x").decode()
+
+    def post(path, *headers):
+        r = subprocess.run(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code}", "--data-binary", "x", "-H",
+                            "X-Gearman-Background: true"] + [a for h in headers for a in
+                                                              ("-H", h)] + [url + path],
+                           capture_output=True, timeout=60)
+        return int(r.stdout)
+
+    for path in ("bad%20name", "evil%0A.%0Afake%099%099%099", "f" * 21, "nul%00name"):
+        plain = post(path)
+        after = post(path, "X-Spur-After: " + live)
+        assert after == plain, (path, plain, after)
+    # the accepted names are listed escaped, one row each (admin_status splits every row in
+    # four columns: a forged row would break it or show up); the refused ones created nothing
+    assert set(admin_status(c)) == {b"live", b"bad name", b"evil%0A.%0Afake%099%099%099"}
+
+
+def test_admin_and_http_submits_answer_once_durable(server_factory, tmp_path):
+    """An admin `submit` and an HTTP X-Spur-After POST are acknowledged when the job is durable,
+    like a binary background submit's JOB_CREATED (one core submit, one held-reply path): a
+    store that cannot take the job answers QUEUE_ERROR, never OK for a job it does not hold."""
+    pf = str(tmp_path / "http-port")
+    s = start_replayed(server_factory, "--store=sqlite:" + str(tmp_path / "full.db"),
+                       "--store-max-pages=40", "--http-port=0", "--http-listen=127.0.0.1",
+                       "--http-port-file=" + pf)
+    c = s.connect(timeout=DEADLINE)
+    big = b"z" * 3000
+    created = []
+    for i in range(200):  # fill the store: each submit is one batch of one job
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"", big + b"%d" % i)
+        _, cmd, body = c.read_packet(timeout=DEADLINE)
+        if cmd != JOB_CREATED:
+            assert body.startswith(b"QUEUE_ERROR\0Could not store the job: "), body
+            break
+        created.append(body)
+    assert created and len(created) < 200, "the store never filled"
+    # the same size again, through the admin: refused once the store says so
+    r = c.admin(b"submit f " + big + b"a\n")
+    assert r.startswith(b"ERR QUEUE_ERROR Could+not+store+the+job:+"), r
+    assert b" " not in r.rstrip(b"\r\n").split(b" ", 2)[2], r  # one token, as admin errors are
+    # and through HTTP X-Spur-After (waiting for a live job)
+    url = "http://127.0.0.1:%s/f" % open(pf).read().strip()
+    out = subprocess.run(["curl", "-sS", "--max-time", "30", "-D", "-", "--data-binary", "@-",
+                          "-H", "X-Gearman-Background: true",
+                          "-H", "X-Spur-After: " + created[0].decode(), url],
+                         input=big + b"h", capture_output=True, timeout=60).stdout
+    assert out.startswith(b"HTTP/1.1 503") and b"QUEUE_ERROR" in out, out
+    # nothing unacknowledged is kept: only the acknowledged jobs are known
+    assert {r[0] for r in listing(c, "show jobs")} == set(created)
+    c.send_packet(ECHO_REQ, b"e")  # the connection goes on in order
+    assert c.expect(ECHO_RES) == b"e"
+
+
+@pytest.mark.parametrize("proto", ["admin", "binary"])
+def test_a_half_closed_connection_still_gets_its_held_replies(server_factory, tmp_path, proto):
+    """A client that sends its submits and half-closes (`printf 'submit f x' | nc -q0`) gets the
+    replies the store holds until the jobs are durable, and the requests queued behind them,
+    before the server closes."""
+    s = start_replayed(server_factory, "--store=sqlite:" + str(tmp_path / "hc.db"))
+    c = s.connect(timeout=DEADLINE)
+    if proto == "admin":
+        c.send(b"submit f --unique a x\r\nsubmit f y\r\nstatus\r\n")
+    else:
+        c.send(packet(SUBMIT_JOB_BG, b"f", b"a", b"x") + packet(SUBMIT_JOB_BG, b"f", b"", b"y") +
+               packet(ECHO_REQ, b"e"))
+    c.sock.shutdown(socket.SHUT_WR)
+    got = b""
+    c.sock.settimeout(DEADLINE)
+    while True:
+        chunk = c.sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    if proto == "admin":
+        assert re.fullmatch(rb"OK H:\S+\r\nOK H:\S+\r\nf\t2\t0\t0\n\.\n", got), got
+    else:
+        assert got.count(b"\0RES") == 3 and got.endswith(b"\0RES" + bytes([0, 0, 0, ECHO_RES]) +
+                                                         bytes([0, 0, 0, 1]) + b"e"), got
 
 
 def start_replayed(factory, *args):

@@ -187,6 +187,34 @@ def test_resubmitting_a_dead_letter_job_runs_it_again(server):
     assert failed_rows(a) == []
 
 
+@pytest.mark.parametrize("store", [False, True], ids=["memory", "sqlite"])
+@pytest.mark.parametrize("entry", ["admin", "binary"])
+def test_every_submit_of_a_dead_letter_unique_brings_it_back(server_factory, tmp_path, entry,
+                                                              store):
+    """docs/BEYOND-GEARMAN.md: a submit with the unique of a dead-letter job brings it back as
+    `retry job` does and joins it, whatever the entry point (one core submit): it leaves `show
+    failed jobs` and runs again, under the same handle."""
+    args = ["--retry=f:1:0:0"] + (["--store=sqlite:" + str(tmp_path / "j.db")] if store else [])
+    s = server_factory(*args)
+    a, c, w = s.connect(), s.connect(), s.connect()
+    h = submit_bg(c, b"f", b"U1")
+    w.send_packet(CAN_DO, b"f")
+    for _ in range(2):
+        grab(w, h)
+        w.send_packet(WORK_FAIL, h)
+    no_job(w)
+    assert [r[0] for r in failed_rows(a)] == [h]
+    if entry == "admin":
+        assert a.admin("submit f --unique U1 x\n") == b"OK " + h + b"\r\n"
+    else:
+        assert submit_bg(c, b"f", b"U1") == h
+    assert failed_rows(a) == []
+    grab(w, h)  # it runs again
+    w.send_packet(WORK_COMPLETE, h, b"done")
+    w.echo_roundtrip()
+    assert lines(a, "show jobs") == []
+
+
 def test_max_failed_jobs_drops_the_oldest(server_factory):
     s = server_factory("--max-failed-jobs=2", "--retry=F:1:0:0")
     a, c, w = s.connect(), s.connect(), s.connect()
