@@ -24,10 +24,9 @@ CORE = {"engine", "job", "func", "worker"}
 KNOWN_UP = {
     ("admin", "dump"), ("admin", "jobx_admin"), ("admin", "recur"),
     ("cmd", "jobx"), ("metrics", "jobx"),
-    ("engine", "jobx"), ("job", "jobx"), ("worker", "jobx"),
     ("config", "store_pg_text"),
 }
-KNOWN_CYCLE = {"engine", "job", "func", "worker", "jobx"}
+KNOWN_CYCLE = {"engine", "job", "func", "worker"}
 
 
 def read_layers(srcdir):

@@ -274,7 +274,7 @@ int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t
     stat_u(&o, "retries_total", st->retries);
     stat_u(&o, "failed_jobs", jobx_nfailed(e));
     stat_u(&o, "failed_dropped_total", st->failed_dropped);
-    stat_u(&o, "schedules", e->schedules);
+    stat_u(&o, "schedules", e->ext.schedules);
     stat_u(&o, "schedule_fired", st->schedule_fired);
     stat_u(&o, "schedule_coalesced", st->schedule_coalesced);
     stat_u(&o, "schedule_refused", st->schedule_refused);
@@ -455,7 +455,7 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
                                                 (json_int_t)st->failed_dropped, "waiting_jobs",
                                                 (json_int_t)jobx_nwaiting(e)));
     json_object_set_new(doc, "schedules",
-                        json_pack("{sIsIsIsI}", "count", (json_int_t)e->schedules, "fired",
+                        json_pack("{sIsIsIsI}", "count", (json_int_t)e->ext.schedules, "fired",
                                   (json_int_t)st->schedule_fired, "coalesced",
                                   (json_int_t)st->schedule_coalesced, "refused",
                                   (json_int_t)st->schedule_refused));
@@ -782,7 +782,7 @@ int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t
     for (int k = 0; k < DENIED_KINDS; k++)
         putf(&o, "spur_permission_denied_total{what=\"%s\"} %llu\n", denied_names[k],
              (unsigned long long)st->permission_denied[k]);
-    gauge(&o, "spur_schedules", "Recurring schedules defined.", (double)e->schedules);
+    gauge(&o, "spur_schedules", "Recurring schedules defined.", (double)e->ext.schedules);
     counter(&o, "spur_schedule_fired_total",
             "Schedule firings that submitted a job or joined a live one with their unique.",
             st->schedule_fired);

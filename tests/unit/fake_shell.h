@@ -14,6 +14,7 @@ extern "C" {
 #include "cmd.h"
 #include "config.h"
 #include "engine.h"
+#include "feature_set.h"
 #include "peer.h"
 #include "session.h"
 }
@@ -46,6 +47,7 @@ struct FakeShell {
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &cmd_sink);
+        ASSERT_EQ(features_attach(&eng), 0); // the features, as the server attaches them
     }
 
     ~FakeShell()
