@@ -611,9 +611,7 @@ static size_t each_failed(struct engine *e, const struct func *f,
     size_t n = 0;
     if (x == NULL)
         return 0;
-    struct list_node *it = x->failed.next, *next;
-    for (; it != &x->failed; it = next) {
-        next = it->next;
+    list_for_each_safe(it, next, &x->failed) {
         struct jobx_rec *r = container_of(it, struct jobx_rec, fnode);
         if (f == NULL || r->job->func == f) {
             fn(e, r->job);
