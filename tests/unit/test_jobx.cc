@@ -112,6 +112,24 @@ class JobxTest : public ::testing::Test {
     }
 };
 
+// Issue 29 (features plug in): the fake shell attaches the features as the server does
+// (features_attach), so these tests run the server's assembly: the policies of --retry are
+// there from the start, the durable part's hooks are set, schedules are enabled. (Before, the
+// fake shell attached none: `retry list` was empty until the first use and `schedule` was
+// refused.)
+TEST_F(JobxTest, FakeShellAttachesTheServersFeatures)
+{
+    f.cfg.retry[0] = {strdup("F"), 2, 10, 15};
+    f.cfg.nretry = 1;
+    start();
+    EXPECT_NE(jobx_of(&f.eng), nullptr);
+    EXPECT_NE(f.eng.ext.recur, nullptr);
+    EXPECT_NE(f.eng.ext.job_failed, nullptr);
+    EXPECT_NE(f.eng.ext.job_restored, nullptr) << "jobx_store attached";
+    EXPECT_EQ(admin("retry list"), "F\t2\t10\t15\n.\n");
+    EXPECT_EQ(admin("schedule list"), ".\n");
+}
+
 TEST(JobxDelay, ExponentialCappedWithEqualJitter)
 {
     jobx_policy p = {};
