@@ -33,6 +33,7 @@
 #include "config.h"
 #include "dump.h"
 #include "engine.h"
+#include "feature_set.h"
 #include "func.h"
 #include "fuzz_util.h"
 #include "job.h"
@@ -619,12 +620,7 @@ static void setup(struct reader *r)
     int rc = engine_init(&S.eng, &S.cfg, &ops, &S);
     FUZZ_CHECK(rc == 0, "engine_init");
     engine_set_sink(&S.eng, &cmd_sink);
-    FUZZ_CHECK(recur_attach(&S.eng) == 0, "recur_attach");
-    FUZZ_CHECK(jobx_admin_register(&S.eng) == 0 && recur_admin_register(&S.eng) == 0 &&
-                   dump_admin_register(&S.eng) == 0,
-               "admin_register");
-    FUZZ_CHECK(metrics_add(&S.eng, &jobx_counters) == 0, "metrics_add");
-    FUZZ_CHECK(metrics_add(&S.eng, &recur_counters) == 0, "metrics_add");
+    FUZZ_CHECK(features_attach(&S.eng) == 0, "features_attach");
     /* deterministic handles and hashing, so inputs replay and the fuzzer can name jobs */
     S.eng.next_id = 1;
     S.eng.seed = 0x5eed;
@@ -657,7 +653,6 @@ static void teardown(void)
     FUZZ_CHECK(S.eng.npeers == 0 && list_empty(&S.eng.peers), "peers left after detaching all");
     FUZZ_CHECK(list_empty(&S.eng.listings), "a listing outlived its peer");
     check_all();
-    recur_detach(&S.eng);
     engine_destroy(&S.eng);
     acl_free(S.eng.acl);
     config_free(&S.cfg);

@@ -27,6 +27,7 @@
 #include "cmd.h"
 #include "config.h"
 #include "engine.h"
+#include "feature_set.h"
 #include "fuzz_util.h"
 #include "http.h"
 #include "log.h"
@@ -282,6 +283,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     C.http_request_timeout = 86400; /* deadlines are armed and disarmed, never reached */
     FUZZ_CHECK(engine_init(&E, &C, &ops, NULL) == 0, "engine_init");
     engine_set_sink(&E, &cmd_sink);
+    FUZZ_CHECK(features_attach(&E) == 0, "features_attach"); /* as the server: POST /admin too */
     char err[256];
     H = http_new(&E, &C, err, sizeof err);
     FUZZ_CHECK(H != NULL, "%s", err);

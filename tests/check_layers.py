@@ -18,16 +18,6 @@ import sys
 
 CORE = {"engine", "job", "func", "worker"}
 
-# Edges that still point up while issue 29 is under way: each entry is removed when its module is
-# moved behind a hook or a table. The check fails on any other upward edge, and on an entry here
-# that no longer exists (so the list only shrinks).
-KNOWN_UP = {
-    ("cmd", "jobx"),
-    ("engine", "jobx"), ("job", "jobx"), ("worker", "jobx"),
-}
-KNOWN_CYCLE = {"engine", "job", "func", "worker", "jobx"}
-
-
 def read_layers(srcdir):
     """The layer folders of SRCDIR/LAYERS, lowest first ('#' starts a comment)."""
     names = []
@@ -164,32 +154,22 @@ def main():
         bad += 1
         print(f"{f}: not in a layer folder of {os.path.join(srcdir, 'LAYERS')}")
     link, incl = link_edges(lib), include_edges(srcdir)
-    known = set(KNOWN_UP)
-    seen = set()
     for kind, edges in (("link", link), ("include", incl)):
         for a in sorted(edges):
             for b in sorted(edges[a]):
                 if a not in rank or b not in rank or rank[b] <= rank[a]:
-                    continue
-                seen.add((a, b))
-                if (a, b) in known:
                     continue
                 bad += 1
                 why = sorted(edges[a][b])
                 more = f" (+{len(why) - 4} more)" if len(why) > 4 else ""
                 print(f"{kind} edge up: {a} ({layers[rank[a]]}) -> {b} ({layers[rank[b]]}): "
                       f"{', '.join(why[:4])}{more}")
-    for a, b in sorted(known - seen):
-        bad += 1
-        print(f"KNOWN_UP lists {a} -> {b}, which is gone: remove it from the list")
-    allowed = KNOWN_CYCLE if any(a in CORE for a, _ in known) else CORE
-    bad += report("link", link, allowed) + report("include", incl, allowed)
+    bad += report("link", link, CORE) + report("include", incl, CORE)
     if bad:
         print(f"FAIL: {bad} layer problem(s); layers, lowest first: {' '.join(layers)}")
         return 1
     print(f"ok: {len(rank)} modules in {len(layers)} layers ({' < '.join(layers)}); no edge "
-          f"points up{' beyond the known ' + str(len(known)) if known else ''}; the only cycle "
-          f"is the core ({', '.join(sorted(allowed))})")
+          f"points up; the only cycle is the core ({', '.join(sorted(CORE))})")
     return 0
 
 

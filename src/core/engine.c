@@ -13,7 +13,6 @@
 
 #include "func.h"
 #include "job.h"
-#include "jobx.h"
 #include "worker.h"
 
 /* the sink until engine_set_sink: tells nobody anything */
@@ -94,7 +93,9 @@ void engine_destroy(struct engine *e)
         j->flags &= (uint8_t)~JOB_STORED; /* shutting down is not completion */
         job_free(e, j);
     }
-    jobx_destroy(e);
+    for (int i = ENGINE_EXT_SLOTS - 1; i >= 0; i--) /* the features, last attached first */
+        if (e->ext.destroy[i] != NULL)
+            e->ext.destroy[i](e);
     hmap_free(&e->jobs_by_id);
     hmap_free(&e->jobs_by_unique);
     heap_free(&e->timers);
@@ -313,9 +314,36 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     if (!list_empty(&e->ready))
         return engine_check_fail(err, errlen,
                                  "wake-ups left undone after the handler (engine_drain_ready)");
-    if (e->recur_check != NULL && e->recur_check(e, err, errlen) != 0)
-        return -1;
     if (job_check_uniques(e, err, errlen) != 0)
         return -1;
-    return jobx_check(e, err, errlen);
+    for (int i = 0; i < ENGINE_EXT_SLOTS; i++) /* the features' own invariants */
+        if (e->ext.check[i] != NULL && e->ext.check[i](e, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+int engine_ext_join(struct engine *e, engine_ext_check_fn check, engine_ext_destroy_fn destroy)
+{
+    int free_slot = -1;
+    for (int i = ENGINE_EXT_SLOTS - 1; i >= 0; i--) {
+        if (e->ext.check[i] == check && e->ext.destroy[i] == destroy && (check || destroy))
+            return 0; /* joined already */
+        if (e->ext.check[i] == NULL && e->ext.destroy[i] == NULL)
+            free_slot = i;
+    }
+    if (free_slot < 0)
+        return -1;
+    e->ext.check[free_slot] = check;
+    e->ext.destroy[free_slot] = destroy;
+    return 0;
+}
+
+void engine_ext_leave(struct engine *e, engine_ext_check_fn check, engine_ext_destroy_fn destroy)
+{
+    for (int i = 0; i < ENGINE_EXT_SLOTS; i++)
+        if (e->ext.check[i] == check && e->ext.destroy[i] == destroy) {
+            e->ext.check[i] = NULL;
+            e->ext.destroy[i] = NULL;
+            return;
+        }
 }

@@ -25,11 +25,9 @@ struct admin_cmd;
 struct admin_listing;
 struct peer;
 struct engine;
-struct recur;
 struct engine_snapshot;
 struct func;
 struct job;
-struct jobx;
 struct store;
 
 /* struct engine_ops is what the engine asks of the shell that owns the sockets. */
@@ -71,15 +69,24 @@ struct engine_sink {
 
 /* struct engine_ext is where the features beyond Gearman (retry policies and the dead-letter
  * list, dependencies, schedules: docs/BEYOND-GEARMAN.md) hook into the core and the store, so
- * that neither knows them. Every member may be NULL (engine_init zeroes them); each feature sets
- * its own when it is attached. The store calls job_restored and record_restored while it
- * replays (and a load calls them too); the core calls job_freed; a dump calls job_meta and
- * record_each. A record's kind indexes the arrays (STORE_REC_* of store_batch.h, which is
- * ENGINE_EXT_KINDS wide). */
+ * that neither knows them: the core calls a feature only through these members and keeps its
+ * state as opaque pointers. Every member may be NULL (engine_init zeroes them); each feature sets
+ * its own when it is attached (feature_set.h attaches them all). The store calls job_restored and
+ * record_restored while it replays (and a load calls them too); the core calls job_failed,
+ * job_completed, job_left, job_gone, job_freed, check and destroy; a dump calls job_meta and
+ * record_each. A record's kind indexes the record arrays (STORE_REC_* of store_batch.h, which
+ * is ENGINE_EXT_KINDS wide); a feature's check and destroy share one of ENGINE_EXT_SLOTS slots
+ * (engine_ext_join). */
 #define ENGINE_EXT_KINDS 8
 #define ENGINE_EXT_COUNTERS 8 /* counter tables features may add (metrics_add) */
-struct store_record;
 struct metrics_table;
+#define ENGINE_EXT_SLOTS 4
+struct store_record;
+/* engine_ext_check_fn is a feature's invariant check (engine_ext.check); engine_ext_destroy_fn
+ * frees a feature's state (engine_ext.destroy). */
+typedef int (*engine_ext_check_fn)(const struct engine *e, char *err, size_t errlen);
+typedef void (*engine_ext_destroy_fn)(struct engine *e);
+
 struct engine_ext {
     /* job_restored: j (JOB_LIMBO, background, stored) came back with meta (meta_len bytes) and
      * was due at when: returns 1 when the feature took it (a dead-letter list, a waiting place,
@@ -112,6 +119,26 @@ struct engine_ext {
     /* job_wait: make j, just created by a submit (JOB_LIMBO), wait for the jobs numbered
      * after[0..n) (n > 0): 0, or -1 out of memory (j left in limbo without side state). */
     int (*job_wait)(struct engine *e, struct job *j, const uint64_t *after, size_t n);
+    /* job_failed: running job j failed (WORK_FAIL, WORK_EXCEPTION with its data, a
+     * CAN_DO_TIMEOUT: err[0..len) says which), before it is freed: returns 1 when the feature
+     * took it (j is then the feature's, deferred or parked), 0 to let the caller fail it. */
+    int (*job_failed)(struct engine *e, struct job *j, const char *err, size_t len);
+    /* job_completed: j completed (WORK_COMPLETE), before it is freed. */
+    void (*job_completed)(struct engine *e, struct job *j);
+    /* job_left: j leaves a place a feature keeps (state is JOB_FAILED or JOB_WAITING of
+     * job.h) for JOB_LIMBO (job_detach): the feature takes it out of its place. */
+    void (*job_left)(struct engine *e, struct job *j, int state);
+    /* job_gone: j is being freed without having completed (job_free, after job_detach). */
+    void (*job_gone)(struct engine *e, struct job *j);
+    /* check[i]: a feature's invariant check, run by engine_check after the core's own: 0, or
+     * -1 with a description in err (engine_check_fail). */
+    engine_ext_check_fn check[ENGINE_EXT_SLOTS];
+    /* destroy[i]: frees a feature's state; engine_destroy calls it once the jobs are freed. */
+    engine_ext_destroy_fn destroy[ENGINE_EXT_SLOTS];
+    void *jobx;       /* the retries/dead-letter/dependency state (jobx.h), opaque here; NULL
+                         until attached or first used */
+    void *recur;      /* the recurring schedules (recur.h), opaque here; NULL when not attached */
+    size_t schedules; /* schedules defined, a gauge kept by recur.c (for stats and metrics) */
 };
 
 /* struct engine_durable is how the core submit (job_submit) reaches the durable store without
@@ -216,10 +243,6 @@ struct engine {
     struct engine_sink sink;      /* what to tell clients and workers (engine_set_sink) */
     struct engine_ext ext;        /* the features beyond Gearman (all NULL when none attached) */
     struct engine_durable durable; /* the store as the core submit sees it (all NULL without) */
-    struct recur *recur;          /* recurring schedules (recur.h), NULL when not attached */
-    size_t schedules;             /* schedules defined, a gauge (kept by sched.c) */
-    int (*recur_check)(const struct engine *e, char *err, size_t errlen); /* recur_check when
-                                     attached: engine_check calls it */
     struct list_node ready;       /* functions with a wake-up to do (func->wake), in order */
     void *shell;                  /* the shell's own pointer, for its callbacks */
     struct list_node peers;       /* all connected peers, oldest first (struct peer.node) */
@@ -273,8 +296,6 @@ struct engine {
     size_t job_bytes;             /* bytes allocated for live jobs (struct, unique, reducer,
                                      payload), a gauge */
     double started;               /* engine_now at engine_init: the start, for uptime */
-    struct jobx *jobx;            /* retry policies and dead-letter list (jobx.h), NULL until
-                                     first used */
 };
 
 /* engine_init sets up e with cfg and the shell's callbacks. Returns 0 or -1. */
@@ -333,6 +354,15 @@ void engine_destroy(struct engine *e);
  * Returns 0, or -1 with a description in err. O(jobs + functions + abilities): for tests and the
  * fuzzer. It writes only the functions' scratch counters (func.check). */
 int engine_check(const struct engine *e, char *err, size_t errlen);
+
+/* engine_ext_join registers a feature's invariant check and teardown (either may be NULL) in a
+ * free slot of e->ext.check and e->ext.destroy; joining again with the same pair does nothing.
+ * Returns 0, or -1 when all ENGINE_EXT_SLOTS slots are taken. */
+int engine_ext_join(struct engine *e, engine_ext_check_fn check, engine_ext_destroy_fn destroy);
+
+/* engine_ext_leave frees the slot engine_ext_join gave the same pair (a feature detached before
+ * engine_destroy); does nothing when it has none. */
+void engine_ext_leave(struct engine *e, engine_ext_check_fn check, engine_ext_destroy_fn destroy);
 
 /* engine_check_fail formats an invariant violation into err (errlen bytes) and returns -1: the
  * one helper of engine_check and the other layers' checkers (session_check). */

@@ -11,7 +11,6 @@
 #include "engine.h"
 #include "esc.h"
 #include "func.h"
-#include "jobx.h"
 #include "list.h"
 #include "worker.h"
 
@@ -370,11 +369,11 @@ void job_detach(struct engine *e, struct job *j)
         heap_remove(&e->timers, &j->timer);
         break;
     }
-    case JOB_FAILED:
-        jobx_unpark(e, j);
-        break;
+    case JOB_FAILED: /* places only a feature puts jobs in, which it takes them out of */
     case JOB_WAITING:
-        jobx_unwait(e, j);
+        assert(e->ext.job_left != NULL);
+        if (e->ext.job_left != NULL)
+            e->ext.job_left(e, j, (int)j->state);
         break;
     case JOB_LIMBO:
         break;
@@ -457,8 +456,8 @@ void job_free(struct engine *e, struct job *j)
 {
     struct func *f = j->func;
     job_detach(e, j);
-    if (e->jobx != NULL && e->jobx->deps.count > 0)
-        jobx_job_gone(e, j); /* it never completes: the jobs that wait for it fail */
+    if (e->ext.job_gone != NULL)
+        e->ext.job_gone(e, j); /* it never completes: a feature may fail what waits for it */
     job_list_remove(e, j);
     hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
     unique_unlink(e, j);

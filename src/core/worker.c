@@ -8,7 +8,6 @@
 #include "engine.h"
 #include "func.h"
 #include "job.h"
-#include "jobx.h"
 #include "list.h"
 #include "log.h"
 
@@ -359,7 +358,7 @@ void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
     /* a background job with a retry policy runs again later or goes to the dead-letter list */
-    if (jobx_job_failed(e, j, "CAN_DO_TIMEOUT", 14)) {
+    if (e->ext.job_failed != NULL && e->ext.job_failed(e, j, "CAN_DO_TIMEOUT", 14)) {
         log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT (retry policy)",
                  (unsigned long long)j->id);
         return;

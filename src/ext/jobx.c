@@ -21,23 +21,46 @@ static uint64_t name_hash(const struct engine *e, const char *name, size_t len)
     return hmap_hash_bytes(name, len, e->seed);
 }
 
+struct jobx *jobx_of(const struct engine *e) { return e->ext.jobx; }
+
+/* hook installs (on != 0) or removes jobx's engine_ext hooks. Returns 0, or -1 when no slot is
+ * left for its check. */
+static int hook(struct engine *e, int on)
+{
+    if (!on) {
+        engine_ext_leave(e, jobx_check, jobx_destroy);
+    } else if (engine_ext_join(e, jobx_check, jobx_destroy) != 0) {
+        log_error("jobx: no engine_ext slot left (ENGINE_EXT_SLOTS)");
+        return -1;
+    }
+    e->ext.job_failed = on ? jobx_job_failed : NULL;
+    e->ext.job_completed = on ? jobx_job_done : NULL;
+    e->ext.job_left = on ? jobx_job_left : NULL;
+    e->ext.job_gone = on ? jobx_job_gone : NULL;
+    e->ext.job_freed = on ? jobx_job_freed : NULL;
+    e->ext.job_revive = on ? jobx_retry_job : NULL; /* a submit joining a dead letter revives it */
+    e->ext.wait_refused = on ? jobx_may_wait : NULL; /* a submit's after list: this module's */
+    e->ext.job_wait = on ? jobx_wait : NULL;
+    return 0;
+}
+
 struct jobx *jobx_get(struct engine *e)
 {
-    if (e->jobx != NULL)
-        return e->jobx;
+    if (e->ext.jobx != NULL)
+        return e->ext.jobx;
     struct jobx *x = calloc(1, sizeof *x);
     if (x == NULL)
         return NULL;
+    if (hook(e, 1) != 0) {
+        free(x);
+        return NULL;
+    }
     hmap_init(&x->policies);
     hmap_init(&x->recs);
     hmap_init(&x->deps);
     list_node_init(&x->failed);
     x->rng = hmap_mix64(e->seed ^ 0x6a6f6278ull) | 1;
-    e->jobx = x;
-    e->ext.job_freed = jobx_job_freed;
-    e->ext.job_revive = jobx_retry_job; /* a submit joining a dead-letter job brings it back */
-    e->ext.wait_refused = jobx_may_wait; /* a submit's after list: this module's waiting */
-    e->ext.job_wait = jobx_wait;
+    e->ext.jobx = x;
     const struct config *c = e->cfg;
     for (int i = 0; c != NULL && i < c->nretry; i++) {
         const struct config_retry *r = &c->retry[i];
@@ -56,9 +79,10 @@ int jobx_attach(struct engine *e) { return jobx_get(e) != NULL ? 0 : -1; }
 
 void jobx_destroy(struct engine *e)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = e->ext.jobx;
     if (x == NULL)
         return;
+    hook(e, 0);
     struct hmap_iter it;
     hmap_iter_init(&it, &x->policies);
     for (void *p; (p = hmap_iter_next(&it)) != NULL;)
@@ -77,12 +101,12 @@ void jobx_destroy(struct engine *e)
     hmap_free(&x->recs);
     hmap_free(&x->deps);
     free(x);
-    e->jobx = NULL;
+    e->ext.jobx = NULL;
 }
 
 const struct jobx_policy *jobx_policy_find(const struct engine *e, const char *name, size_t len)
 {
-    const struct jobx *x = e->jobx;
+    const struct jobx *x = jobx_of(e);
     if (x == NULL || x->policies.count == 0)
         return NULL;
     struct hmap_probe pr;
@@ -148,7 +172,7 @@ static double uniform(struct jobx *x)
 
 struct jobx_rec *jobx_rec_of(const struct engine *e, const struct job *j)
 {
-    const struct jobx *x = e->jobx;
+    const struct jobx *x = jobx_of(e);
     if (x == NULL || !(j->flags & JOB_EXT))
         return NULL;
     struct hmap_probe pr;
@@ -209,7 +233,7 @@ struct jobx_rec *jobx_rec_get(struct engine *e, struct job *j)
 
 void jobx_park(struct engine *e, struct job *j)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     struct jobx_rec *r = jobx_rec_of(e, j);
     assert(r != NULL && j->state == JOB_LIMBO);
     j->state = JOB_FAILED;
@@ -220,7 +244,7 @@ void jobx_park(struct engine *e, struct job *j)
 
 int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     if (x == NULL || !(j->flags & JOB_BACKGROUND) || job_has_waiters(j))
         return 0;
     const struct jobx_policy *p = jobx_policy_find(e, j->func->name, j->func->name_len);
@@ -266,14 +290,22 @@ void jobx_unpark(struct engine *e, struct job *j)
 {
     struct jobx_rec *r = jobx_rec_of(e, j);
     if (r != NULL)
-        unpark(e->jobx, j, r);
+        unpark(jobx_of(e), j, r);
     else
         j->state = JOB_LIMBO; /* (never: engine_check reports a failed job without a record) */
 }
 
+void jobx_job_left(struct engine *e, struct job *j, int state)
+{
+    if (state == JOB_FAILED)
+        jobx_unpark(e, j);
+    else
+        jobx_unwait(e, j);
+}
+
 void jobx_job_freed(struct engine *e, struct job *j)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     struct jobx_rec *r = jobx_rec_of(e, j);
     if (r == NULL)
         return;
@@ -411,7 +443,7 @@ static void drop_edges(struct jobx *x, struct jobx_rec *r)
 
 size_t jobx_ndependents(const struct engine *e, uint64_t id)
 {
-    const struct jobx *x = e->jobx;
+    const struct jobx *x = jobx_of(e);
     const struct jobx_pre *p = x != NULL && x->deps.count > 0 ? pre_find(x, id) : NULL;
     return p != NULL ? p->n : 0;
 }
@@ -482,7 +514,7 @@ fail:
 
 void jobx_unwait(struct engine *e, struct job *j)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     struct jobx_rec *r = jobx_rec_of(e, j);
     if (r != NULL)
         drop_edges(x, r);
@@ -493,7 +525,7 @@ void jobx_unwait(struct engine *e, struct job *j)
 
 void jobx_job_done(struct engine *e, struct job *j)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     if (x == NULL || x->deps.count == 0)
         return;
     /* one waiter at a time, oldest first: the entry is freed with its last edge, and releasing
@@ -520,7 +552,7 @@ void jobx_job_done(struct engine *e, struct job *j)
 
 void jobx_job_gone(struct engine *e, struct job *j)
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     if (x == NULL || x->deps.count == 0 || pre_find(x, j->id) == NULL)
         return;
     /* a work list of the jobs that failed, so a long chain takes no stack */
@@ -551,19 +583,24 @@ void jobx_job_gone(struct engine *e, struct job *j)
     trim(e, x);
 }
 
-size_t jobx_nwaiting(const struct engine *e) { return e->jobx != NULL ? e->jobx->nwaiting : 0; }
+size_t jobx_nwaiting(const struct engine *e)
+{
+    const struct jobx *x = jobx_of(e);
+    return x != NULL ? x->nwaiting : 0;
+}
 
 void jobx_retry_job(struct engine *e, struct job *j)
 {
     struct jobx_rec *r = jobx_rec_of(e, j);
     if (r == NULL || j->state != JOB_FAILED)
         return;
-    unpark(e->jobx, j, r);
+    struct jobx *x = jobx_of(e);
+    unpark(x, j, r);
     r->attempts = 0;
     jobx_clear_error(r);
     job_log(e, j, "retried from the dead-letter list");
-    if (e->jobx->persist != NULL)
-        e->jobx->persist(e, j, 0);
+    if (x->persist != NULL)
+        x->persist(e, j, 0);
     func_push(e, j, 0);
 }
 
@@ -573,13 +610,11 @@ void jobx_retry_job(struct engine *e, struct job *j)
 static size_t each_failed(struct engine *e, const struct func *f,
                           void (*fn)(struct engine *e, struct job *j))
 {
-    struct jobx *x = e->jobx;
+    struct jobx *x = jobx_of(e);
     size_t n = 0;
     if (x == NULL)
         return 0;
-    struct list_node *it = x->failed.next, *next;
-    for (; it != &x->failed; it = next) {
-        next = it->next;
+    list_for_each_safe(it, next, &x->failed) {
         struct jobx_rec *r = container_of(it, struct jobx_rec, fnode);
         if (f == NULL || r->job->func == f) {
             fn(e, r->job);
@@ -606,13 +641,17 @@ size_t jobx_purge(struct engine *e, const struct func *f)
     return each_failed(e, f, purge_one);
 }
 
-size_t jobx_nfailed(const struct engine *e) { return e->jobx != NULL ? e->jobx->nfailed : 0; }
+size_t jobx_nfailed(const struct engine *e)
+{
+    const struct jobx *x = jobx_of(e);
+    return x != NULL ? x->nfailed : 0;
+}
 uint64_t jobx_retries(const struct engine *e) { return e->stats.retries; }
 uint64_t jobx_dropped(const struct engine *e) { return e->stats.failed_dropped; }
 
 int jobx_check(const struct engine *e, char *err, size_t errlen)
 {
-    const struct jobx *x = e->jobx;
+    const struct jobx *x = jobx_of(e);
     size_t ext = 0, failed = 0, waiting = 0, edges = 0;
     list_for_each(n, &e->func_list)
         func_of_anode(n)->check[PRIO_COUNT] = 0; /* reused: jobs parked */

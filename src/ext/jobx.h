@@ -2,8 +2,9 @@
 /* jobx: job extensions beyond Gearman, kept beside the jobs rather than in struct job: retry
  * policies per function (a background job that fails is run again later, with exponential
  * backoff and jitter) and the dead-letter list of the jobs that used their retries up.
- * Pure, no I/O: the engine calls in where a job fails, is freed or is checked; the admin
- * commands are in jobx_admin.c. A job with side state here carries JOB_EXT. */
+ * Pure, no I/O: the engine calls in through its engine_ext hooks, where a job fails, completes,
+ * leaves a place of jobx's, is freed or is checked; the admin commands are in jobx_admin.c.
+ * A job with side state here carries JOB_EXT. */
 #ifndef SPUR_JOBX_H
 #define SPUR_JOBX_H
 
@@ -88,7 +89,8 @@ struct jobx_rec {
     struct jobx_edge one;    /* the edge of a job that waits for one job */
 };
 
-/* struct jobx is the extension state of one engine (engine.jobx), created on first use. */
+/* struct jobx is the extension state of one engine (engine.ext.jobx, opaque to the core),
+ * created on first use or when attached. */
 struct jobx {
     struct hmap policies;    /* struct jobx_policy by name */
     struct hmap recs;        /* struct jobx_rec by job handle number */
@@ -104,15 +106,20 @@ struct jobx {
     /* (the counters are engine_stats.retries and .failed_dropped, reset by 'stats reset') */
 };
 
+/* jobx_of returns e's extension state (e->ext.jobx), or NULL when none was made yet. */
+struct jobx *jobx_of(const struct engine *e);
+
 /* jobx_get returns e's extension state, creating it (and the policies of --retry) on first
- * use; NULL when out of memory. */
+ * use and installing its engine_ext hooks (job_failed, job_completed, job_left, job_gone,
+ * job_freed, a check and a destroy slot); NULL when out of memory. */
 struct jobx *jobx_get(struct engine *e);
 
-/* jobx_attach sets up e's extension state with the policies of --retry (server start, after
+/* jobx_attach sets up e's extension state with the policies of --retry (features_attach, after
  * engine_init). Returns 0, or -1 out of memory. */
 int jobx_attach(struct engine *e);
 
-/* jobx_destroy frees e's extension state (engine_destroy, after the jobs are freed). */
+/* jobx_destroy frees e's extension state and removes its hooks (engine_ext.destroy: called by
+ * engine_destroy after the jobs are freed). */
 void jobx_destroy(struct engine *e);
 
 /* jobx_policy_find returns the policy of the function named name[0..len), or NULL. */
@@ -129,11 +136,11 @@ int jobx_policy_set(struct engine *e, const char *name, size_t len, uint32_t cou
  * [0, d/2] (u01 in [0,1]). */
 double jobx_delay(const struct jobx_policy *p, uint32_t attempt, double u01);
 
-/* jobx_job_failed is called when running job j failed (WORK_FAIL, WORK_EXCEPTION with its
- * text, a CAN_DO_TIMEOUT) before it is freed. When j is a background job no client waits on and
- * its function has a retry policy, jobx takes it: it is deferred to its next run (JOB_FUTURE),
- * or, its retries used up, moved to the dead-letter list (JOB_FAILED); returns 1. Otherwise
- * returns 0 and the caller frees j as Gearman does. */
+/* jobx_job_failed (the engine_ext.job_failed hook) is called when running job j failed
+ * (WORK_FAIL, WORK_EXCEPTION with its text, a CAN_DO_TIMEOUT) before it is freed. When j is a
+ * background job no client waits on and its function has a retry policy, jobx takes it: it is
+ * deferred to its next run (JOB_FUTURE), or, its retries used up, moved to the dead-letter list
+ * (JOB_FAILED); returns 1. Otherwise returns 0 and the caller frees j as Gearman does. */
 int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len);
 
 /* jobx_rec_get returns j's record, creating it (flagging j JOB_EXT); NULL out of memory. */
@@ -145,7 +152,12 @@ void jobx_park(struct engine *e, struct job *j);
 /* jobx_unpark takes dead-letter job j off the list, into JOB_LIMBO (job_detach). */
 void jobx_unpark(struct engine *e, struct job *j);
 
-/* jobx_job_freed forgets j's side state (job_free, for jobs with JOB_EXT). */
+/* jobx_job_left (the engine_ext.job_left hook) takes j out of the place of state: the
+ * dead-letter list (JOB_FAILED, jobx_unpark) or the waiting place (JOB_WAITING, jobx_unwait). */
+void jobx_job_left(struct engine *e, struct job *j, int state);
+
+/* jobx_job_freed (engine_ext.job_freed) forgets j's side state (job_free, for jobs with
+ * JOB_EXT). */
 void jobx_job_freed(struct engine *e, struct job *j);
 
 /* jobx_rec_of returns j's side state, or NULL. */
@@ -187,14 +199,15 @@ size_t jobx_ndependents(const struct engine *e, uint64_t id);
  * memory (j is left in limbo, without side state). */
 int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n);
 
-/* jobx_job_done: j completed (WORK_COMPLETE), before it is freed. The jobs that waited for it
- * alone become runnable, in the order they were submitted. O(1) when nothing waits for j, else
- * O(jobs waiting for it). */
+/* jobx_job_done (engine_ext.job_completed): j completed (WORK_COMPLETE), before it is freed.
+ * The jobs that waited for it alone become runnable, in the order they were submitted. O(1)
+ * when nothing waits for j, else O(jobs waiting for it). */
 void jobx_job_done(struct engine *e, struct job *j);
 
-/* jobx_job_gone: j leaves without completing (job_free; also a job moved to the dead-letter
- * list). Every job waiting for it fails into the dead-letter list ("dependency H failed"), and
- * so on down the chain: O(1) when nothing waits for j, else O(jobs that fail). */
+/* jobx_job_gone (engine_ext.job_gone): j leaves without completing (job_free; also a job moved
+ * to the dead-letter list). Every job waiting for it fails into the dead-letter list
+ * ("dependency H failed"), and so on down the chain: O(1) when nothing waits for j, else
+ * O(jobs that fail). */
 void jobx_job_gone(struct engine *e, struct job *j);
 
 /* jobx_unwait takes waiting job j out of the waiting place into JOB_LIMBO (job_detach),
@@ -208,9 +221,10 @@ size_t jobx_nwaiting(const struct engine *e);
 uint64_t jobx_retries(const struct engine *e);
 uint64_t jobx_dropped(const struct engine *e);
 
-/* jobx_check verifies the side state against the jobs: every JOB_EXT job has a record and every
- * record a live JOB_EXT job, every JOB_FAILED job is on the dead-letter list and only those,
- * nfailed and each function's parked count agree. Returns 0 or -1 with err. O(jobs). */
+/* jobx_check (an engine_ext.check slot) verifies the side state against the jobs: every
+ * JOB_EXT job has a record and every record a live JOB_EXT job, every JOB_FAILED job is on the
+ * dead-letter list and only those, nfailed and each function's parked count agree. Returns 0 or
+ * -1 with err. O(jobs). */
 int jobx_check(const struct engine *e, char *err, size_t errlen);
 
 #ifdef __cplusplus

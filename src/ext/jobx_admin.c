@@ -57,7 +57,7 @@ static int is_number(const struct pa_token *t)
 
 static void retry_list(struct peer *p)
 {
-    const struct jobx *x = p->eng->jobx;
+    const struct jobx *x = jobx_of(p->eng);
     if (x != NULL) {
         struct hmap_iter it;
         hmap_iter_init(&it, &x->policies);
@@ -155,7 +155,7 @@ static int put_escaped(struct buf *b, const char *s, size_t len)
 void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n)
 {
     struct engine *e = p->eng;
-    const struct jobx *x = e->jobx;
+    const struct jobx *x = jobx_of(e);
     const struct func *f = NULL;
     if (n > 4) {
         reply(p, "ERR UNKNOWN_SHOW_ARGUMENTS\r\n");

@@ -225,8 +225,8 @@ static int restore_waiting(struct engine *e, struct job *j, const char *meta, si
             jobx_set_dep_error(r, pre->id);
             r->first_failed = r->last_failed = engine_now(e);
             jobx_park(e, j);
-            if (e->jobx->persist != NULL)
-                e->jobx->persist(e, j, 0);
+            if (jobx_of(e)->persist != NULL)
+                jobx_of(e)->persist(e, j, 0);
             return 1;
         }
         keep[k++] = ids[i];
@@ -238,8 +238,8 @@ static int restore_waiting(struct engine *e, struct job *j, const char *meta, si
                   (unsigned long long)j->id);
         return 0;
     }
-    if (renumbered && e->jobx->persist != NULL)
-        e->jobx->persist(e, j, 0); /* its row names the new ids */
+    if (renumbered && jobx_of(e)->persist != NULL)
+        jobx_of(e)->persist(e, j, 0); /* its row names the new ids */
     return 1;
 }
 
@@ -308,7 +308,7 @@ static int record_restored(struct engine *e, const struct store_record *r, char 
 static void record_each(const struct engine *e,
                         void (*cb)(void *ctx, const struct store_record *r), void *ctx)
 {
-    const struct jobx *x = e->jobx;
+    const struct jobx *x = jobx_of(e);
     if (x == NULL)
         return;
     struct hmap_iter it;
@@ -333,9 +333,10 @@ int jobx_store_policy(struct engine *e, const char *name, size_t len)
 
 int jobx_store_attach(struct engine *e)
 {
-    if (jobx_attach(e) != 0)
+    struct jobx *x = jobx_get(e);
+    if (x == NULL)
         return -1;
-    e->jobx->persist = persist;
+    x->persist = persist;
     e->ext.job_restored = job_restored;
     e->ext.job_meta = jobx_meta_write;
     e->ext.record_restored[STORE_REC_RETRY] = record_restored;

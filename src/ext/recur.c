@@ -67,7 +67,7 @@ struct recur {
     struct log_limit refused_log; /* one line a minute about refused firings */
 };
 
-static struct recur *S(const struct engine *e) { return e->recur; }
+static struct recur *S(const struct engine *e) { return e->ext.recur; }
 
 static struct recur_entry *entry_of(struct list_node *n)
 {
@@ -133,7 +133,7 @@ static void unlink_entry(struct engine *e, struct recur_entry *x)
     hmap_remove(&sc->by_name, x, x->hash);
     list_del(&x->node);
     sc->n--;
-    e->schedules = sc->n;
+    e->ext.schedules = sc->n;
 }
 
 /* value_of builds x's stored value (state line, then the text); the caller frees it. */
@@ -226,7 +226,7 @@ static int insert(struct engine *e, struct recur_entry *x, double now)
         return -1;
     list_push_back(&sc->all, &x->node);
     sc->n++;
-    e->schedules = sc->n;
+    e->ext.schedules = sc->n;
     if (requeue(e, x, now) != 0) {
         unlink_entry(e, x);
         return -1;
@@ -483,15 +483,21 @@ static int check_hook(const struct engine *e, char *err, size_t errlen)
 
 int recur_attach(struct engine *e)
 {
+    if (S(e) != NULL)
+        return 0; /* attached already */
     struct recur *sc = calloc(1, sizeof *sc);
     if (sc == NULL)
         return -1;
+    if (engine_ext_join(e, check_hook, recur_detach) != 0) {
+        log_error("recur: no engine_ext slot left (ENGINE_EXT_SLOTS)");
+        free(sc);
+        return -1;
+    }
     hmap_init(&sc->by_name);
     list_node_init(&sc->all);
     sc->refused_log.interval = 60;
-    e->recur = sc;
-    e->schedules = 0;
-    e->recur_check = check_hook;
+    e->ext.recur = sc;
+    e->ext.schedules = 0;
     e->ext.record_restored[STORE_REC_SCHEDULE] = record_restored;
     e->ext.record_each[STORE_REC_SCHEDULE] = record_each;
     return 0;
@@ -510,9 +516,9 @@ void recur_detach(struct engine *e)
     hmap_free(&sc->by_name);
     heap_free(&sc->due);
     free(sc);
-    e->recur = NULL;
-    e->schedules = 0;
-    e->recur_check = NULL;
+    engine_ext_leave(e, check_hook, recur_detach);
+    e->ext.recur = NULL;
+    e->ext.schedules = 0;
     e->ext.record_restored[STORE_REC_SCHEDULE] = NULL;
     e->ext.record_each[STORE_REC_SCHEDULE] = NULL;
 }
@@ -543,7 +549,7 @@ int recur_check(const struct engine *e, char *err, size_t errlen)
                                      x->s.name);
         }
     }
-    if (n != sc->n || sc->by_name.count != n || e->schedules != n)
+    if (n != sc->n || sc->by_name.count != n || e->ext.schedules != n)
         return engine_check_fail(err, errlen, "%zu schedules listed, %zu counted, %zu indexed",
                                  n, sc->n, sc->by_name.count);
     if (inheap != sc->due.n)

@@ -31,18 +31,20 @@ enum recur_add_result {
     RECUR_NO_MEMORY,    /* out of memory */
 };
 
-/* recur_attach creates e's schedules (e->recur) and installs their engine_ext hooks (the store
- * record kind STORE_REC_SCHEDULE) and the engine_check hook. Call once after engine_init.
- * Returns 0 or -1 (no memory). */
+/* recur_attach creates e's schedules (e->ext.recur) and installs their engine_ext hooks (the
+ * store record kind STORE_REC_SCHEDULE, a check and a destroy slot). Call after engine_init
+ * (features_attach does); attaching again does nothing. Returns 0 or -1 (no memory). */
 int recur_attach(struct engine *e);
 
-/* recur_detach frees every schedule and e->recur (before engine_destroy). NULL-safe. */
+/* recur_detach frees every schedule and e->ext.recur and removes the hooks (engine_destroy calls
+ * it through engine_ext.destroy; a caller may detach earlier). NULL-safe. */
 void recur_detach(struct engine *e);
 
 /* recur_add adds (or, for an existing name, replaces) the schedule described by text (the
  * arguments of `schedule add`, schedule_parse's form) at now (engine_now); from_config marks
- * one from the config file (which wins over a stored one of the same name, see sched.c). The
- * schedule is written to the store (a record put into the next batch). On failure err says why. */
+ * one from the config file (which wins over a stored one of the same name, see recur.c's
+ * record_restored). The schedule is written to the store (a record put into the next batch). On
+ * failure err says why. */
 enum recur_add_result recur_add(struct engine *e, const char *text, size_t len, int from_config,
                                 char *err, size_t errlen);
 

@@ -13,7 +13,6 @@
 #include "engine.h"
 #include "func.h"
 #include "job.h"
-#include "jobx.h"
 #include "list.h"
 #include "log.h"
 #include "store.h"
@@ -451,12 +450,13 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     hist_observe(&j->func->run, hist_seconds, engine_now(e) - j->since);
     job_log(e, j, ev == JOB_EV_COMPLETED ? "completed" : ev == JOB_EV_FAILED ? "failed"
                                                                             : "exception");
-    if (ev == JOB_EV_COMPLETED)
-        jobx_job_done(e, j); /* the jobs that waited for it alone are queued */
+    if (ev == JOB_EV_COMPLETED && e->ext.job_completed != NULL)
+        e->ext.job_completed(e, j); /* the jobs that waited for it alone are queued */
     /* a background job with a retry policy runs again later or goes to the dead-letter list */
-    if (ev == JOB_EV_FAILED && jobx_job_failed(e, j, "WORK_FAIL", 9))
+    if (ev == JOB_EV_FAILED && e->ext.job_failed != NULL && e->ext.job_failed(e, j, "WORK_FAIL", 9))
         return;
-    if (ev == JOB_EV_EXCEPTION && jobx_job_failed(e, j, pkt->data, pkt->data_len))
+    if (ev == JOB_EV_EXCEPTION && e->ext.job_failed != NULL &&
+        e->ext.job_failed(e, j, pkt->data, pkt->data_len))
         return;
     job_free(e, j);
 }

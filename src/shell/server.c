@@ -19,11 +19,8 @@
 #include "admin.h"
 #include "cmd.h"
 #include "conn.h"
-#include "dump.h"
+#include "feature_set.h"
 #include "file.h"
-#include "jobx_admin.h"
-#include "jobx_counters.h"
-#include "jobx_store.h"
 #include "log.h"
 #include "notify.h"
 #include "recur.h"
@@ -643,27 +640,12 @@ int server_init(struct server *s, const struct config *cfg, char *err, size_t er
         return -1;
     }
     engine_set_sink(&s->eng, &cmd_sink);
-    if (jobx_store_attach(&s->eng) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     if (cfg->schedule_tz != NULL) { /* cron schedules (and SUBMIT_JOB_SCHED) are read in this zone */
         setenv("TZ", cfg->schedule_tz, 1);
         tzset();
     }
-    if (recur_attach(&s->eng) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (jobx_admin_register(&s->eng) != 0 || recur_admin_register(&s->eng) != 0 ||
-        dump_admin_register(&s->eng) != 0) {
-        snprintf(err, errlen, "cannot register the admin commands");
-        return -1;
-    }
-    /* the features' rows of stats, stats json and metrics (metrics.h) */
-    if (metrics_add(&s->eng, &jobx_counters) != 0 ||
-        metrics_add(&s->eng, &recur_counters) != 0) {
-        snprintf(err, errlen, "too many counter tables");
+    if (features_attach(&s->eng) != 0) { /* feature_set.c: hooks, admin commands, counters */
+        snprintf(err, errlen, "out of memory, or too many admin or counter tables");
         return -1;
     }
     if (acl_new(cfg, &s->eng.acl, err, errlen) != 0)
@@ -841,8 +823,7 @@ void server_destroy(struct server *s)
     ev_signal_stop(s->loop, &s->sig_hup);
     ev_signal_stop(s->loop, &s->sig_usr1);
     ev_async_stop(s->loop, &s->store_async);
-    recur_detach(&s->eng);
-    engine_destroy(&s->eng);
+    engine_destroy(&s->eng); /* (and the features, through engine_ext.destroy) */
     acl_free(s->eng.acl);
     s->eng.acl = NULL;
     ev_loop_destroy(s->loop);

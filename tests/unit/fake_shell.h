@@ -15,8 +15,7 @@ extern "C" {
 #include "config.h"
 #include "dump.h"
 #include "engine.h"
-#include "jobx_admin.h"
-#include "jobx_counters.h"
+#include "feature_set.h"
 #include "peer.h"
 #include "recur.h"
 #include "session.h"
@@ -50,13 +49,7 @@ struct FakeShell {
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &cmd_sink);
-        // the features' admin commands (the server registers the same in server_init)
-        ASSERT_EQ(jobx_admin_register(&eng), 0);
-        ASSERT_EQ(recur_admin_register(&eng), 0);
-        ASSERT_EQ(dump_admin_register(&eng), 0);
-        // the features' rows of stats, stats json and metrics, as server_init adds them
-        ASSERT_EQ(metrics_add(&eng, &jobx_counters), 0);
-        ASSERT_EQ(metrics_add(&eng, &recur_counters), 0);
+        ASSERT_EQ(features_attach(&eng), 0); // the features, as the server attaches them
     }
 
     ~FakeShell()

@@ -1133,3 +1133,115 @@ TEST(CoreSubmit, WaitRefusedByTheFeatureThatOwnsWaiting)
 }
 
 } // namespace
+
+// Issue 29 (features plug in): a feature reaches the core only through engine_ext. The core
+// offers a failed job to ext.job_failed (a feature that takes it keeps the job in a place of its
+// own), calls ext.job_left when such a job leaves that place, ext.job_gone when a job is freed
+// without completing, runs ext.check[] in engine_check and ext.destroy[] in engine_destroy.
+// (Before, the core called jobx by name, and this program could not have linked without it.)
+namespace {
+
+int destroyed = 0; // teardowns engine_destroy ran through ext.destroy
+
+void hook_attach(engine *e)
+{
+    e->ext.job_failed = [](engine *e, job *j, const char *err, size_t len) {
+        string p = Core::job_payload_str(j);
+        Core::self(e)->note("ext failed " + p + " " + string(err, len));
+        if (p != "take")
+            return 0;
+        job_detach(e, j); // the feature's own place, as jobx's dead-letter list
+        j->state = JOB_FAILED;
+        j->func->parked++;
+        return 1;
+    };
+    e->ext.job_left = [](engine *e, job *j, int state) {
+        Core::self(e)->note("ext left " + Core::job_payload_str(j) + " " +
+                            (state == JOB_FAILED ? "failed" : "other"));
+        j->func->parked--;
+    };
+    e->ext.job_gone = [](engine *e, job *j) {
+        Core::self(e)->note("ext gone " + Core::job_payload_str(j));
+    };
+    ASSERT_EQ(engine_ext_join(
+                  e, [](const engine *e, char *err, size_t errlen) {
+                      return static_cast<Core *>(e->shell)->log.empty()
+                                 ? 0
+                                 : engine_check_fail(err, errlen, "feature check: log not empty");
+                  },
+                  [](engine *) { destroyed++; }),
+              0);
+}
+
+} // namespace
+
+TEST(Core, FeatureHooksAreCalledWhereAJobFailsLeavesAndGoes)
+{
+    destroyed = 0;
+    {
+        Core c;
+        c.cfg.job_retries = -1;
+        c.start();
+        hook_attach(&c.eng);
+        worker *w = c.new_worker(0, {"f"}, 100);
+        job *kept = c.submit("f", "take");
+        kept->flags |= JOB_BACKGROUND;
+        EXPECT_EQ(c.grab(w), "take");
+        engine_run_timers(&c.eng, c.clock + 0.2); // past its CAN_DO_TIMEOUT
+        EXPECT_EQ(c.take(), V{"ext failed take CAN_DO_TIMEOUT"});
+        EXPECT_EQ(kept->state, JOB_FAILED) << "the feature took it: not failed, not freed";
+        EXPECT_EQ(c.eng.njobs, 1u);
+        c.check();
+
+        job *other = c.submit("f", "x", 1);
+        EXPECT_EQ(c.grab(w), "x");
+        engine_run_timers(&c.eng, c.clock + 0.4);
+        EXPECT_EQ(c.take(), (V{"ext failed x CAN_DO_TIMEOUT", "failed x C1", "ext gone x"}))
+            << "not taken: failed to its client and freed as without the feature";
+        (void)other;
+
+        job_free(&c.eng, kept);
+        EXPECT_EQ(c.take(), (V{"ext left take failed", "ext gone take"}));
+        EXPECT_EQ(c.eng.njobs, 0u);
+        c.check();
+        c.note("unexpected");
+        char err[256];
+        EXPECT_EQ(engine_check(&c.eng, err, sizeof err), -1) << "ext.check[] runs";
+        EXPECT_STREQ(err, "feature check: log not empty");
+        c.take();
+        c.gone(w);
+        EXPECT_EQ(destroyed, 0);
+    }
+    EXPECT_EQ(destroyed, 1) << "engine_destroy ran the feature's teardown";
+}
+
+// slot_check is a distinct check function per N (distinct code, so never folded into one).
+int slot_calls[ENGINE_EXT_SLOTS + 1];
+template <int N> int slot_check(const engine *, char *, size_t)
+{
+    slot_calls[N]++;
+    return 0;
+}
+
+TEST(Core, FeatureSlotsAreJoinedOnceAndBounded)
+{
+    Core c;
+    c.start();
+    static_assert(ENGINE_EXT_SLOTS == 4, "one check per slot, and one more");
+    static const engine_ext_check_fn checks[ENGINE_EXT_SLOTS + 1] = {
+        slot_check<0>, slot_check<1>, slot_check<2>, slot_check<3>, slot_check<4>};
+    EXPECT_EQ(engine_ext_join(&c.eng, checks[0], nullptr), 0);
+    EXPECT_EQ(engine_ext_join(&c.eng, checks[0], nullptr), 0) << "joined again: the same slot";
+    for (int i = 1; i < ENGINE_EXT_SLOTS; i++)
+        EXPECT_EQ(engine_ext_join(&c.eng, checks[i], nullptr), 0);
+    EXPECT_EQ(engine_ext_join(&c.eng, checks[ENGINE_EXT_SLOTS], nullptr), -1) << "all taken";
+    engine_ext_leave(&c.eng, checks[1], nullptr);
+    EXPECT_EQ(engine_ext_join(&c.eng, checks[ENGINE_EXT_SLOTS], nullptr), 0) << "a freed slot";
+    int n = 0;
+    for (int i = 0; i < ENGINE_EXT_SLOTS; i++)
+        n += c.eng.ext.check[i] != nullptr;
+    EXPECT_EQ(n, ENGINE_EXT_SLOTS);
+    c.check();
+    EXPECT_EQ(slot_calls[1], 0) << "a check that left is not run";
+    EXPECT_EQ(slot_calls[0] + slot_calls[2] + slot_calls[3] + slot_calls[4], 4);
+}

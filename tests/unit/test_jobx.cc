@@ -65,8 +65,7 @@ class JobxTest : public ::testing::Test {
     }
     void start()
     {
-        f.start();
-        ASSERT_EQ(jobx_attach(&f.eng), 0);
+        f.start(); // attaches jobx with the other features (features_attach)
         c = f.connect();
         w = f.connect();
         a = f.connect();
@@ -113,6 +112,24 @@ class JobxTest : public ::testing::Test {
         check();
     }
 };
+
+// Issue 29 (features plug in): the fake shell attaches the features as the server does
+// (features_attach), so these tests run the server's assembly: the policies of --retry are
+// there from the start, the durable part's hooks are set, schedules are enabled. (Before, the
+// fake shell attached none: `retry list` was empty until the first use and `schedule` was
+// refused.)
+TEST_F(JobxTest, FakeShellAttachesTheServersFeatures)
+{
+    f.cfg.retry[0] = {strdup("F"), 2, 10, 15};
+    f.cfg.nretry = 1;
+    start();
+    EXPECT_NE(jobx_of(&f.eng), nullptr);
+    EXPECT_NE(f.eng.ext.recur, nullptr);
+    EXPECT_NE(f.eng.ext.job_failed, nullptr);
+    EXPECT_NE(f.eng.ext.job_restored, nullptr) << "jobx_store attached";
+    EXPECT_EQ(admin("retry list"), "F\t2\t10\t15\n.\n");
+    EXPECT_EQ(admin("schedule list"), ".\n");
+}
 
 TEST(JobxDelay, ExponentialCappedWithEqualJitter)
 {
@@ -274,7 +291,7 @@ TEST_F(JobxTest, TimeoutIsAFailureAndCompletionForgetsTheRecord)
     EXPECT_EQ(err_of(&f.eng, r), "CAN_DO_TIMEOUT");
     send(w, CMD_WORK_COMPLETE, join({h, "ok"}));
     EXPECT_EQ(f.eng.njobs, 0u);
-    EXPECT_EQ(f.eng.jobx->recs.count, 0u);
+    EXPECT_EQ(jobx_of(&f.eng)->recs.count, 0u);
 }
 
 TEST_F(JobxTest, CheckCatchesABrokenSideState)
@@ -294,9 +311,9 @@ TEST_F(JobxTest, CheckCatchesABrokenSideState)
     j->func->parked++;
     EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
     j->func->parked--;
-    f.eng.jobx->nfailed++;
+    jobx_of(&f.eng)->nfailed++;
     EXPECT_NE(engine_check(&f.eng, err, sizeof err), 0);
-    f.eng.jobx->nfailed--;
+    jobx_of(&f.eng)->nfailed--;
     EXPECT_EQ(engine_check(&f.eng, err, sizeof err), 0) << err;
 }
 
@@ -386,8 +403,8 @@ TEST_F(JobxTest, DependenciesWaitRunInOrderAndCascadeFailures)
     string rc = admin("submit fc --after " + ha + "," + hb + " three");
     string hc = rc.substr(3, rc.size() - 5);
     EXPECT_EQ(jobx_nwaiting(&f.eng), 2u);
-    EXPECT_EQ(f.eng.jobx->nedges, 3u);
-    EXPECT_EQ(f.eng.jobx->deps.count, 2u) << "one entry per job waited for";
+    EXPECT_EQ(jobx_of(&f.eng)->nedges, 3u);
+    EXPECT_EQ(jobx_of(&f.eng)->deps.count, 2u) << "one entry per job waited for";
     job *jb = job_find_handle(&f.eng, hb.data(), hb.size());
     ASSERT_NE(jb, nullptr);
     EXPECT_EQ(jb->state, JOB_WAITING);
@@ -422,8 +439,8 @@ TEST_F(JobxTest, DependenciesWaitRunInOrderAndCascadeFailures)
     ASSERT_NE(jc, nullptr);
     EXPECT_EQ(jc->state, JOB_FAILED);
     EXPECT_EQ(jobx_nwaiting(&f.eng), 0u);
-    EXPECT_EQ(f.eng.jobx->deps.count, 0u);
-    EXPECT_EQ(f.eng.jobx->nedges, 0u);
+    EXPECT_EQ(jobx_of(&f.eng)->deps.count, 0u);
+    EXPECT_EQ(jobx_of(&f.eng)->nedges, 0u);
     jobx_rec *rcr = jobx_rec_of(&f.eng, jc);
     ASSERT_NE(rcr, nullptr);
     EXPECT_EQ(err_of(&f.eng, rcr), "dependency " + hb + " failed");
@@ -450,8 +467,8 @@ TEST_F(JobxTest, FanInIsOneIndexEntryReleasedInOrder)
     check();
     job *ja = job_find_handle(&f.eng, ha.data(), ha.size());
     ASSERT_NE(ja, nullptr);
-    EXPECT_EQ(f.eng.jobx->deps.count, 1u) << "one entry, not one per edge";
-    EXPECT_EQ(f.eng.jobx->nedges, n);
+    EXPECT_EQ(jobx_of(&f.eng)->deps.count, 1u) << "one entry, not one per edge";
+    EXPECT_EQ(jobx_of(&f.eng)->nedges, n);
     EXPECT_EQ(jobx_ndependents(&f.eng, ja->id), n);
     // the entry's list is the waiters in submission order, each edge inline in its record
     jobx_rec *first = jobx_rec_of(&f.eng, job_find_handle(&f.eng, hs[0].data(), hs[0].size()));
@@ -480,7 +497,7 @@ TEST_F(JobxTest, FanInIsOneIndexEntryReleasedInOrder)
     FakeShell::take(w);
     send(w, CMD_WORK_COMPLETE, join({ha, ""}));
     EXPECT_EQ(jobx_nwaiting(&f.eng), 1u);
-    EXPECT_EQ(f.eng.jobx->deps.count, 1u) << "b's entry only";
+    EXPECT_EQ(jobx_of(&f.eng)->deps.count, 1u) << "b's entry only";
     send(w, CMD_CANT_DO, "fa");
     send(w, CMD_CAN_DO, "fw");
     for (size_t i = 0; i < 3; i++) {

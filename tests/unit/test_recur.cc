@@ -20,12 +20,7 @@ extern "C" {
 namespace {
 
 struct RecurShell : FakeShell {
-    void begin()
-    {
-        start();
-        ASSERT_EQ(recur_attach(&eng), 0);
-    }
-    ~RecurShell() { recur_detach(&eng); }
+    void begin() { start(); } // features_attach attaches recur; engine_destroy detaches it
 
     int add(const std::string &text)
     {
@@ -172,7 +167,7 @@ TEST_F(Recur, AddReplacesRemoveForgetsAndTheLimitHolds)
     EXPECT_EQ(recur_remove(&s.eng, "a", 1), 0);
     EXPECT_EQ(recur_remove(&s.eng, "a", 1), -1);
     EXPECT_EQ(recur_count(&s.eng), 1u);
-    EXPECT_EQ(s.eng.schedules, 1u);
+    EXPECT_EQ(s.eng.ext.schedules, 1u);
     s.check(__LINE__);
 }
 
@@ -280,11 +275,11 @@ TEST_F(Recur, EngineCheckSeesACountThatDisagrees)
     s.begin();
     ASSERT_EQ(s.add("t @every 10s f p"), RECUR_ADDED);
     s.check(__LINE__);
-    s.eng.schedules = 2;
+    s.eng.ext.schedules = 2;
     char err[256] = "";
     EXPECT_EQ(engine_check(&s.eng, err, sizeof err), -1);
     EXPECT_NE(std::string(err).find("schedules"), std::string::npos) << err;
-    s.eng.schedules = 1;
+    s.eng.ext.schedules = 1;
 }
 
 TEST_F(Recur, NoFiringWhileTheStoreReplays)
