@@ -198,6 +198,8 @@ enum { DENIED_SUBMIT = 0, DENIED_CAN_DO, DENIED_ADMIN, DENIED_KINDS };
 /* struct engine_stats counts what the server did, for logs, admin and metrics. Every field is
  * cumulative since the start or the last 'stats reset', incremented in O(1) where the event
  * happens; gauges (what is, not what happened) are kept elsewhere. */
+#define ENGINE_SUBMIT_RESULTS 10 /* at least the number of enum submit_result values (submit.h) */
+
 struct engine_stats {
     uint64_t connections;   /* peers ever added */
     uint64_t packets;       /* binary packets handled */
@@ -228,6 +230,8 @@ struct engine_stats {
     struct hist store_commit_seconds; /* from hand-off to the committer to its answer */
     uint64_t store_replayed; /* jobs restored from the store at start-up */
     uint64_t permission_denied[DENIED_KINDS]; /* refusals by acl.c, by DENIED_* */
+    uint64_t submit_refused[ENGINE_SUBMIT_RESULTS]; /* submits job_submit refused, by its
+                                                       result (enum submit_result, submit.h) */
     uint64_t retries;       /* failed background jobs deferred to a retry (jobx.h) */
     uint64_t failed_dropped; /* dead-letter jobs dropped past --max-failed-jobs (jobx.h) */
     uint64_t schedule_fired;     /* schedule firings that submitted or joined a job (recur.h) */

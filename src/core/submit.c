@@ -125,8 +125,9 @@ static enum submit_result place(struct engine *e, const struct submit_req *rq, s
     return SUBMIT_CREATED;
 }
 
-enum submit_result job_submit(struct engine *e, const struct submit_req *rq,
-                              struct submit_out *out)
+/* submit does job_submit's work; job_submit counts its refusals. */
+static enum submit_result submit(struct engine *e, const struct submit_req *rq,
+                                 struct submit_out *out)
 {
     enum submit_result res = SUBMIT_CREATED;
     out->job = NULL;
@@ -148,5 +149,15 @@ enum submit_result job_submit(struct engine *e, const struct submit_req *rq,
     res = (rq->flags & SUBMIT_LIMBO) ? SUBMIT_CREATED : place(e, rq, j);
     if (res == SUBMIT_CREATED || res == SUBMIT_HELD)
         out->job = j;
+    return res;
+}
+
+enum submit_result job_submit(struct engine *e, const struct submit_req *rq,
+                              struct submit_out *out)
+{
+    _Static_assert(SUBMIT_WAIT_REFUSED < ENGINE_SUBMIT_RESULTS, "engine_stats.submit_refused");
+    enum submit_result res = submit(e, rq, out);
+    if (res >= SUBMIT_BAD_NAME)
+        e->stats.submit_refused[res]++;
     return res;
 }

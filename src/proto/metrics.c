@@ -17,6 +17,7 @@
 #include "hist.h"
 #include "job.h"
 #include "peer.h"
+#include "submit.h"
 #include "worker.h"
 
 static const char *const prio_names[PRIO_SNAPSHOT] = {"high", "normal", "low"};
@@ -638,6 +639,14 @@ static void get_commit_seconds(const struct metrics_src *src, struct metrics_val
      .help = "Requests refused by --admin-allow, --admin-read or --policy, by what was refused.", \
      COUNTER, FIELD(stats.permission_denied[k]), .at = {1040 + 10 * (k), 520 + (k), 480 + (k)}}
 
+/* the row of submits refused with result k (enum submit_result) named s */
+#define REFUSED(k, s)                                                                          \
+    {.text = "submits_refused_" s, .json = "jobs.refused." s,                                 \
+     .prom = "spur_submits_refused_total{reason=\"" s "\"}",                                  \
+     .help = "Submits refused (every entry point: binary, admin, HTTP, schedules, load), by "  \
+             "reason.",                                                                        \
+     COUNTER, FIELD(stats.submit_refused[k])}
+
 /* core_rows are the server's own counters and gauges. The places (at) keep the order each
  * output had before the table: {stats, stats json, metrics}. */
 static const struct metrics_row core_rows[] = {
@@ -787,6 +796,12 @@ static const struct metrics_row core_rows[] = {
     {.text = "store_replayed", .json = "store.replayed", .prom = "spur_store_replayed_jobs_total",
      .help = "Jobs restored from the store at start-up.", COUNTER, FIELD(stats.store_replayed),
      .at = {1090, 430, 430}},
+    REFUSED(SUBMIT_BAD_NAME, "bad_name"),
+    REFUSED(SUBMIT_QUEUE_FULL, "queue_full"),
+    REFUSED(SUBMIT_TOO_MANY_FUNCTIONS, "too_many_functions"),
+    REFUSED(SUBMIT_NO_MEMORY, "no_memory"),
+    REFUSED(SUBMIT_STORE_ERROR, "store_error"),
+    REFUSED(SUBMIT_WAIT_REFUSED, "wait_refused"),
 };
 
 /* ------------------------------------------------------------ the table, rendered */

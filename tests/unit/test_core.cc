@@ -1043,6 +1043,8 @@ TEST(CoreSubmit, QueueFullAtMaxqueue)
     EXPECT_EQ(job_submit(&c.eng, &b, &out), SUBMIT_QUEUE_FULL);
     EXPECT_EQ(out.job, nullptr);
     EXPECT_EQ(c.eng.njobs, 1u);
+    EXPECT_EQ(c.eng.stats.submit_refused[SUBMIT_QUEUE_FULL], 1u) << "refusals are counted";
+    EXPECT_EQ(c.eng.stats.submit_refused[SUBMIT_CREATED], 0u) << "successes are not";
     b.flags = SUBMIT_NO_MAXQUEUE | SUBMIT_LIMBO; // a 'load' restores what was
     ASSERT_EQ(job_submit(&c.eng, &b, &out), SUBMIT_CREATED);
     EXPECT_EQ(out.job->state, JOB_LIMBO) << "left to the caller";

@@ -271,7 +271,7 @@ TEST_F(MetricsTest, FeatureRowsKeepTheirPlaces)
     EXPECT_NE(st.find("STAT store_replayed 0\r\nSTAT retries_total 0\r\nSTAT failed_jobs 0\r\n"
                       "STAT failed_dropped_total 0\r\nSTAT schedules 0\r\n"
                       "STAT schedule_fired 0\r\nSTAT schedule_coalesced 0\r\n"
-                      "STAT schedule_refused 0\r\nSTAT waiting_jobs 0\r\nEND\r\n"),
+                      "STAT schedule_refused 0\r\nSTAT waiting_jobs 0\r\n"),
               string::npos) << st;
     string js = render_now(metrics_json_stats, &sh.eng, sh.clock);
     EXPECT_NE(js.find("\"functions_evicted\":0,\"retry\":{\"retries_total\":0,\"failed_jobs\":0,"

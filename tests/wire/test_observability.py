@@ -65,6 +65,11 @@ def worker(s, fn, timeout_ms=None):
     return w
 
 
+# the reasons a submit is refused (enum submit_result), as the counters name them
+REFUSALS = ["bad_name", "queue_full", "too_many_functions", "no_memory", "store_error",
+            "wait_refused"]
+
+
 # A tiny JSON-schema checker (the subset the schemas below use: type, properties, required,
 # additionalProperties, items, enum, minimum), so the test needs no python3-jsonschema.
 def check_schema(value, schema, path="$"):
@@ -134,7 +139,8 @@ STATS_SCHEMA = obj({
                                                "bad_command", "bad_args", "line_too_long",
                                                "unrecognised", "total"]}),
     "jobs": obj({"live": COUNT, "running": COUNT, "queued": PRIO, "memory_bytes": COUNT,
-                 "events": obj({e: PRIO for e in EVENTS})}),
+                 "events": obj({e: PRIO for e in EVENTS}),
+                 "refused": obj({k: COUNT for k in REFUSALS})}),
     "store": obj({"enabled": {"type": "boolean"}, "commits": COUNT, "commit_failures": COUNT,
                   "replayed": COUNT, "batch_operations": HIST, "commit_seconds": HIST}),
     "functions_by_name": {"type": "object", "additionalProperties": obj({
@@ -276,6 +282,25 @@ def test_requeue_retry_and_lost(server_factory):
     assert st["jobs_assigned"] == 2
     assert st["jobs_lost"] == 1
     assert st["curr_jobs"] == 0
+
+
+def test_refused_submits_are_counted_by_reason_whatever_the_entry(server):
+    c = server.connect()
+    assert c.admin(b"create function rf\n") == b"OK\r\n"
+    assert c.admin(b"maxqueue rf 1\n") == b"OK\r\n"
+    c.send_packet(SUBMIT_JOB_BG, b"rf", b"", b"1")
+    c.expect(JOB_CREATED)
+    c.send_packet(SUBMIT_JOB_BG, b"rf", b"", b"2")  # a binary submit, refused
+    assert c.expect(19) == b"QUEUE_ERROR\0Job queue is full"
+    assert c.admin(b"submit rf 3\n") == b"ERR QUEUE_FULL Job+queue+is+full\r\n"  # and an admin one
+    # the one counter, in all three outputs
+    s = as_int(stats(c))
+    assert {k: s["submits_refused_" + k] for k in REFUSALS} == \
+        {k: 2 if k == "queue_full" else 0 for k in REFUSALS}
+    assert json_line(c, b"stats json")["jobs"]["refused"]["queue_full"] == 2
+    prom = metrics_text(c)
+    assert 'spur_submits_refused_total{reason="queue_full"} 2\n' in prom
+    assert 'spur_submits_refused_total{reason="bad_name"} 0\n' in prom
 
 
 def test_can_do_timeout_is_counted(server):
