@@ -39,6 +39,7 @@
 #include "job.h"
 #include "jobx_admin.h"
 #include "log.h"
+#include "options.h"
 #include "peer.h"
 #include "proto.h"
 #include "proto_bin.h"
@@ -598,7 +599,7 @@ static void setup(struct reader *r)
     memset(&S, 0, sizeof S);
     alloc_armed = 0;
     alloc_countdown = 0;
-    config_defaults(&S.cfg);
+    options_defaults(&S.cfg);
     uint8_t c0 = rd_u8(r), c1 = rd_u8(r), c2 = rd_u8(r);
     static const uint32_t packets[] = {16, 64, 4096, 64u << 20};
     static const size_t lines[] = {8, 32, 128, 8192};

@@ -31,6 +31,7 @@
 #include "fuzz_util.h"
 #include "http.h"
 #include "log.h"
+#include "options.h"
 #include "peer.h"
 #include "proto.h"
 #include "session.h"
@@ -272,7 +273,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         log_open("none");
     }
     struct reader r = {data, size, 0};
-    config_defaults(&C);
+    options_defaults(&C);
     C.http_port = 0;
     C.max_packet = 1u << 16;
     C.max_output = (1u << 16) + 4096;

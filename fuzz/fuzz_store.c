@@ -24,6 +24,7 @@
 #include "fuzz_util.h"
 #include "job.h"
 #include "log.h"
+#include "options.h"
 #include "store.h"
 #include "store_backend.h"
 #include "store_mem.h"
@@ -171,7 +172,7 @@ static void start(void)
 {
     static const struct engine_ops ops = {noop_peer, noop_peer, noop_shutdown, clock_now, noop_peer};
     static const struct store_sink sink = {on_held, on_acked, on_replay_done};
-    config_defaults(&S.cfg);
+    options_defaults(&S.cfg);
     FUZZ_CHECK(engine_init(&S.eng, &S.cfg, &ops, &S) == 0, "engine_init");
     S.eng.next_id = 1; /* deterministic; the store raises it past every id it has used */
     struct store_params p;

@@ -38,6 +38,7 @@
 #include "engine.h"
 #include "fuzz_util.h"
 #include "log.h"
+#include "options.h"
 #include "outq.h"
 #include "peer.h"
 #include "session.h"
@@ -103,7 +104,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     X509_set_issuer_name(x, X509_get_subject_name(x));
     X509_sign(x, k, EVP_sha256());
     struct config c;
-    config_defaults(&c);
+    options_defaults(&c);
     c.ssl = 1;
     c.ssl_certificate = strdup(write_pem("cert.pem", x, NULL));
     c.ssl_key = strdup(write_pem("key.pem", NULL, k));
@@ -183,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
     fcntl(sv[1], F_SETFL, O_NONBLOCK);
     memset(&S, 0, sizeof S);
-    config_defaults(&S.cfg);
+    options_defaults(&S.cfg);
     S.cfg.max_output = 1 << 20;
     S.cfg.max_packet = 1 << 16;
     static const struct engine_ops ops = {cb_output, cb_close, cb_shutdown, cb_now, cb_resume};

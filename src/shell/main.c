@@ -319,7 +319,7 @@ int main(int argc, char **argv)
 {
     struct config cfg;
     char err[512];
-    config_defaults(&cfg);
+    options_defaults(&cfg);
 
     const char *env_port = getenv("GEARMAND_PORT");
     int rc = options_parse(&cfg, argc, argv, err, sizeof err, stdout);

@@ -3,16 +3,29 @@
 #include "options.h"
 
 #include "config.h"
+#include "http_opt.h"
+#include "jobx_opt.h"
 #include "opt.h"
-#include "store_pg.h"
-#include "store_sqlite.h"
+#include "recur_opt.h"
+#include "store_pg_opt.h"
+#include "store_sqlite_opt.h"
+#include "transport_tls_opt.h"
 
 const struct opt_table *const options_tables[] = {
     &config_options,
+    &transport_tls_options,
+    &http_options,
+    &jobx_options,
+    &recur_options,
     &store_sqlite_options,
     &store_pg_options,
     NULL,
 };
+
+void options_defaults(struct config *c)
+{
+    config_defaults_with(c, options_tables);
+}
 
 int options_parse(struct config *c, int argc, char **argv, char *err, size_t errlen, FILE *out)
 {

@@ -77,12 +77,6 @@ struct store_pg_params {
                               renewed for this many seconds, 0 = never */
 };
 
-struct opt_table;
-/* store_pg_options is the PostgreSQL backend's option rows (opt.h): --libpq-conninfo,
- * --libpq-table, --server-id, --takeover, --takeover-after, and the postgres: form of --store
- * in --help. */
-extern const struct opt_table store_pg_options;
-
 #ifdef __cplusplus
 }
 #endif

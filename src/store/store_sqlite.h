@@ -181,11 +181,6 @@ struct store_sqlite_params {
     long max_pages; /* --store-max-pages, 0 = no cap (tests a full disk) */
 };
 
-struct opt_table;
-/* store_sqlite_options is the SQLite backend's option rows (opt.h): --libsqlite3-db, --libsqlite3-table,
- * --store-max-pages, --store-recover. */
-extern const struct opt_table store_sqlite_options;
-
 #ifdef __cplusplus
 }
 #endif

@@ -61,45 +61,6 @@ int config_parse_retry_numbers(const char *count, const char *backoff, const cha
     return 0;
 }
 
-/* parse_retry parses FUNC:COUNT:BACKOFF:MAX (the last three colons split it, so FUNC may hold
- * colons) into r, COUNT at least 1. Returns 0 or -1. */
-static int parse_retry(const char *s, struct config_retry *r)
-{
-    const char *c[3];
-    const char *end = s + strlen(s);
-    for (int i = 2; i >= 0; i--) {
-        const char *p = end;
-        while (p > s && p[-1] != ':')
-            p--;
-        if (p == s)
-            return -1;
-        c[i] = p - 1;
-        end = p - 1;
-    }
-    size_t fl = (size_t)(c[0] - s);
-    if (fl == 0 || fl > 512)
-        return -1;
-    char nums[3][64];
-    for (int i = 0; i < 3; i++) {
-        const char *from = c[i] + 1, *to = i < 2 ? c[i + 1] : s + strlen(s);
-        if ((size_t)(to - from) >= sizeof nums[i])
-            return -1;
-        memcpy(nums[i], from, (size_t)(to - from));
-        nums[i][to - from] = '\0';
-    }
-    uint32_t n;
-    double b, m;
-    if (config_parse_retry_numbers(nums[0], nums[1], nums[2], &n, &b, &m) != 0 || n == 0)
-        return -1;
-    /* FUNC is kept in the escaped form of the admin listings (%09 is a TAB); jobx decodes it
-     * and checks it with func_name_ok, the one name check of every entry point */
-    char *f = strndup(s, fl);
-    if (f == NULL)
-        return -1;
-    *r = (struct config_retry){f, n, b, m};
-    return 0;
-}
-
 /* word_add appends the n bytes at w as a new word to *words. Returns 0, or -1 out of memory. */
 static int word_add(char ***words, int *nwords, const char *w, size_t n)
 {
@@ -256,19 +217,6 @@ static int add_schedule_line(struct config *c, const char *line, size_t len, cha
     return 0;
 }
 
-/* tz_known reports whether zone names a time zone: "UTC", or a file of the zoneinfo database
- * (an absolute path, or a name relative to /usr/share/zoneinfo without ".."). */
-static int tz_known(const char *zone)
-{
-    if (strcmp(zone, "UTC") == 0)
-        return 1;
-    if (zone[0] == '\0' || strstr(zone, "..") != NULL || strlen(zone) > 200)
-        return 0;
-    char path[256];
-    snprintf(path, sizeof path, "%s%s", zone[0] == '/' ? "" : "/usr/share/zoneinfo/", zone);
-    return access(path, R_OK) == 0;
-}
-
 /* apply_file reads the config file at path line by line and applies each line's options to c.
  * Errors are "PATH:LINE: message", or "cannot read config file PATH: reason". Returns 0 or -1. */
 static int apply(struct config *c, const struct opt_table *const *tables, int argc, char **argv,
@@ -409,15 +357,6 @@ static int set_queue_type(struct opt_ctx *x, const char *arg)
     return 0;
 }
 
-/* set_protocol takes gearmand's -r http. */
-static int set_protocol(struct opt_ctx *x, const char *arg)
-{
-    if (strcasecmp(arg, "http") != 0)
-        return opt_errf(x, "--protocol=%s is not supported by spurd (only http)", arg);
-    CFG(x)->http_protocol = 1;
-    return 0;
-}
-
 /* set_verbose sets --verbose=LEVEL (log_level_parse's names). */
 static int set_verbose(struct opt_ctx *x, const char *arg)
 {
@@ -425,20 +364,6 @@ static int set_verbose(struct opt_ctx *x, const char *arg)
     if (lvl < 0)
         return opt_errf(x, "invalid --verbose level '%s'", arg);
     CFG(x)->verbose = lvl;
-    return 0;
-}
-
-/* set_ssl_listen appends an --ssl-listen ADDR:PORT. */
-static int set_ssl_listen(struct opt_ctx *x, const char *arg)
-{
-    struct config *c = CFG(x);
-    char host[256];
-    int port;
-    if (config_split_hostport(arg, host, sizeof host, &port) != 0)
-        return opt_errf(x, "invalid --ssl-listen '%s' (ADDR:PORT or [ADDR6]:PORT)", arg);
-    if (c->nssl_listen == CONFIG_MAX_LISTEN)
-        return opt_errf(x, "too many --ssl-listen addresses (at most %d)", CONFIG_MAX_LISTEN);
-    c->ssl_listen[c->nssl_listen++] = strdup(arg);
     return 0;
 }
 
@@ -473,37 +398,8 @@ static int set_load(struct opt_ctx *x, const char *arg)
     return set_dump_load(x, arg, "load", &CFG(x)->load_file);
 }
 
-/* set_retry appends a --retry=FUNC:COUNT:BACKOFF:MAX policy. */
-static int set_retry(struct opt_ctx *x, const char *arg)
-{
-    struct config *c = CFG(x);
-    if (c->nretry == CONFIG_MAX_RETRY)
-        return opt_errf(x, "too many --retry policies (at most %d)", CONFIG_MAX_RETRY);
-    if (parse_retry(arg, &c->retry[c->nretry]) != 0)
-        return opt_errf(x, "invalid --retry '%s' (FUNC:COUNT:BACKOFF:MAX, COUNT 1..1000, "
-                           "0 <= BACKOFF <= MAX <= 2592000 seconds)", arg);
-    c->nretry++;
-    return 0;
-}
-
-/* set_schedule_tz sets --schedule-tz=ZONE, a zone tz_known knows. */
-static int set_schedule_tz(struct opt_ctx *x, const char *arg)
-{
-    if (!tz_known(arg))
-        return opt_errf(x, "unknown --schedule-tz '%s' (a zone of /usr/share/zoneinfo such as "
-                           "Europe/Berlin, or UTC)", arg);
-    opt_set_str(&CFG(x)->schedule_tz, arg);
-    return 0;
-}
-
 /* ------------------------------------------------------------------ the server's option rows */
 
-static const struct opt_choice verify_choices[] = {
-    {"none", SSL_VERIFY_CLIENT_NONE},
-    {"optional", SSL_VERIFY_CLIENT_OPTIONAL},
-    {"require", SSL_VERIFY_CLIENT_REQUIRE},
-    {NULL, 0},
-};
 static const struct opt_choice sync_choices[] = {{"full", 0}, {"normal", 1}, {NULL, 0}};
 static const struct opt_choice cando_choices[] = {{"fail", 0}, {"requeue", 1}, {NULL, 0}};
 static const struct opt_choice shutdown_choices[] = {
@@ -513,12 +409,11 @@ static const struct opt_choice shutdown_choices[] = {
     {NULL, 0},
 };
 static const struct opt_choice read_choices[] = {{"all", 0}, {"allowed", 1}, {NULL, 0}};
-static const struct opt_choice catchup_choices[] = {{"skip", 0}, {"once", 1}, {NULL, 0}};
 
 #define KA_ERR "invalid keepalive value '%s' (-1 or 1..32767)"
 
-/* The rows of the server's own options (listeners, TLS, HTTP, process, engine, limits, admin,
- * the store manager, schedules); the store backends' rows are in store/. */
+/* The rows of the server's own options (listeners, process, engine, limits, admin, the store
+ * manager); TLS, HTTP, the features and the store backends own theirs (config.h). */
 static const struct opt config_rows[] = {
     {.name = "backlog", .short_name = 'b', .arg = "N",
      .parse = OPT_P_LONG, .field = OPT_F_INT, .off = F(backlog), .lo = 1, .hi = INT_MAX,
@@ -605,34 +500,6 @@ static const struct opt config_rows[] = {
      .parse = OPT_P_FLAG, .field = OPT_F_INT, .off = F(store_on_shutdown),
      .help = "accepted; the store always writes as it goes",
      .section = CONFIG_HELP_GEARMAND, .rank = 220},
-    {.name = "ssl",
-     .parse = OPT_P_FLAG, .field = OPT_F_INT, .off = F(ssl),
-     .help = "the -p/-L listeners speak TLS (docs/SECURITY.md); needs\n"
-              "--ssl-certificate and --ssl-key",
-     .section = CONFIG_HELP_GEARMAND, .rank = 230},
-    {.name = "ssl-certificate", .arg = "F",
-     .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(ssl_certificate),
-     .help = "the server's certificate chain (PEM, its own first)",
-     .section = CONFIG_HELP_GEARMAND, .rank = 240},
-    {.name = "ssl-key", .arg = "FILE",
-     .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(ssl_key),
-     .help = "the server's private key (PEM)",
-     .section = CONFIG_HELP_GEARMAND, .rank = 250},
-    {.name = "ssl-ca-file", .arg = "FILE",
-     .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(ssl_ca_file),
-     .help = "CA certificates (PEM) client certificates are checked\n"
-              "against (see --ssl-verify-client)",
-     .section = CONFIG_HELP_GEARMAND, .rank = 260},
-    {.name = "protocol", .short_name = 'r', .arg = "http",
-     .parse = OPT_P_CUSTOM, .set = set_protocol, .has_arg = 1,
-     .help = "serve HTTP (docs/HTTP.md) on --http-port (default 8080)",
-     .section = CONFIG_HELP_GEARMAND, .rank = 270},
-    {.name = "http-port", .arg = "PORT",
-     .parse = OPT_P_LONG, .field = OPT_F_INT, .off = F(http_port), .lo = 0, .hi = 65535, .def = -1,
-     .err = "invalid --http-port value '%s'",
-     .help = "the HTTP port; given alone it also turns HTTP on (0 = any\n"
-              "free port)",
-     .section = CONFIG_HELP_GEARMAND, .rank = 280},
     {.name = "round-robin", .short_name = 'R',
      .parse = OPT_P_FLAG, .field = OPT_F_NONE,
      .help = "accepted: round-robin across functions is always on",
@@ -685,25 +552,6 @@ static const struct opt config_rows[] = {
      .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(port_file),
      .help = "write the bound TCP port to FILE (useful with --port=0)",
      .section = CONFIG_HELP_SPUR, .rank = 20},
-    {.name = "ssl-listen", .arg = "A:PORT",
-     .parse = OPT_P_CUSTOM, .set = set_ssl_listen, .has_arg = 1,
-     .help = "also listen for TLS only on address A, port PORT\n"
-              "([ADDR6]:PORT; repeatable), beside the plain -p/-L ones",
-     .section = CONFIG_HELP_SPUR, .rank = 30},
-    {.name = "ssl-verify-client", .arg = "M",
-     .parse = OPT_P_ENUM, .field = OPT_F_INT, .off = F(ssl_verify_client),
-     .choices = verify_choices,
-     .err = "invalid --ssl-verify-client '%s' (none, optional or require)",
-     .help = "none (default, as gearmand): no client certificate asked;\n"
-              "optional: one presented must verify; require: a client\n"
-              "without a verified certificate is refused",
-     .section = CONFIG_HELP_SPUR, .rank = 40},
-    {.name = "ssl-handshake-timeout", .arg = "S",
-     .parse = OPT_P_SECONDS, .field = OPT_F_DOUBLE, .off = F(ssl_handshake_timeout), .dmax = 86400,
-     .def = 10, .err = "invalid --ssl-handshake-timeout '%s' (seconds, 0..86400)",
-     .help = "close a TLS connection whose handshake is not done\n"
-              "after S seconds (default 10; 0 = never)",
-     .section = CONFIG_HELP_SPUR, .rank = 50},
     {.name = "listen-retry", .arg = "S",
      .parse = OPT_P_LONG, .field = OPT_F_INT, .off = F(listen_retry), .lo = 0, .hi = 86400,
      .err = "invalid --listen-retry '%s' (seconds, 0..86400)",
@@ -717,50 +565,6 @@ static const struct opt config_rows[] = {
               "older than S seconds closes the connection (0 = OS\n"
               "default; default: derived from --keepalive-*)",
      .section = CONFIG_HELP_SPUR, .rank = 70},
-    {.name = "http-listen", .arg = "ADDR",
-     .parse = OPT_P_LIST, .field = OPT_F_NONE, .off = F(http_listen), .count_off = F(nhttp_listen),
-     .hi = CONFIG_MAX_LISTEN, .err = "too many --http-listen addresses (at most %d)",
-     .help = "address of the HTTP listener (repeatable; default all)",
-     .section = CONFIG_HELP_SPUR, .rank = 80},
-    {.name = "http-port-file", .arg = "FILE",
-     .parse = OPT_P_STRING, .field = OPT_F_NONE, .off = F(http_port_file),
-     .help = "write the bound HTTP port to FILE",
-     .section = CONFIG_HELP_SPUR, .rank = 90},
-    {.name = "http-max-connections", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(http_max_connections), .lo = 1,
-     .hi = 1000000, .def = 1024, .err = "invalid --http-max-connections '%s' (1..1000000)",
-     .help = "HTTP connections at once (default 1024)",
-     .section = CONFIG_HELP_SPUR, .rank = 100},
-    {.name = "http-max-header-size", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(http_max_header), .lo = 1024, .hi = 1 << 20,
-     .def = 16 << 10, .err = "invalid --http-max-header-size '%s' (1k..1M)",
-     .help = "request line and headers of an HTTP request, at most\n"
-              "(default 16384; more is answered 431)",
-     .section = CONFIG_HELP_SPUR, .rank = 110},
-    {.name = "http-max-body", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(http_max_body), .lo = 1, .hi = UINT32_MAX,
-     .err = "invalid --http-max-body '%s' (1..4294967295)",
-     .help = "largest HTTP request body (default: --max-packet-size;\n"
-              "more is answered 413)",
-     .section = CONFIG_HELP_SPUR, .rank = 120},
-    {.name = "http-idle-timeout", .arg = "S",
-     .parse = OPT_P_LONG, .field = OPT_F_UINT, .off = F(http_idle_timeout), .lo = 0, .hi = 86400,
-     .def = 60, .err = "invalid --http-idle-timeout '%s' (seconds, 0..86400)",
-     .help = "close an HTTP connection idle for S seconds, unless it\n"
-              "waits on its job (default 60; 0 = never)",
-     .section = CONFIG_HELP_SPUR, .rank = 130},
-    {.name = "http-request-timeout", .arg = "S",
-     .parse = OPT_P_SECONDS, .field = OPT_F_DOUBLE, .off = F(http_request_timeout), .dmax = 86400,
-     .def = 30, .err = "invalid --http-request-timeout '%s' (seconds, 0..86400)",
-     .help = "close an HTTP connection whose request line, headers\n"
-              "and body are not all in S seconds after the request\n"
-              "began (default 30; 0 = never)",
-     .section = CONFIG_HELP_SPUR, .rank = 140},
-    {.name = "http-admin",
-     .parse = OPT_P_FLAG, .field = OPT_F_INT, .off = F(http_admin),
-     .help = "answer POST /admin: the body is one admin command, the\n"
-              "answer its reply (--admin-allow applies; default off)",
-     .section = CONFIG_HELP_SPUR, .rank = 150},
     {.name = "store", .arg = "sqlite:PATH",
      .parse = OPT_P_CUSTOM, .set = set_store, .has_arg = 1,
      .help = "keep background jobs in a durable SQLite store",
@@ -840,31 +644,6 @@ static const struct opt config_rows[] = {
      .def = 127,
      .help = "SET_CLIENT_ID is cut to N bytes (default 127)",
      .section = CONFIG_HELP_SPUR, .rank = 350},
-    {.name = "max-failed-jobs", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(max_failed_jobs), .lo = 0, .hi = 100000000,
-     .def = 10000,
-     .help = "jobs kept in the dead-letter list; the oldest are dropped\n"
-              "past it (default 10000)",
-     .section = CONFIG_HELP_SPUR, .rank = 360},
-    {.name = "max-waiting-jobs", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(max_waiting_jobs), .lo = 1, .hi = 100000000,
-     .def = 1000000, .err = "invalid --max-waiting-jobs '%s' (1..100000000)",
-     .help = "jobs waiting for others (submit --after) at once; more\n"
-              "are refused with WAITING_FULL (default 1000000)",
-     .section = CONFIG_HELP_SPUR, .rank = 370},
-    {.name = "max-dependents", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(max_dependents), .lo = 1, .hi = 10000000,
-     .def = 100000, .err = "invalid --max-dependents '%s' (1..10000000)",
-     .help = "jobs that may wait for one job; more are refused with\n"
-              "TOO_MANY_DEPENDENTS (default 100000)",
-     .section = CONFIG_HELP_SPUR, .rank = 380},
-    {.name = "retry", .arg = "FUNC:COUNT:BACKOFF:MAX",
-     .parse = OPT_P_CUSTOM, .set = set_retry, .has_arg = 1,
-     .help = "retry policy of FUNC: a background job that fails\n"
-              "runs again up to COUNT times, after min(MAX, BACKOFF *\n"
-              "2^(n-1)) seconds with jitter, then goes to the dead-letter\n"
-              "list (repeatable; the admin 'retry' changes them)",
-     .section = CONFIG_HELP_SPUR, .rank = 390},
     {.name = "idle-timeout", .arg = "S",
      .parse = OPT_P_SECONDS, .field = OPT_F_DOUBLE, .off = F(idle_timeout),
      .help = "close a connection that leaves a packet (or a TLS record)\n"
@@ -928,22 +707,6 @@ static const struct opt config_rows[] = {
      .parse = OPT_P_SECONDS, .field = OPT_F_DOUBLE, .off = F(shutdown_timeout), .def = 30,
      .help = "longest wait of 'shutdown graceful' (default 30)",
      .section = CONFIG_HELP_SPUR, .rank = 500},
-    {.name = "schedule-tz", .arg = "ZONE",
-     .parse = OPT_P_CUSTOM, .set = set_schedule_tz, .has_arg = 1,
-     .help = "time zone of cron schedules, e.g. Europe/Berlin (TZ is set\n"
-              "to it at start; default: the process's TZ)",
-     .section = CONFIG_HELP_SCHEDULE, .rank = 10},
-    {.name = "schedule-catchup", .arg = "P",
-     .parse = OPT_P_ENUM, .field = OPT_F_INT, .off = F(schedule_catchup),
-     .choices = catchup_choices, .err = "invalid --schedule-catchup '%s' (skip or once)",
-     .help = "firings missed while the server was down: skip (default)\n"
-              "or once (one firing at start for all that were missed)",
-     .section = CONFIG_HELP_SCHEDULE, .rank = 20},
-    {.name = "max-schedules", .arg = "N",
-     .parse = OPT_P_SIZE, .field = OPT_F_SIZE, .off = F(max_schedules), .lo = 1, .hi = 1000000,
-     .def = 10000, .err = "invalid --max-schedules '%s' (1..1000000)",
-     .help = "schedules at once (default 10000)",
-     .section = CONFIG_HELP_SCHEDULE, .rank = 30},
 };
 
 const struct opt_table config_options = {config_rows, sizeof config_rows / sizeof config_rows[0]};
@@ -960,10 +723,11 @@ static const char *const usage_headers[] = {
     NULL,
 };
 
-void config_defaults(struct config *c)
+void config_defaults_with(struct config *c, const struct opt_table *const *tables)
 {
     memset(c, 0, sizeof *c);
-    opt_defaults(&config_options, c);
+    for (const struct opt_table *const *t = tables; *t != NULL; t++)
+        opt_defaults(*t, c);
     c->verbose = LOG_ERROR;
     c->max_buffer_memory = config_default_buffer_memory();
     c->admin_shutdown = SHUTDOWN_LOCAL;
@@ -1015,7 +779,7 @@ int config_parse_with(struct config *c, const struct opt_table *const *tables, i
      * getopt sees them: abbreviations included) and reports command-line errors first */
     struct cfiles files = {NULL, 0};
     struct config scratch;
-    config_defaults(&scratch);
+    config_defaults_with(&scratch, tables);
     int rc = apply(&scratch, tables, argc, argv, err, errlen, out, &files, 0);
     config_free(&scratch);
     /* the files' options first, in order, so the command line wins */

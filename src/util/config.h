@@ -42,7 +42,8 @@ enum ssl_verify {
     SSL_VERIFY_CLIENT_REQUIRE,  /* asked for and required: no certificate, no handshake */
 };
 
-/* struct config holds every setting; config_defaults fills it. Strings are owned. */
+/* struct config holds every setting; options_defaults (shell/options.h) fills it. Strings are
+ * owned. */
 struct config {
     /* listeners */
     char *listen[CONFIG_MAX_LISTEN]; /* -L addresses; none means all (IPv4 and IPv6) */
@@ -178,21 +179,24 @@ enum config_help_section {
     CONFIG_HELP_SCHEDULE,     /* "Recurring schedules" */
 };
 
-/* config_options is the table of the server's own options (opt.h): everything but the store
- * backends' rows, which their modules own (store_sqlite_options, store_pg_options). The fields
- * of every row, the backends' too, are in struct config. */
+/* config_options is the table of the server's own options (opt.h): listeners, process, engine,
+ * limits, admin and the store manager. The transports (TLS), the HTTP front-end, the features
+ * (retries, dependencies, schedules) and the store backends own their rows (their *_opt.c);
+ * shell/options.c lists every table. The fields of every row are in struct config. */
 extern const struct opt_table config_options;
 
-/* config_defaults fills c with the defaults (no allocation): config_options' row defaults, and
- * 0 for every field of another table's rows. */
-void config_defaults(struct config *c);
+/* config_defaults_with fills c with the defaults of the rows of tables (a NULL-terminated list)
+ * and those no row holds (--verbose, --max-buffer-memory, --admin-shutdown); every other field
+ * is 0. No allocation. A program takes every default with options_defaults (shell/options.h),
+ * which hands it every table. */
+void config_defaults_with(struct config *c, const struct opt_table *const *tables);
 
 /* config_default_buffer_memory returns the --max-buffer-memory default: a quarter of the
  * physical memory, at least 256 MiB. */
 size_t config_default_buffer_memory(void);
 
 /* config_parse_with parses argv (argv[0] is the program name) against tables (a
- * NULL-terminated list: config_options and the backends', as shell/options.c assembles it)
+ * NULL-terminated list: every module's, as shell/options.c assembles it)
  * into c, after the options of the config files named by --config-file=FILE or @FILE (none by
  * default; several are read in order). Later values win, so the command line overrides the files. A config file holds
  * options as on the command line, one or more per line, an option's value on its line; blank

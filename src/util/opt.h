@@ -3,7 +3,8 @@
  * error text, help); opt_apply parses a command line (or one config-file line) against a list
  * of tables with getopt_long, and opt_usage writes the --help text from the same rows. The
  * tables are assembled by whoever knows every module (shell/options.c): config.c owns the
- * server's rows, a store backend its own (store/store_*_opt.c). Pure: libc only. */
+ * server's rows; the TLS transport, the HTTP front-end, the features and each store backend
+ * own theirs, each in a *_opt.c of its layer. Pure: libc only. */
 #ifndef SPUR_OPT_H
 #define SPUR_OPT_H
 

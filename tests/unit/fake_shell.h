@@ -16,6 +16,7 @@ extern "C" {
 #include "dump.h"
 #include "engine.h"
 #include "feature_set.h"
+#include "options.h"
 #include "peer.h"
 #include "recur.h"
 #include "session.h"
@@ -30,7 +31,7 @@ struct FakeShell {
     double clock = 1000.0;
     std::vector<std::unique_ptr<peer>> peers;
 
-    FakeShell() { config_defaults(&cfg); }
+    FakeShell() { options_defaults(&cfg); }
 
     void start()
     {

@@ -271,7 +271,7 @@ TEST(AclPolicy, AReloadInvalidatesPeersAndCache)
     };
     write_file("allow submit f loopback\n");
     config cfg;
-    config_defaults(&cfg);
+    options_defaults(&cfg);
     cfg.policy = strdup(path);
     acl *a = nullptr;
     char err[512] = "";
@@ -304,7 +304,7 @@ TEST(AclPolicy, AReloadInvalidatesPeersAndCache)
 TEST(AclPolicy, NothingConfiguredMeansNoState)
 {
     config cfg;
-    config_defaults(&cfg);
+    options_defaults(&cfg);
     acl *a = reinterpret_cast<acl *>(1);
     char err[128];
     ASSERT_EQ(acl_new(&cfg, &a, err, sizeof err), 0);

@@ -264,7 +264,7 @@ int parse_args(config *c, std::vector<string> args, string *err)
         argv.push_back(&a[0]);
     argv.push_back(nullptr);
     char buf[512] = "";
-    config_defaults(c);
+    options_defaults(c);
     int rc = options_parse(c, (int)args.size(), argv.data(), buf, sizeof buf, stdout);
     *err = buf;
     return rc;

@@ -26,7 +26,7 @@ struct Parsed {
 static Parsed parse(std::vector<std::string> args)
 {
     Parsed p;
-    config_defaults(&p.c);
+    options_defaults(&p.c);
     args.insert(args.begin(), "spurd");
     std::vector<char *> argv;
     for (auto &a : args)

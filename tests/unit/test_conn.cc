@@ -24,6 +24,7 @@ extern "C" {
 #include "conn.h"
 #include "engine.h"
 #include "listen.h"
+#include "options.h"
 #include "peer.h"
 #include "proto.h"
 #include "transport.h"
@@ -61,7 +62,7 @@ struct Shell {
 
     Shell()
     {
-        config_defaults(&cfg);
+        options_defaults(&cfg);
         loop = ev_loop_new(EVFLAG_AUTO);
         static const engine_ops ops = {
             [](engine *, peer *p) { p->ops->output(p); },

@@ -15,6 +15,7 @@ extern "C" {
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "options.h"
 #include "submit.h"
 #include "worker.h"
 }
@@ -45,7 +46,7 @@ struct Core {
     std::map<int, Waiters> waiters;     // each client's list of waiters
     bool started = false;
 
-    Core() { config_defaults(&cfg); }
+    Core() { options_defaults(&cfg); }
 
     void start()
     {

@@ -17,6 +17,7 @@ extern "C" {
 #include "config.h"
 #include "engine.h"
 #include "http.h"
+#include "options.h"
 #include "peer.h"
 #include "proto.h"
 #include "session.h"
@@ -32,7 +33,7 @@ struct Shell {
 
     Shell()
     {
-        config_defaults(&cfg);
+        options_defaults(&cfg);
         cfg.http_port = 0;
         static const engine_ops ops = {
             [](engine *, peer *p) {

@@ -150,7 +150,7 @@ TEST(JobxDelay, ExponentialCappedWithEqualJitter)
 TEST(JobxConfig, RetryOptionParsesFromTheRight)
 {
     config cfg;
-    config_defaults(&cfg);
+    options_defaults(&cfg);
     char err[256];
     const char *argv[] = {"spurd", "--retry=a:b:3:1.5:60", "--retry=F:1:0:0",
                           "--max-failed-jobs=7"};
@@ -164,7 +164,7 @@ TEST(JobxConfig, RetryOptionParsesFromTheRight)
     config_free(&cfg);
     for (const char *bad : {"--retry=F:0:0:0", "--retry=F:1:2:1", "--retry=:1:0:0",
                             "--retry=F:1:0", "--retry=F:1001:0:0", "--retry=F:1:0:2592001"}) {
-        config_defaults(&cfg);
+        options_defaults(&cfg);
         const char *av[] = {"spurd", bad};
         EXPECT_EQ(options_parse(&cfg, 2, (char **)av, err, sizeof err, nullptr), -1) << bad;
         config_free(&cfg);
@@ -175,7 +175,7 @@ TEST(JobxConfig, RetryOptionNamesTakeTheEscapedForm)
 {
     // a name holds every byte but NUL, given as the listings print it (%09 is a TAB)
     config cfg;
-    config_defaults(&cfg);
+    options_defaults(&cfg);
     char err[256];
     const char *argv[] = {"spurd", "--retry=ns%09f G:2:0:0", "--retry=bad%00:2:0:0"};
     ASSERT_EQ(options_parse(&cfg, 3, (char **)argv, err, sizeof err, nullptr), 0) << err;

@@ -17,9 +17,15 @@ extern "C" {
 #include "config.h"
 #include "opt.h"
 #include "options.h"
+#include "http_opt.h"
+#include "jobx_opt.h"
+#include "recur_opt.h"
 #include "store_backend.h"
 #include "store_pg.h"
+#include "store_pg_opt.h"
 #include "store_sqlite.h"
+#include "store_sqlite_opt.h"
+#include "transport_tls_opt.h"
 }
 
 namespace {
@@ -287,6 +293,18 @@ TEST(Opt, SpurdTablesBackendsOwnTheirRows)
         EXPECT_TRUE(owns(&store_sqlite_options, n)) << n;
     EXPECT_FALSE(owns(&config_options, "server-id"));
     EXPECT_TRUE(owns(&config_options, "store"));
+    // the transports and features own theirs too (review 5.3)
+    for (const char *n : {"ssl", "ssl-certificate", "ssl-key", "ssl-ca-file", "ssl-listen",
+                          "ssl-verify-client", "ssl-handshake-timeout"})
+        EXPECT_TRUE(owns(&transport_tls_options, n) && !owns(&config_options, n)) << n;
+    for (const char *n : {"protocol", "http-port", "http-listen", "http-port-file",
+                          "http-max-connections", "http-max-header-size", "http-max-body",
+                          "http-idle-timeout", "http-request-timeout", "http-admin"})
+        EXPECT_TRUE(owns(&http_options, n) && !owns(&config_options, n)) << n;
+    for (const char *n : {"retry", "max-failed-jobs", "max-waiting-jobs", "max-dependents"})
+        EXPECT_TRUE(owns(&jobx_options, n) && !owns(&config_options, n)) << n;
+    for (const char *n : {"schedule-tz", "schedule-catchup", "max-schedules"})
+        EXPECT_TRUE(owns(&recur_options, n) && !owns(&config_options, n)) << n;
 
     char *buf = nullptr;
     size_t len = 0;
@@ -308,10 +326,6 @@ TEST(Opt, SpurdTablesBackendsOwnTheirRows)
             if (o.parse != OPT_P_LONG && o.parse != OPT_P_SIZE && o.parse != OPT_P_SECONDS) {
                 EXPECT_EQ(o.def, 0) << "a default only a numeric row applies: --" << o.name;
             }
-            if (*t != &config_options) {
-                EXPECT_EQ(o.def, 0) << "config_defaults applies config_options' defaults only: --"
-                                    << o.name;
-            }
         }
     EXPECT_LE(n, OPT_MAX_ROWS);
     EXPECT_EQ(help.find("  -h, --help                 print this help and exit\n") != std::string::npos,
@@ -328,7 +342,7 @@ TEST(Opt, SpurdTablesBackendsOwnTheirRows)
 TEST(Opt, BackendParamsComeFromTheBackend)
 {
     config c;
-    config_defaults(&c);
+    options_defaults(&c);
     char *argv[] = {(char *)"spurd", (char *)"--store=sqlite:/tmp/x.db", (char *)"--store-recover",
                     (char *)"--store-max-pages=9", nullptr};
     char err[256] = "";
@@ -341,7 +355,7 @@ TEST(Opt, BackendParamsComeFromTheBackend)
     EXPECT_EQ(sq->max_pages, 9);
     config_free(&c);
 
-    config_defaults(&c);
+    options_defaults(&c);
     char *argv2[] = {(char *)"spurd", (char *)"--store=postgres:host=db password=s3cret",
                      (char *)"--takeover=old:1", (char *)"--takeover-after=30", (char *)"-p",
                      (char *)"4999", nullptr};
@@ -360,12 +374,64 @@ TEST(Opt, BackendParamsComeFromTheBackend)
     config_free(&c);
 }
 
-// config_defaults now takes the numeric defaults from config_options' rows: every one is what
-// the hand-written config_defaults set before the table.
+// row_default_held reports whether the field of the numeric row o in c holds o's default.
+static bool row_default_held(const config &c, const opt &o)
+{
+    const char *f = reinterpret_cast<const char *>(&c) + o.off;
+    long long want = (long long)o.def;
+    switch (o.field) {
+    case OPT_F_INT: return *reinterpret_cast<const int *>(f) == want;
+    case OPT_F_LONG: return *reinterpret_cast<const long *>(f) == want;
+    case OPT_F_UINT: return *reinterpret_cast<const unsigned *>(f) == (unsigned)want;
+    case OPT_F_U32: return *reinterpret_cast<const uint32_t *>(f) == (uint32_t)want;
+    case OPT_F_SIZE: return *reinterpret_cast<const size_t *>(f) == (size_t)want;
+    case OPT_F_DOUBLE: return *reinterpret_cast<const double *>(f) == o.def;
+    case OPT_F_NONE: return true;
+    }
+    return false;
+}
+
+// options_defaults applies the defaults of every table, wherever a row lives: no numeric row
+// (with a field) of any module's table is left at an unset default. A table left out of
+// options_tables, or a defaults function that takes config_options alone, fails here.
+TEST(Opt, OptionsDefaultsEveryTablesRows)
+{
+    config c;
+    options_defaults(&c);
+    int numeric = 0, outside = 0;
+    for (const opt_table *const *t = options_tables; *t != nullptr; t++)
+        for (size_t i = 0; i < (*t)->n; i++) {
+            const opt &o = (*t)->rows[i];
+            if (o.field == OPT_F_NONE ||
+                (o.parse != OPT_P_LONG && o.parse != OPT_P_SIZE && o.parse != OPT_P_SECONDS))
+                continue;
+            if (strcmp(o.name, "max-buffer-memory") == 0)
+                continue; // its default depends on the RAM: config_defaults_with sets it
+            numeric++;
+            if (*t != &config_options && o.def != 0)
+                outside++;
+            EXPECT_TRUE(row_default_held(c, o)) << "--" << o.name << " is not at its default "
+                                                << o.def;
+        }
+    EXPECT_GT(numeric, 30);
+    EXPECT_GE(outside, 9) << "the TLS, HTTP, jobx and recur rows with a default";
+    // and by value, the moved rows with a default
+    EXPECT_EQ(c.http_port, -1);
+    EXPECT_EQ(c.http_max_connections, 1024u);
+    EXPECT_EQ(c.http_idle_timeout, 60u);
+    EXPECT_DOUBLE_EQ(c.http_request_timeout, 30);
+    EXPECT_DOUBLE_EQ(c.ssl_handshake_timeout, 10);
+    EXPECT_EQ(c.max_schedules, 10000u);
+    EXPECT_EQ(c.max_dependents, 100000u);
+    config_free(&c);
+}
+
+// options_defaults takes the numeric defaults from the rows: every one is what the
+// hand-written config_defaults set before the tables.
 TEST(Opt, ConfigDefaultsFromRowsAsBefore)
 {
     config c;
-    config_defaults(&c);
+    options_defaults(&c);
     EXPECT_EQ(c.port, 4730);
     EXPECT_EQ(c.backlog, 0);
     EXPECT_EQ(c.threads, 0);

@@ -17,6 +17,7 @@ extern "C" {
 #include "engine.h"
 #include "func.h"
 #include "job.h"
+#include "options.h"
 #include "store.h"
 #include "store_backend.h"
 #include "store_mem.h"
@@ -48,7 +49,7 @@ struct Rig {
 
     explicit Rig(const std::string &n) : name(n)
     {
-        config_defaults(&cfg);
+        options_defaults(&cfg);
         static const engine_ops ops = {
             [](engine *, peer *) {},
             [](engine *, peer *) {},

@@ -28,6 +28,7 @@
 
 extern "C" {
 #include "config.h"
+#include "options.h"
 #include "store_backend.h"
 #include "store_mem.h"
 #include "store_row.h"
@@ -1281,7 +1282,7 @@ TEST(StoreSqlite, DamagedPagesCostOnlyTheirRowsAndRecoverRewritesTheRest)
 TEST(StoreBackendTable, ChoosesFromStoreAndQueueType)
 {
     config c;
-    config_defaults(&c);
+    options_defaults(&c);
     store_params p;
     EXPECT_EQ(store_backend_choose(&c, &p), nullptr) << "no store configured";
     c.store = strdup("sqlite:/var/lib/spur/q.db");

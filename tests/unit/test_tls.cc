@@ -22,6 +22,7 @@
 extern "C" {
 #include "config.h"
 #include "log.h"
+#include "options.h"
 #include "transport.h"
 #include "transport_tls.h"
 }
@@ -152,7 +153,7 @@ struct Files {
     // config fills c for these files; key names the key file.
     void config(struct config *c, const char *key, enum ssl_verify v)
     {
-        config_defaults(c);
+        options_defaults(c);
         c->ssl = 1;
         c->ssl_certificate = strdup(path("srv.pem").c_str());
         c->ssl_key = strdup(path(key).c_str());
@@ -223,7 +224,7 @@ TEST(TlsKind, LifecycleMakesReloadsAndFreesTheServersContext)
     struct config c;
     char err[512];
     void *state = &f;
-    config_defaults(&c); // TLS off: no state, no error
+    options_defaults(&c); // TLS off: no state, no error
     EXPECT_EQ(k->init(&c, &state, err, sizeof err), 0);
     EXPECT_EQ(state, nullptr);
     config_free(&c);
