@@ -247,10 +247,11 @@ static uint64_t packet_body(const struct proto_arg *args, int nargs, const struc
     return body;
 }
 
-int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
-                       struct blob *b, size_t off, size_t len)
+/* binary queues the packet's bytes into p->out: a header for a body of body bytes, the
+ * arguments NUL-separated and, with b, bytes [off, off+len) of b as a reference. 0 or -1. */
+static int binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                  struct blob *b, size_t off, size_t len, uint64_t body)
 {
-    uint64_t body = packet_body(args, nargs, b, len);
     unsigned char hdr[PROTO_HEADER_SIZE];
     proto_header(hdr, PROTO_MAGIC_RES, cmd, (uint32_t)body);
     static const char nul = '\0';
@@ -265,8 +266,15 @@ int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *arg
     return rc;
 }
 
+int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
+                       struct blob *b, size_t off, size_t len)
+{
+    return binary(p, cmd, args, nargs, b, off, len, packet_body(args, nargs, b, len));
+}
+
 /* put_packet queues a response through p's encoder (peer_ops.packet, binary by default): the
- * arguments and, if b is not NULL, bytes [off, off+len) of b as the payload. */
+ * arguments and, if b is not NULL, bytes [off, off+len) of b as the payload. The binary
+ * encoding, every connection's, is called directly (no indirect call on the hot path). */
 static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
                       struct blob *b, size_t off, size_t len)
 {
@@ -274,11 +282,13 @@ static int put_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
         return -1;
     p->eng->stats.packets_out++;
     mark_write(p, cmd);
-    if (packet_body(args, nargs, b, len) > UINT32_MAX)
+    uint64_t body = packet_body(args, nargs, b, len);
+    if (body > UINT32_MAX)
         return -1; /* no encoding carries it: dropped */
-    peer_packet_fn enc = p->ops != NULL && p->ops->packet != NULL ? p->ops->packet
-                                                                  : peer_packet_binary;
-    if (enc(p, cmd, args, nargs, b, off, len) != 0) {
+    int rc = p->ops != NULL && p->ops->packet != NULL
+                 ? p->ops->packet(p, cmd, args, nargs, b, off, len)
+                 : binary(p, cmd, args, nargs, b, off, len, body);
+    if (rc != 0) {
         peer_close(p);
         return -1;
     }
