@@ -247,8 +247,9 @@ static uint64_t packet_body(const struct proto_arg *args, int nargs, const struc
     return body;
 }
 
-/* binary queues the packet's bytes into p->out: a header for a body of body bytes, the
- * arguments NUL-separated and, with b, bytes [off, off+len) of b as a reference. 0 or -1. */
+/* binary is the binary reply encoding, every connection's: into p->out, a header for a body of
+ * body bytes, the arguments separated by NULs (one after the last when a blob range follows),
+ * then bytes [off, off+len) of b, shared rather than copied when large. 0 or -1 (no memory). */
 static int binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
                   struct blob *b, size_t off, size_t len, uint64_t body)
 {
@@ -264,12 +265,6 @@ static int binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, in
     if (rc == 0 && b != NULL)
         rc = outq_put_ref(&p->out, b, off, len);
     return rc;
-}
-
-int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
-                       struct blob *b, size_t off, size_t len)
-{
-    return binary(p, cmd, args, nargs, b, off, len, packet_body(args, nargs, b, len));
 }
 
 /* put_packet queues a response through p's encoder (peer_ops.packet, binary by default): the

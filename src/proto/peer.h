@@ -77,8 +77,8 @@ struct peer_ops {
     void (*close)(struct peer *p);  /* tear p down once the current callback has returned */
     void (*resume)(struct peer *p); /* p had stopped taking input (a listing, the store's
                                        replay) and takes it again */
-    peer_packet_fn packet;          /* its reply encoder; NULL: the binary one
-                                       (peer_packet_binary, into p->out) */
+    peer_packet_fn packet;          /* its reply encoder; NULL: the binary one (into
+                                       p->out, peer.c) */
 };
 
 /* struct peer_ack is an owner of replies the store holds until a job is durable (store.h's
@@ -179,12 +179,6 @@ static inline int peer_waiting(const struct peer *p)
 {
     return p->pending_acks > 0 || (p->flags & PEER_WAIT_REPLAY);
 }
-
-/* peer_packet_binary is the binary reply encoder: the packet (header, the arguments separated
- * by NULs, one after the last when a blob range follows, then the blob range, shared rather
- * than copied when large) appended to p->out. Returns 0 or -1 (out of memory). */
-int peer_packet_binary(struct peer *p, uint32_t cmd, const struct proto_arg *args, int nargs,
-                       struct blob *b, size_t off, size_t len);
 
 /* peer_send queues one response packet with these arguments through p's encoder (peer_ops;
  * binary by default); the last argument is the body tail (no NUL after it). Returns 0 or -1
