@@ -56,6 +56,10 @@ fi
 # removed whether systemd runs or not (a chroot, a container, an image built for later boots);
 # only a running systemd is also asked to stop them.
 new=$(dpkg-query -W -f='${Package}\n' | sort | comm -13 "$before" -)
+live=0 # 1: systemd runs here, and can be asked about units and to stop them
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    live=1
+fi
 units=""
 scripts=""
 for p in $new; do
@@ -67,7 +71,7 @@ for p in $new; do
             ls /etc/rc[2-5].d/S[0-9][0-9]"$u" >/dev/null 2>&1 && scripts="$scripts $u" ;;
         *)
             if ls /etc/systemd/system/*.wants/"$u" >/dev/null 2>&1 ||
-               { [ -d /run/systemd/system ] && [ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ]; }; then
+               { [ "$live" = 1 ] && [ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ]; }; then
                 units="$units $u"
             fi ;;
         esac
@@ -77,7 +81,7 @@ if [ -n "$units$scripts" ]; then
     echo "deps: disabling what the install enabled:$units$scripts"
 fi
 for u in $units; do
-    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    if [ "$live" = 1 ]; then
         systemctl disable --now "$u" >/dev/null 2>&1 || true
     elif command -v systemctl >/dev/null 2>&1; then
         systemctl disable "$u" >/dev/null 2>&1 || true
@@ -86,7 +90,7 @@ for u in $units; do
     fi
 done
 for s in $scripts; do
-    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    if [ "$live" = 1 ]; then
         systemctl disable --now "$s" >/dev/null 2>&1 || true
     fi
     update-rc.d "$s" disable >/dev/null 2>&1 || true
