@@ -18,6 +18,7 @@ import sys
 
 CORE = {"engine", "job", "func", "worker"}
 
+
 def read_layers(srcdir):
     """The layer folders of SRCDIR/LAYERS, lowest first ('#' starts a comment)."""
     names = []
@@ -32,15 +33,13 @@ def read_layers(srcdir):
 def modules(srcdir, layers):
     """{module: rank} for every .c/.h of the layer folders; the files found outside them."""
     rank, stray = {}, []
-    for root, _dirs, files in os.walk(srcdir):
-        rel = os.path.relpath(root, srcdir)
-        for f in sorted(files):
-            if not f.endswith((".c", ".h")):
-                continue
-            if rel not in layers:
-                stray.append(os.path.join(rel, f))
-                continue
-            rank[f.rsplit(".", 1)[0]] = layers.index(rel)
+    for path in source_files(srcdir):
+        rel = os.path.relpath(os.path.dirname(path), srcdir)
+        if rel not in layers:
+            stray.append(os.path.relpath(path, srcdir))
+            continue
+        f = os.path.basename(path)
+        rank[f.rsplit(".", 1)[0]] = layers.index(rel)
     return rank, stray
 
 
