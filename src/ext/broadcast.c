@@ -240,7 +240,7 @@ static int job_broadcast(struct engine *e, struct func *f, const struct submit_r
     size_t n = fan_out(e, f, b, m);
     msg_unref(m);
     e->stats.broadcast_jobs++;
-    if (n == 0)
+    if (f->nworkers == 0)
         e->stats.broadcast_unheard++;
     if (log_enabled(LOG_DEBUG)) {
         char h[JOB_HANDLE_BUF];

@@ -23,6 +23,9 @@ extern "C" {
 
 struct engine;
 
+/* The code of the ERROR (and admin ERR) refusing a submit a broadcast function does not take. */
+#define BROADCAST_ERR_CODE "BROADCAST_FUNCTION"
+
 /* struct bcast_fn is one function that is, or was, a broadcast function. */
 struct bcast_fn {
     uint32_t pending;  /* its copies waiting in workers' inboxes */

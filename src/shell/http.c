@@ -16,6 +16,7 @@
 #include "config.h"
 #include "engine.h"
 #include "acl.h"
+#include "broadcast.h"
 #include "job.h"
 #include "jobx.h"
 #include "jobx_admin.h"
@@ -261,6 +262,7 @@ static unsigned error_status(const struct proto_arg *code)
         {PROTO_ERR_ARGUMENT_TOO_LARGE, MHD_HTTP_BAD_REQUEST},
         {PROTO_ERR_INVALID_ARGUMENT, MHD_HTTP_BAD_REQUEST},
         {PROTO_ERR_PERMISSION_DENIED, MHD_HTTP_FORBIDDEN}, /* --policy */
+        {BROADCAST_ERR_CODE, MHD_HTTP_BAD_REQUEST}, /* a foreground submit to a broadcast one */
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (code->len == strlen(map[i].code) && memcmp(code->ptr, map[i].code, code->len) == 0)
