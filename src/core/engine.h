@@ -80,7 +80,7 @@ struct engine_sink {
 #define ENGINE_EXT_KINDS 8
 #define ENGINE_EXT_COUNTERS 8 /* counter tables features may add (metrics_add) */
 struct metrics_table;
-#define ENGINE_EXT_SLOTS 8
+#define ENGINE_EXT_SLOTS 4
 struct store_record;
 struct submit_req;
 struct submit_out;

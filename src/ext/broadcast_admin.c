@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "peer.h"
 #include "proto_admin.h"
+#include "submit.h"
 
 static void reply(struct peer *p, const char *s) { peer_write(p, s, strlen(s)); }
 
@@ -86,7 +87,8 @@ static void get_functions(const struct metrics_src *src, struct metrics_value *v
     v->u = x != NULL ? x->nfuncs : 0;
 }
 
-/* rows: in stats and metrics after every placed row; in stats json before functions_evicted */
+/* rows: in stats and metrics after every placed row; in stats json before functions_evicted
+ * (523 is permission_denied.total, 530 functions_evicted) */
 static const struct metrics_row rows[] = {
     {.text = "broadcast_jobs_total", .json = "broadcast.jobs_total",
      .prom = "spur_broadcast_jobs_total",
@@ -105,6 +107,11 @@ static const struct metrics_row rows[] = {
      .help = "Broadcast copies lost: their worker left or stopped doing the function before "
              "finishing them, or had --broadcast-backlog copies waiting.",
      .kind = METRICS_COUNTER, METRICS_FIELD(stats.broadcast_lost), .at = {0, 527, 0}},
+    {.text = "broadcast_refused_total", .json = "broadcast.refused_total",
+     .prom = "spur_broadcast_refused_total",
+     .help = "Submits a broadcast function refused (foreground, due later, or --after).",
+     .kind = METRICS_COUNTER, METRICS_FIELD(stats.submit_refused[SUBMIT_BROADCAST_REFUSED]),
+     .at = {0, 527, 0}},
     {.text = "broadcast_copies_waiting", .json = "broadcast.copies_waiting",
      .prom = "spur_broadcast_copies_waiting",
      .help = "Broadcast copies waiting for their worker's next GRAB.", .kind = METRICS_GAUGE,

@@ -375,7 +375,8 @@ def test_config_file_key_and_the_stats_outputs(server_factory, tmp_path):
     assert grab(w)[2] == b"1"
     js = json.loads(a.admin("stats json\n", b"\n"))
     assert js["broadcast"] == {"jobs_total": 2, "unheard_total": 0, "copies_delivered_total": 1,
-                               "copies_lost_total": 1, "copies_waiting": 0, "functions": 2}
+                               "copies_lost_total": 1, "refused_total": 0, "copies_waiting": 0,
+                               "functions": 2}
     m = a.admin(b"metrics\n", terminator=b"\n.\n").decode()
     for line in ("spur_broadcast_jobs_total 2", "spur_broadcast_copies_delivered_total 1",
                  "spur_broadcast_copies_lost_total 1", "spur_broadcast_functions 2"):
