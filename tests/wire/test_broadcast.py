@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import EXTERNAL, poll
-from gearman_wire import (CAN_DO, CANT_DO, ERROR, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN,
+from gearman_wire import (packet, CAN_DO, CANT_DO, ERROR, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN,
                           JOB_ASSIGN_UNIQ, JOB_CREATED, NO_JOB, NOOP, PRE_SLEEP, SUBMIT_JOB,
                           SUBMIT_JOB_BG, SUBMIT_JOB_EPOCH, SUBMIT_JOB_HIGH, SUBMIT_JOB_HIGH_BG,
                           SUBMIT_JOB_LOW_BG, WORK_COMPLETE)
@@ -441,3 +441,18 @@ def test_admin_allow_refuses_broadcast_to_a_read_only_connection(server_factory)
     assert raw.recv(100) == b"OK\r\n"
     raw.close()
     assert bc_list(a) == [[b"flush", b"on", b"0", b"0"]]
+
+
+def test_broadcast_reply_waits_behind_a_reply_held_for_the_store(server_factory, tmp_path):
+    """With --store, a background JOB_CREATED waits until its job is durable; a broadcast
+    submitted right after it on the same connection is answered after it, in request order."""
+    s = server_factory("--store=sqlite:" + str(tmp_path / "j.db"), "--broadcast=flush")
+    a, c = s.connect(), s.connect()
+    w = worker(s)
+    registered(a, b"flush", 1)
+    c.send(packet(SUBMIT_JOB_BG, b"plain", b"", b"stored") +
+           packet(SUBMIT_JOB_BG, b"flush", b"", b"fanned"))
+    first, second = c.expect(JOB_CREATED), c.expect(JOB_CREATED)
+    number = lambda h: int(h.rsplit(b":", 1)[1])
+    assert number(first) < number(second), (first, second)
+    assert grab(w)[2] == b"fanned"
