@@ -147,15 +147,16 @@ static void worker_letgo(struct engine *e, struct worker *w, const struct func *
     }
 }
 
-/* notify tells w, which has a copy waiting, of it: a held GRAB gets it now, a sleeper a NOOP;
- * a worker that is awake takes it with its next GRAB. */
+/* notify tells w, which has a copy waiting, of it: a held GRAB gets it now (even on a closing
+ * connection, whose copy is then lost: no GRAB stays held while work waits for it), a sleeper a
+ * NOOP; a worker that is awake takes it with its next GRAB. */
 static void notify(struct engine *e, struct worker *w)
 {
-    if (e->shutting_down || e->replaying || e->sink.closing(e, w->peer))
+    if (e->shutting_down || e->replaying)
         return;
     if (w->held) {
         worker_grab_held(e, w);
-    } else if (w->sleeping && !w->noop_sent) {
+    } else if (w->sleeping && !w->noop_sent && !e->sink.closing(e, w->peer)) {
         w->noop_sent = 1; /* woken_for stays NULL: no function's wake-up count is involved */
         e->sink.wake(e, w->peer);
     }
