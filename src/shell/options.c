@@ -3,6 +3,7 @@
 #include "options.h"
 
 #include "config.h"
+#include "flow_opt.h"
 #include "http_opt.h"
 #include "jobx_opt.h"
 #include "opt.h"
@@ -17,6 +18,7 @@ const struct opt_table *const options_tables[] = {
     &http_options,
     &jobx_options,
     &recur_options,
+    &flow_options,
     &store_sqlite_options,
     &store_pg_options,
     NULL,

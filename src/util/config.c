@@ -926,6 +926,11 @@ void config_free(struct config *c)
     free(c->schedules);
     c->schedules = NULL;
     c->nschedules = 0;
+    for (int i = 0; i < c->nlimits; i++)
+        free(c->limits[i]);
+    free(c->limits);
+    c->limits = NULL;
+    c->nlimits = 0;
     free(c->schedule_tz);
     c->schedule_tz = NULL;
     for (int i = 0; i < c->ntakeover; i++)
