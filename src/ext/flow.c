@@ -224,7 +224,19 @@ static void key_free(struct engine *e, struct flow_func *ff, struct flow_key *y)
 static void key_sync(struct engine *e, struct flow_func *ff, struct flow_key *y, int was)
 {
     key_relink(ff, y, was);
-    if (!key_has_ready(y) && y->running == 0 && y->bucket.pos == HEAP_NONE)
+    if (key_has_ready(y) || y->running > 0)
+        return;
+    const struct flow_rate *r = &ff->s.key_rate;
+    if (r->count && y->bucket.pos == HEAP_NONE) {
+        /* an idle key is freed once its bucket is full again (then a new one is the same) */
+        double now = engine_now(e);
+        bucket_fill(&y->bucket, r, now);
+        if (y->bucket.tokens < bucket_cap(r) - 1e-9 &&
+            heap_push(&((struct flow *)e->ext.flow)->due, &y->bucket.pos,
+                      now + (bucket_cap(r) - y->bucket.tokens) / rate_per_s(r) + 1e-6) == 0)
+            return;
+    }
+    if (y->bucket.pos == HEAP_NONE)
         key_free(e, ff, y);
 }
 
@@ -271,20 +283,20 @@ static int keys_on(struct engine *e, struct flow_func *ff)
     ff->keyed = 1;
     ff->nkeys = ff->keys_waiting = ff->nring = 0;
     struct func *f = ff->f;
+    list_for_each(n, &e->jobs) { /* the running ones first: their keys may be at the limit */
+        struct job *j = container_of(n, struct job, anode);
+        if (j->state == JOB_RUNNING && j->func == f) {
+            struct flow_key *y = key_of_job(e, ff, j, 1);
+            if (y != NULL)
+                y->running++;
+        }
+    }
     for (int p = 0; p < PRIO_COUNT; p++) {
         struct list_node *n;
         while ((n = list_first(&f->queue[p])) != NULL) {
             list_del(n);
             if (key_link(e, ff, job_of_qnode(n), 0) != 0)
                 log_error("flow: out of memory keying the jobs of a function");
-        }
-    }
-    list_for_each(n, &e->jobs) {
-        struct job *j = container_of(n, struct job, anode);
-        if (j->state == JOB_RUNNING && j->func == f) {
-            struct flow_key *y = key_of_job(e, ff, j, 1);
-            if (y != NULL)
-                y->running++;
         }
     }
     return 0;

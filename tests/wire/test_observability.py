@@ -151,6 +151,9 @@ STATS_SCHEMA = obj({
     "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total",
                                      "waiting_jobs"]}),
     "schedules": obj({k: COUNT for k in ["count", "fired", "coalesced", "refused"]}),
+    "flow": obj({"functions_paused": COUNT, "functions_limited": COUNT,
+                 "held": obj({k: COUNT for k in ["paused", "concurrency", "rate", "key"]}),
+                 "keys": COUNT, "keys_waiting": COUNT}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
