@@ -429,3 +429,25 @@ def test_counters_in_stats_json_and_metrics(server):
     m = a.admin("metrics\n", b"\n.\n")
     assert b'spur_flow_jobs_held{reason="paused"} 2\n' in m
     assert b"spur_flow_functions_paused 1\n" in m
+
+
+def test_post_admin_and_spuradmin_command_reach_the_commands(server_factory, tmp_path):
+    pf = str(tmp_path / "http-port")
+    s = server_factory("--http-port=0", "--http-listen=127.0.0.1", "--http-port-file=" + pf,
+                       "--http-admin")
+    poll(lambda: os.path.exists(pf) and open(pf).read().strip() != "", "the HTTP port file")
+    url = "http://127.0.0.1:%s/admin" % open(pf).read().strip()
+    r = subprocess.run(["curl", "-sS", "--max-time", "30", "-H", "X-Spur-Admin: 1",
+                        "--data-binary", "limit H concurrency 2", url],
+                       capture_output=True, timeout=40)
+    assert r.returncode == 0 and r.stdout == b"OK\r\n", r
+    tool = os.environ.get("SPURADMIN")
+    if not tool:
+        pytest.skip("SPURADMIN is not set")
+    r = subprocess.run([tool, "-h", s.addr[0], "-p", str(s.addr[1]), "--command", "pause H"],
+                       capture_output=True, timeout=40)
+    assert r.returncode == 0, r
+    r = subprocess.run([tool, "-h", s.addr[0], "-p", str(s.addr[1]), "--command", "limit list"],
+                       capture_output=True, timeout=40)
+    assert r.returncode == 0 and r.stdout.startswith(b"H\tconcurrency=2\t"), r
+    assert b"\tpaused=1\t" in r.stdout
