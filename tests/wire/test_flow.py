@@ -253,7 +253,6 @@ def test_rate_limit_spaces_job_starts_and_a_timer_wakes_the_sleeper(server):
     while started < 11 and time.monotonic() < deadline:
         g = grab(w)
         if g is None:
-            assert limit_rows(a)["R"]["held-rate"] != "0"
             w.send_packet(PRE_SLEEP)
             w.expect(NOOP, timeout=30)  # the bucket's timer, not a poll from us
             continue
