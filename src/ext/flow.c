@@ -470,7 +470,7 @@ static void hook_timer_run(struct engine *e, double now)
 /* persist writes name's settings s to the store (deletes them when default). */
 static int persist(struct engine *e, const char *name, size_t len, const struct flow_settings *s)
 {
-    if (e->replaying)
+    if (((struct flow *)e->ext.flow)->restoring)
         return 0; /* (a replayed record is the stored one) */
     if (is_default(s))
         return store_record_del(e, STORE_REC_FLOW, name, len);
@@ -608,6 +608,39 @@ void flow_held(const struct flow_func *ff, uint32_t held[4])
 
 /* ------------------------------------------------------------ records, config */
 
+/* config_limits applies the --limit options naming the function name[0..len) onto *s: the
+ * limits they name replace all four of s (pause and weight stay unless named). Returns 1 when
+ * one named it, 0 when none did, -1 out of memory or a bad option (err). */
+static int config_limits(const struct engine *e, const char *name, size_t len,
+                         struct flow_settings *s, char *err, size_t errlen)
+{
+    const struct config *c = e->cfg;
+    int found = 0;
+    for (int i = 0; i < c->nlimits; i++) {
+        const char *arg = c->limits[i], *colon = strrchr(arg, ':');
+        if (colon == NULL)
+            continue; /* (flow_opt.c checked the form) */
+        size_t fl;
+        char *fn = esc_decode_dup(arg, (size_t)(colon - arg), &fl);
+        if (fn == NULL) {
+            snprintf(err, errlen, "--limit '%.60s': out of memory", arg);
+            return -1;
+        }
+        int same = fl == len && memcmp(fn, name, len) == 0;
+        free(fn);
+        if (!same)
+            continue;
+        if (!found) {
+            s->concurrency = s->key_concurrency = 0;
+            s->rate.count = s->key_rate.count = 0;
+        }
+        found = 1;
+        if (flow_parse_spec(colon + 1, strlen(colon + 1), s, err, errlen) != 0)
+            return -1;
+    }
+    return found;
+}
+
 static int record_restored(struct engine *e, const struct store_record *r, char *err,
                            size_t errlen)
 {
@@ -619,7 +652,13 @@ static int record_restored(struct engine *e, const struct store_record *r, char 
     }
     if (flow_parse_spec(r->value, r->value_len, &s, err, errlen) != 0)
         return -1;
+    /* a --limit of the function wins over its stored limits (the replay ends after start) */
+    if (config_limits(e, r->key, r->key_len, &s, err, errlen) < 0)
+        return -1;
+    struct flow *x = e->ext.flow;
+    x->restoring = 1;
     int rc = flow_set(e, r->key, r->key_len, &s);
+    x->restoring = 0;
     if (rc != 0) {
         snprintf(err, errlen, "cannot apply flow control settings (%s)",
                  rc == -2 ? "too many functions with settings" : "no memory or no function");
@@ -646,10 +685,11 @@ static void record_each(const struct engine *e,
 int flow_apply_config(struct engine *e, char *err, size_t errlen)
 {
     const struct config *c = e->cfg;
+    err[0] = '\0';
     for (int i = 0; i < c->nlimits; i++) {
         const char *arg = c->limits[i], *colon = strrchr(arg, ':');
         if (colon == NULL)
-            continue; /* (flow_opt.c checked the form) */
+            continue;
         size_t fl;
         char *name = esc_decode_dup(arg, (size_t)(colon - arg), &fl);
         if (name == NULL) {
@@ -658,16 +698,14 @@ int flow_apply_config(struct engine *e, char *err, size_t errlen)
         }
         struct flow_settings s;
         flow_get(e, name, fl, &s);
-        /* the limits it names replace the stored ones; pause and weight stay unless named */
-        s.concurrency = s.key_concurrency = 0;
-        s.rate.count = s.key_rate.count = 0;
-        int rc = flow_parse_spec(colon + 1, strlen(colon + 1), &s, err, errlen);
+        int rc = config_limits(e, name, fl, &s, err, errlen) < 0 ? -1 : 0;
         if (rc == 0)
             rc = flow_set(e, name, fl, &s);
         free(name);
         if (rc != 0) {
-            if (rc != -1 || err[0] == '\0')
-                snprintf(err, errlen, "--limit '%.60s': cannot apply it", arg);
+            if (err[0] == '\0')
+                snprintf(err, errlen, "--limit '%.60s': cannot apply it (%s)", arg,
+                         rc == -3 ? "no function can be made" : "out of memory or store");
             return -1;
         }
     }

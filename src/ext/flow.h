@@ -73,7 +73,7 @@ struct flow {
     size_t nfuncs;              /* how many */
     struct heap due;            /* buckets waiting for a token, by when it comes back */
     char sep;                   /* --limit-key-separator */
-    uint64_t delayed_rate;      /* job starts a rate limit delayed (counter) */
+    int restoring;              /* a stored record is being applied: not written back */
 };
 
 /* flow_attach installs flow control's hooks on e (features_attach). Returns 0 or -1. */
@@ -93,9 +93,9 @@ int flow_set(struct engine *e, const char *name, size_t len, const struct flow_s
  * has none). Returns 1 when it has settings, 0 otherwise. */
 int flow_get(const struct engine *e, const char *name, size_t len, struct flow_settings *s);
 
-/* flow_apply_config applies the --limit options of e->cfg (after the store's replay, so they
- * win over stored settings of the same function, which they replace) and
- * --limit-key-separator. Returns 0, or -1 with a message in err. */
+/* flow_apply_config applies the --limit options of e->cfg at start (after store_open; the
+ * replay, which ends later, keeps them over the stored limits of their function: record_restored
+ * applies them again). Returns 0, or -1 with a message in err. */
 int flow_apply_config(struct engine *e, char *err, size_t errlen);
 
 /* flow_held counts the ready jobs of ff's function held back now, by reason: [0] paused, [1] a

@@ -450,3 +450,20 @@ def test_post_admin_and_spuradmin_command_reach_the_commands(server_factory, tmp
                        capture_output=True, timeout=40)
     assert r.returncode == 0 and r.stdout.startswith(b"H\tconcurrency=2\t"), r
     assert b"\tpaused=1\t" in r.stdout
+
+
+def test_limit_option_wins_over_the_stored_limits_after_the_replay(server_factory, tmp_path):
+    db = str(tmp_path / "jobs.db")
+    s = server_factory("--store=sqlite:" + db)
+    a, c = s.connect(), s.connect()
+    assert a.admin("limit G concurrency 5\n") == b"OK\r\n"
+    assert a.admin("limit G rate 9/s\n") == b"OK\r\n"
+    assert a.admin("pause G\n") == b"OK\r\n"
+    submit_bg(c, b"G", b"g1")  # durable: the records went in this batch or before
+    s.stop(signal.SIGKILL)
+    s.proc = None
+    s2 = server_factory("--store=sqlite:" + db, "--limit=G:concurrency=2")
+    poll(lambda: "store: replayed" in s2.stderr_text(), "the replay")
+    g = limit_rows(s2.connect())["G"]
+    # the option's limits replace the stored ones (rate too); the stored pause stays
+    assert (g["concurrency"], g["rate"], g["paused"]) == ("2", "-", "1"), g
