@@ -368,9 +368,17 @@ def test_bad_limit_option_is_refused():
         assert r.returncode != 0 and b"--limit" in r.stderr, (bad, r.stderr)
 
 
-def test_flow_settings_survive_kill_9_with_a_store(server_factory, tmp_path):
-    db = str(tmp_path / "jobs.db")
-    s = server_factory("--store=sqlite:" + db)
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_arg(request, tmp_path):
+    """spurd's --store over each backend (postgres skips without Debian's postgresql)."""
+    if request.param == "sqlite":
+        return "--store=sqlite:" + str(tmp_path / "jobs.db")
+    cluster = request.getfixturevalue("pg_cluster")
+    return "--store=postgres:" + cluster.conninfo(cluster.new_database())
+
+
+def test_flow_settings_survive_kill_9_with_a_store(server_factory, store_arg):
+    s = server_factory(store_arg)
     a, c = s.connect(), s.connect()
     for line in ("limit D concurrency 4", "limit D rate 20/m", "limit D key-concurrency 2",
                  "weight E 5", "pause E", "limit X concurrency 1", "limit X off"):
@@ -379,7 +387,7 @@ def test_flow_settings_survive_kill_9_with_a_store(server_factory, tmp_path):
     before = limit_rows(a)
     s.stop(signal.SIGKILL)
     s.proc = None  # killed on purpose: the factory does not check its exit code
-    s2 = server_factory("--store=sqlite:" + db)
+    s2 = server_factory(store_arg)
     poll(lambda: "store: replayed" in s2.stderr_text(), "the replay")
     a2 = s2.connect()
     after = limit_rows(a2)
@@ -452,9 +460,8 @@ def test_post_admin_and_spuradmin_command_reach_the_commands(server_factory, tmp
     assert b"\tpaused=1\t" in r.stdout
 
 
-def test_limit_option_wins_over_the_stored_limits_after_the_replay(server_factory, tmp_path):
-    db = str(tmp_path / "jobs.db")
-    s = server_factory("--store=sqlite:" + db)
+def test_limit_option_wins_over_the_stored_limits_after_the_replay(server_factory, store_arg):
+    s = server_factory(store_arg)
     a, c = s.connect(), s.connect()
     assert a.admin("limit G concurrency 5\n") == b"OK\r\n"
     assert a.admin("limit G rate 9/s\n") == b"OK\r\n"
@@ -462,7 +469,7 @@ def test_limit_option_wins_over_the_stored_limits_after_the_replay(server_factor
     submit_bg(c, b"G", b"g1")  # durable: the records went in this batch or before
     s.stop(signal.SIGKILL)
     s.proc = None
-    s2 = server_factory("--store=sqlite:" + db, "--limit=G:concurrency=2")
+    s2 = server_factory(store_arg, "--limit=G:concurrency=2")
     poll(lambda: "store: replayed" in s2.stderr_text(), "the replay")
     g = limit_rows(s2.connect())["G"]
     # the option's limits replace the stored ones (rate too); the stored pause stays
