@@ -74,11 +74,13 @@ static void ch_weight(struct flow_settings *c, const struct flow_settings *s)
 /* number parses t as 0..FLOW_MAX_LIMIT. Returns 0 or -1. */
 static int number(const struct pa_token *t, uint32_t *out)
 {
-    char v[16];
+    char v[32];
     struct flow_settings s;
     flow_defaults(&s);
-    int n = snprintf(v, sizeof v, "concurrency=%.*s", (int)(t->len < 8 ? t->len : 8), t->ptr);
-    if (t->len >= 8 || flow_parse_spec(v, (size_t)n, &s, NULL, 0) != 0)
+    if (t->len >= 8)
+        return -1;
+    int n = snprintf(v, sizeof v, "concurrency=%.*s", (int)t->len, t->ptr);
+    if (n <= 0 || (size_t)n >= sizeof v || flow_parse_spec(v, (size_t)n, &s, NULL, 0) != 0)
         return -1;
     *out = s.concurrency;
     return 0;
