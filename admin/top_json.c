@@ -143,6 +143,12 @@ int top_json_stats(const char *text, size_t len, struct top_snap *s, char *err, 
 	s->store_failures = u(store, "commit_failures");
 	hist(json_object_get(store, "commit_seconds"), &s->store_commit);
 	hist(json_object_get(store, "batch_operations"), &s->store_batch);
+	json_t *flow = json_object_get(root, "flow");
+	json_t *held = json_object_get(flow, "held");
+	s->flow_paused = u(flow, "functions_paused");
+	s->flow_limited = u(flow, "functions_limited");
+	s->flow_held = u(held, "paused") + u(held, "concurrency") + u(held, "rate") + u(held, "key");
+	s->flow_keys_waiting = u(flow, "keys_waiting");
 	size_t cap = s->nfuncs;
 	const char *name;
 	json_t *fn;

@@ -369,6 +369,11 @@ static void summary(struct frame *f, const struct top_view *v, const struct top_
 			  "%llu failed",
 			  rate, p50, p99, batch, (unsigned long long)s->store_failures);
 	}
+	if (s->flow_paused > 0 || s->flow_limited > 0) /* only where flow control is in use */
+		text_line(f, "flow control: %llu paused, %llu limited, %llu jobs held back, %llu keys "
+			  "waiting", (unsigned long long)s->flow_paused,
+			  (unsigned long long)s->flow_limited, (unsigned long long)s->flow_held,
+			  (unsigned long long)s->flow_keys_waiting);
 	char window[48];
 	if (info->window > 0.0)
 		snprintf(window, sizeof window, "last %gs", info->window);

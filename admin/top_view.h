@@ -65,6 +65,10 @@ struct top_snap {
 	uint64_t store_failures;  /* cumulative failed batches */
 	struct top_hist store_commit;  /* commit latency, seconds */
 	struct top_hist store_batch;   /* operations per batch */
+	uint64_t flow_paused;     /* functions paused (flow control; 0 from an older server) */
+	uint64_t flow_limited;    /* functions with a concurrency, rate or key limit */
+	uint64_t flow_held;       /* ready jobs flow control holds back, every reason */
+	uint64_t flow_keys_waiting; /* keys waiting for their key limit */
 	struct top_func *funcs;   /* owned array, sorted by name (strcmp) */
 	size_t nfuncs;            /* functions in funcs */
 };

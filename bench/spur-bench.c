@@ -95,6 +95,10 @@ struct options {
     const char *tls_ca;   /* --tls-ca: CA file the server's certificate must chain to */
     const char *tls_cert; /* --tls-cert: client certificate, or NULL */
     const char *tls_key;  /* --tls-key: its key, or NULL (in the certificate file) */
+    long keys;            /* --keys: uniques "k<job mod keys>:<job>" (flow control's keys), 0
+                             for "<job>" */
+    const char *admin;    /* --admin: an admin line sent before measuring, "{F}" replaced by
+                             each function's name (e.g. "limit {F} key-concurrency 1") */
 };
 
 /* ----------------------------------------------------------------------------------- utilities */
@@ -971,8 +975,11 @@ static int worker_can_do(const struct bench *b, int w, size_t f)
 static void client_submit(struct bench *b, struct conn *c)
 {
     uint32_t job = (uint32_t)b->next_job++;
-    char unique[24];
-    int ul = snprintf(unique, sizeof unique, "%" PRIu32, job);
+    char unique[40];
+    int ul = b->opt.keys > 0
+                 ? snprintf(unique, sizeof unique, "k%" PRIu32 ":%" PRIu32,
+                            job % (uint32_t)b->opt.keys, job)
+                 : snprintf(unique, sizeof unique, "%" PRIu32, job);
     unsigned char *payload = scratch(b, b->payload);
     gen_payload(b->seed, job, payload, b->payload);
     size_t f = job_func(b, job);
@@ -1104,7 +1111,14 @@ static uint32_t worker_check_assign(struct bench *b, struct conn *c, const struc
 {
     uint64_t id;
     *verified = 0;
-    if (parse_u64(pkt->arg[2], pkt->len[2], &id) != 0 || id >= b->njobs ||
+    const char *u = pkt->arg[2];
+    size_t ul = pkt->len[2];
+    const char *colon = b->opt.keys > 0 ? memchr(u, ':', ul) : NULL;
+    if (colon != NULL) { /* "k<key>:<job>" (--keys) */
+        ul -= (size_t)(colon + 1 - u);
+        u = colon + 1;
+    }
+    if (parse_u64(u, ul, &id) != 0 || id >= b->njobs ||
         !(b->jstate[id] & J_SUBMITTED)) {
         b->an.wrong++;
         anomaly(b, "JOB_ASSIGN_UNIQ with unknown unique %.*s", (int)pkt->len[2], pkt->arg[2]);
@@ -2328,6 +2342,9 @@ static void usage(FILE *out)
         "  --conns=N            idle connections in idle-conns (default 10000)\n"
         "  --connect-window=N   idle connections opened at once (default 16)\n"
         "  --waiters=N          coalesce: clients submitting each job (default 100)\n"
+        "  --keys=N             uniques \"k<job mod N>:<job>\": N keys for flow control's key limits\n"
+        "  --admin=LINE         an admin line sent before measuring, {F} replaced by each function\n"
+        "                       (e.g. --admin='limit {F} key-concurrency 1'; plain TCP only)\n"
         "Ballast, built before measuring (bg-submit, rt-latency, rt-throughput, fanout):\n"
         "  --ballast-jobs=N     background jobs queued on a function no worker has\n"
         "  --ballast-clients=N  connections each waiting for one foreground job of that function\n"
@@ -2380,7 +2397,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         O_SCENARIO = 1000, O_HOST, O_PORT, O_JOBS, O_CLIENTS, O_WORKERS, O_WINDOW, O_PAYLOAD,
         O_FUNCTIONS, O_CONNS, O_CONNECT_WINDOW, O_PID, O_TIMEOUT, O_STALL, O_MAX_ANOMALIES, O_LABEL,
         O_HELP, O_BALLAST_JOBS, O_BALLAST_CLIENTS, O_IDLE_WORKERS, O_WAITERS, O_TLS, O_TLS_CA,
-        O_TLS_CERT, O_TLS_KEY
+        O_TLS_CERT, O_TLS_KEY, O_KEYS, O_ADMIN
     };
     static const struct option longopts[] = {
         {"scenario", required_argument, NULL, O_SCENARIO},
@@ -2408,6 +2425,8 @@ static void parse_args(int argc, char **argv, struct options *o)
         {"tls-ca", required_argument, NULL, O_TLS_CA},
         {"tls-cert", required_argument, NULL, O_TLS_CERT},
         {"tls-key", required_argument, NULL, O_TLS_KEY},
+        {"keys", required_argument, NULL, O_KEYS},
+        {"admin", required_argument, NULL, O_ADMIN},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -2459,6 +2478,8 @@ static void parse_args(int argc, char **argv, struct options *o)
             o->idle_workers = (long)opt_long("idle-workers", optarg, 0, 1000000);
             break;
         case O_WAITERS: o->waiters = (long)opt_long("waiters", optarg, 1, 1000000); break;
+        case O_KEYS: o->keys = (long)opt_long("keys", optarg, 1, 100000000); break;
+        case O_ADMIN: o->admin = optarg; break;
         case O_TLS: o->tls = 1; break;
         case O_TLS_CA: o->tls_ca = optarg; break;
         case O_TLS_CERT: o->tls_cert = optarg; break;
@@ -2542,6 +2563,38 @@ static void resolve_addr(struct bench *b)
     freeaddrinfo(res);
 }
 
+/* send_admin sends --admin's line for every function on a blocking connection and checks each
+ * reply is OK. */
+static void send_admin(struct bench *b)
+{
+    if (b->opt.admin == NULL)
+        return;
+    int fd = socket(b->addr.ss_family, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&b->addr, b->addrlen) != 0)
+        die("--admin: cannot connect: %s", strerror(errno));
+    for (size_t f = 0; f < b->nfuncs; f++) {
+        char line[512];
+        const char *at = strstr(b->opt.admin, "{F}");
+        int n = at == NULL ? snprintf(line, sizeof line, "%s\n", b->opt.admin)
+                           : snprintf(line, sizeof line, "%.*s%s%s\n", (int)(at - b->opt.admin),
+                                      b->opt.admin, b->fnames[f], at + 3);
+        if (n <= 0 || (size_t)n >= sizeof line || write(fd, line, (size_t)n) != n)
+            die("--admin: cannot send the line");
+        char reply[256];
+        size_t got = 0;
+        while (got < sizeof reply - 1 && (got == 0 || reply[got - 1] != '\n')) {
+            ssize_t r = read(fd, reply + got, 1);
+            if (r <= 0)
+                die("--admin: no reply");
+            got += (size_t)r;
+        }
+        reply[got] = '\0';
+        if (strncmp(reply, "OK", 2) != 0)
+            die("--admin: '%.*s' answered %s", n - 1, line, reply);
+    }
+    close(fd);
+}
+
 /* bench_free closes every connection and frees everything b owns. */
 static void bench_free(struct bench *b)
 {
@@ -2612,6 +2665,7 @@ int main(int argc, char **argv)
     b->payload = (size_t)b->opt.payload;
     b->background = b->opt.scenario == SC_BG_SUBMIT || b->opt.scenario == SC_DRAIN;
     make_functions(b, (size_t)b->opt.functions);
+    send_admin(b);
     b->ballast_fn_len = (size_t)snprintf(b->ballast_fn, sizeof b->ballast_fn,
                                          "spur-bench-%s-%s-ballast",
                                          scenario_names[b->opt.scenario], b->tag);

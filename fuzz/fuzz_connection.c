@@ -552,6 +552,10 @@ static void build_admin(struct reader *r, struct bytes *out)
         /* dependencies (jobx.h) */
         "submit f%d x", "submit f%d --after %H y", "submit f%d --after %H,%H --priority low z",
         "submit f%d --unique u%d --after %H", "submit", "submit f%d --after H:x:1 p",
+        /* flow control (flow.h) */
+        "limit f%d concurrency %n", "limit f%d rate %n/s", "limit f%d key-concurrency %n",
+        "limit f%d key-rate %n/s", "limit f%d off", "limit list", "pause f%d", "resume f%d",
+        "weight f%d %n", "limit f%d", "limit list x",
     };
     uint8_t t = rd_u8(r);
     uint8_t a = rd_u8(r);

@@ -185,6 +185,16 @@ def connection_seeds():
         raw(2, b"status\nworkers\nprioritystatus\nshow jobs\nshow unique jobs\nversion\n"
                b"maxqueue f0 1\ncreate function f3\ndrop function f3\ndrop function f0\n"
                b"cancel job H:f:2\ngetpid\nverbose\nbogus\n\n") + drain(2)
+    s["flow_limits"] = cfg() + connect(2) + \
+        raw(2, b"limit f0 concurrency 1\nlimit f1 key-concurrency 1\nlimit f1 key-rate 2/s\n"
+               b"pause f2\nweight f0 3\n") + drain(2) + \
+        raw(0, pkt(SUBMIT_JOB_BG, "f0", "a:1", "x") + pkt(SUBMIT_JOB_BG, "f0", "a:2", "x") +
+            pkt(SUBMIT_JOB_BG, "f1", "k:1", "x") + pkt(SUBMIT_JOB_BG, "f1", "k:2", "x") +
+            pkt(SUBMIT_JOB_BG, "f2", "p", "x")) + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(CAN_DO, "f1") + pkt(CAN_DO, "f2") + pkt(GRAB_JOB) +
+            pkt(GRAB_JOB) + pkt(GRAB_JOB) + pkt(PRE_SLEEP)) + drain(1) + clock(2) + \
+        raw(1, pkt(WORK_COMPLETE, H1, "")) + drain(1) + \
+        raw(2, b"limit list\nresume f2\nlimit f1 off\nlimit f0 concurrency 0\n") + drain(2)
     s["admin_dump"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "u0", "a\0b") +
                                   pkt(SUBMIT_JOB_EPOCH, "f1", "u1", "1999999999", "later") +
                                   pkt(SUBMIT_JOB, "f0", "u2", "fg")) + \

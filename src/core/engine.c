@@ -113,6 +113,9 @@ double engine_next_timer(const struct engine *e)
     const struct list_node *n = list_first(&e->held);
     if (n != NULL && (at < 0 || worker_of_held(n)->held_until < at))
         at = worker_of_held(n)->held_until;
+    double ext = e->ext.timer_next != NULL ? e->ext.timer_next(e) : -1.0;
+    if (ext >= 0 && (at < 0 || ext < at))
+        at = ext;
     return at;
 }
 
@@ -132,6 +135,8 @@ void engine_run_timers(struct engine *e, double now)
     struct list_node *n;
     while ((n = list_first(&e->held)) != NULL && worker_of_held(n)->held_until <= now)
         worker_grab_release(e, worker_of_held(n));
+    if (e->ext.timer_run != NULL)
+        e->ext.timer_run(e, now);
     engine_drain_ready(e);
 }
 
@@ -221,9 +226,11 @@ static int check_func(const struct func *f, char *err, size_t errlen)
                                          (unsigned long long)j->id, p);
             n++;
         }
-        if (n != f->ready[p])
+        if (n != f->ready[p] && !(f->flow != NULL && n == 0)) /* (or kept by flow control,
+                                                                 whose check counts them) */
             return engine_check_fail(err, errlen, "%s: ready[%d]=%u but queue holds %u", f->name, p,
                                      f->ready[p], n);
+        n = f->ready[p];
         if (f->queued[p] != n + f->check[p])
             return engine_check_fail(err, errlen,
                                      "%s: queued[%d]=%u but %u ready + %u future", f->name, p,
@@ -238,7 +245,7 @@ static int check_func(const struct func *f, char *err, size_t errlen)
         if (a->func != f)
             return engine_check_fail(err, errlen, "%s: foreign ability in worker list", f->name);
         for (int p = 0; p < PRIO_COUNT; p++)
-            if (list_linked(&a->rnode[p]) != (f->ready[p] > 0))
+            if (list_linked(&a->rnode[p]) != func_open(f, p))
                 return engine_check_fail(err, errlen, "%s: ready list link %d disagrees with queue",
                                          f->name, p);
         nw++;

@@ -80,7 +80,7 @@ struct engine_sink {
 #define ENGINE_EXT_KINDS 8
 #define ENGINE_EXT_COUNTERS 8 /* counter tables features may add (metrics_add) */
 struct metrics_table;
-#define ENGINE_EXT_SLOTS 4
+#define ENGINE_EXT_SLOTS 8
 struct store_record;
 struct submit_req;
 struct submit_out;
@@ -153,8 +153,32 @@ struct engine_ext {
     void (*worker_letgo)(struct engine *e, struct worker *w, const struct func *f);
     void *bcast;      /* the broadcast functions (ext/broadcast.h), opaque here; NULL until
                          attached */
+    /* flow_started / flow_stopped: j, of a function with flow state (func.flow), started
+     * running (job_start) / stopped running (job_detach of a running job: completed, failed,
+     * requeued, cancelled, its worker gone): flow control counts it against the limits and
+     * holds the function back or lets it go (func_gate). */
+    /* flow_push: j (becoming JOB_READY) of a function with flow state joins its ready jobs:
+     * returns 1 when the feature linked j.qnode into a queue of its own (a key's), 0 to let the
+     * core queue it (func.queue). flow_unlink: j leaves them: returns 1 when the feature
+     * unlinked j.qnode, 0 to let the core. flow_first: the job of f a grab at priority p takes
+     * (func_open(f, p) holds), NULL for the head of f->queue[p]. */
+    int (*flow_push)(struct engine *e, struct job *j, int at_head);
+    int (*flow_unlink)(struct engine *e, struct job *j);
+    struct job *(*flow_first)(struct engine *e, struct func *f, int p);
+    void (*flow_started)(struct engine *e, struct job *j);
+    void (*flow_stopped)(struct engine *e, struct job *j);
+    /* flow_room: how many more jobs of f (with flow state) may start now (UINT32_MAX: no
+     * bound): func_wake_now wakes no more workers than that. */
+    uint32_t (*flow_room)(struct engine *e, const struct func *f);
+    /* timer_next: a feature's earliest deadline (flow control's token buckets), negative for
+     * none; engine_next_timer includes it. timer_run: engine_run_timers calls it with the
+     * time, before the wake-ups are drained. */
+    double (*timer_next)(const struct engine *e);
+    void (*timer_run)(struct engine *e, double now);
     void *jobx;       /* the retries/dead-letter/dependency state (jobx.h), opaque here; NULL
                          until attached or first used */
+    void *flow;       /* flow control's state (ext/flow.h), opaque here; NULL when not
+                         attached */
     void *recur;      /* the recurring schedules (recur.h), opaque here; NULL when not attached */
     size_t schedules; /* schedules defined, a gauge kept by recur.c (for stats and metrics) */
 };

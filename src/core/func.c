@@ -117,8 +117,7 @@ void func_drop(struct engine *e, struct func *f)
 int func_unused(const struct func *f)
 {
     return f->nworkers == 0 && func_total(f) == 0 && f->parked == 0 && f->woken == 0 &&
-           !f->broadcast &&
-           f->max_queue[0] == 0 &&
+           !f->broadcast && f->flow == NULL && f->max_queue[0] == 0 &&
            f->max_queue[1] == 0 && f->max_queue[2] == 0;
 }
 
@@ -159,9 +158,22 @@ void func_wake(struct engine *e, struct func *f)
 {
     if (list_empty(&f->workers))
         return; /* nobody to wake (a worker that comes later looks for work itself) */
+    if (f->shut == FUNC_SHUT_ALL)
+        return; /* held back: func_gate wakes them when it opens */
     f->wakes++;
     if (!list_linked(&f->wake))
         list_push_back(&e->ready, &f->wake);
+}
+
+/* flow_open counts the ready jobs of f (under flow control) that may start now: those of the
+ * priorities it does not hold back, at most as many as its limits have room for. */
+static uint32_t flow_open(struct engine *e, const struct func *f)
+{
+    uint32_t open = 0;
+    for (int p = 0; p < PRIO_COUNT; p++)
+        open += func_open(f, p) ? f->ready[p] : 0;
+    uint32_t room = open > 0 && e->ext.flow_room != NULL ? e->ext.flow_room(e, f) : UINT32_MAX;
+    return room < open ? room : open;
 }
 
 void func_wake_now(struct engine *e, struct func *f)
@@ -169,6 +181,13 @@ void func_wake_now(struct engine *e, struct func *f)
     if (list_empty(&f->workers) || e->shutting_down || e->replaying)
         return;
     int limit = e->cfg->worker_wakeup;
+    if (f->flow != NULL) {
+        /* under flow control: one worker per job that may start now (read again each time,
+         * as a held GRAB starts one at once), no storm */
+        while (f->woken < flow_open(e, f) && worker_wake_one(e, f))
+            ;
+        return;
+    }
     if (limit < 0) {
         /* one worker per ready job that no woken worker is coming for yet (a held GRAB takes
          * a job at once, so the count is read again each time) */
@@ -189,25 +208,47 @@ void func_push(struct engine *e, struct job *j, int at_head)
     j->state = JOB_READY;
     j->since = engine_now(e); /* the queue wait starts */
     f->queued[p]++;
-    if (at_head)
+    if (f->flow != NULL && e->ext.flow_push != NULL && e->ext.flow_push(e, j, at_head))
+        ; /* flow control keeps it (in its key's queue) */
+    else if (at_head)
         list_push_front(&f->queue[p], &j->qnode);
     else
         list_push_back(&f->queue[p], &j->qnode);
-    if (f->ready[p]++ == 0)
+    if (f->ready[p]++ == 0 && !(f->shut & (1u << p)))
         became_ready(f, p);
     func_wake(e, f);
 }
 
+void func_gate(struct engine *e, struct func *f, uint8_t shut)
+{
+    uint8_t old = f->shut;
+    if (old == shut)
+        return;
+    int opened = 0;
+    f->shut = shut;
+    for (int p = 0; p < PRIO_COUNT; p++) {
+        int was = f->ready[p] > 0 && !(old & (1u << p)), now = func_open(f, p);
+        if (was && !now)
+            became_empty(f, p);
+        else if (!was && now) {
+            became_ready(f, p);
+            opened = 1;
+        }
+    }
+    if (opened)
+        func_wake(e, f);
+}
+
 void func_unlink(struct engine *e, struct job *j)
 {
-    (void)e;
     struct func *f = j->func;
     int p = j->prio;
     assert(j->state == JOB_READY);
-    list_del(&j->qnode);
+    if (f->flow == NULL || e->ext.flow_unlink == NULL || !e->ext.flow_unlink(e, j))
+        list_del(&j->qnode);
     j->state = JOB_LIMBO;
     f->queued[p]--;
-    if (--f->ready[p] == 0)
+    if (--f->ready[p] == 0 && !(f->shut & (1u << p)))
         became_empty(f, p);
 }
 

@@ -43,6 +43,14 @@ struct func {
                                         oldest first (ability.inode); stale entries are
                                         parked as met */
     uint64_t seq;                    /* creation number (engine->func_seq) */
+    void *flow;                      /* flow control's state of the function (ext/flow.h:
+                                        limits, pause, weight), NULL without: the one test
+                                        the hot paths pay for it */
+    uint32_t weight;                 /* jobs a worker takes in a row before the next function
+                                        of its ready ring at a priority (`weight`); 0 = 1 */
+    uint8_t shut;                    /* priorities (bit p) whose ready jobs flow control holds
+                                        back (paused, at a limit): its abilities are then in
+                                        no ready ring for p (func_gate); 0 without flow */
     uint8_t marker;                  /* not a function: a 'status' listing's place in func_list */
     uint8_t broadcast;               /* a broadcast function (ext/broadcast.h): a submit fans
                                         out through engine_ext.job_broadcast; keeps f */
@@ -60,6 +68,16 @@ struct func {
 static inline uint32_t func_ready(const struct func *f)
 {
     return f->ready[PRIO_HIGH] + f->ready[PRIO_NORMAL] + f->ready[PRIO_LOW];
+}
+
+#define FUNC_SHUT_ALL ((1u << PRIO_COUNT) - 1) /* func.shut: every priority held back */
+
+/* func_open reports whether f's ready jobs of priority p may be handed out now: some are
+ * ready and flow control does not hold p back. f's abilities are in their workers' ready rings
+ * for p exactly then. */
+static inline int func_open(const struct func *f, int p)
+{
+    return f->ready[p] > 0 && !(f->shut & (1u << p));
 }
 
 /* func_total is what `status` calls TOTAL: jobs queued (ready or future) plus running. */
@@ -144,6 +162,12 @@ void func_wake(struct engine *e, struct func *f);
  * once, a sleeper is sent a wake-up; by default as many as f has ready jobs not yet matched by a
  * woken worker; with --worker-wakeup=N, N per call (0: all), as gearmand. */
 void func_wake_now(struct engine *e, struct func *f);
+
+/* func_gate sets the priorities whose ready jobs are held back (f->shut, bit p; flow control
+ * calls it when a limit is reached, lifted or changed): the abilities of f enter or leave their
+ * workers' ready rings where func_open changes, and f's workers are woken if a priority
+ * opened. O(workers of f) when something changes, O(1) otherwise. */
+void func_gate(struct engine *e, struct func *f, uint8_t shut);
 
 /* func_unlink removes a ready job from its queue into limbo. */
 void func_unlink(struct engine *e, struct job *j);

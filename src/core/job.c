@@ -393,6 +393,8 @@ void job_detach(struct engine *e, struct job *j)
         f->running--;
         e->nrunning--;
         heap_remove(&e->timers, &j->timer);
+        if (f->flow != NULL && e->ext.flow_stopped != NULL)
+            e->ext.flow_stopped(e, j); /* a limit may let the next one start */
         break;
     }
     case JOB_FAILED: /* places only a feature puts jobs in, which it takes them out of */
@@ -437,6 +439,8 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
     e->nrunning++;
     if (timeout_ms > 0)
         heap_push(&e->timers, &j->timer, now + timeout_ms / 1000.0);
+    if (f->flow != NULL && e->ext.flow_started != NULL)
+        e->ext.flow_started(e, j); /* counts it against the function's limits */
 }
 
 void job_fail(struct engine *e, struct job *j)

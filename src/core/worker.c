@@ -154,9 +154,16 @@ struct job *worker_take(struct engine *e, struct worker *w, struct ability **via
             continue;
         struct ability *a = container_of(n, struct ability, rnode[p]);
         struct func *f = a->func;
-        struct job *j = job_of_qnode(list_first(&f->queue[p]));
-        /* round-robin: the next grab at this priority starts with the next function */
-        list_rotate(&w->ready[p]);
+        struct job *j = f->flow != NULL && e->ext.flow_first != NULL ? e->ext.flow_first(e, f, p)
+                                                                     : NULL;
+        if (j == NULL)
+            j = job_of_qnode(list_first(&f->queue[p]));
+        /* round-robin: the next grab at this priority starts with the next function (after
+         * `weight` grabs of this one, if it has a weight) */
+        if (f->weight <= 1 || ++a->served >= f->weight) {
+            a->served = 0;
+            list_rotate(&w->ready[p]);
+        }
         func_unlink(e, j);
         *via = a;
         return j;
@@ -237,7 +244,7 @@ struct ability *worker_add(struct engine *e, struct worker *w, struct func *f, u
     }
     for (int p = 0; p < PRIO_COUNT; p++) {
         list_node_init(&a->rnode[p]);
-        if (f->ready[p] > 0) /* the last CAN_DO is served first, then backwards, as gearmand */
+        if (func_open(f, p)) /* the last CAN_DO is served first, then backwards, as gearmand */
             list_push_front(&w->ready[p], &a->rnode[p]);
     }
     return a;

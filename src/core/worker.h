@@ -30,8 +30,10 @@ struct ability {
     struct list_node fnode;             /* func->workers: the function's workers, oldest first */
     struct list_node wnode;             /* worker->abilities, in CAN_DO order */
     struct list_node inode[2];          /* in func->idle[k], or else in worker->parked[k] */
-    struct list_node rnode[PRIO_COUNT]; /* worker->ready[p] (linked iff func->ready[p] > 0) */
+    struct list_node rnode[PRIO_COUNT]; /* worker->ready[p] (linked iff func_open(func, p)) */
     uint32_t timeout_ms;                /* CAN_DO_TIMEOUT, 0 = none */
+    uint32_t served;                    /* jobs taken in a row through it while its function's
+                                           weight (func.weight) keeps it first in the ring */
 };
 
 /* WORKER_LATE_JOBS is how many jobs a worker passed the CAN_DO_TIMEOUT of are remembered for it

@@ -7,6 +7,8 @@
 #include "broadcast_admin.h"
 #include "dump.h"
 #include "engine.h"
+#include "flow.h"
+#include "flow_admin.h"
 #include "jobx_admin.h"
 #include "jobx_counters.h"
 #include "jobx_store.h"
@@ -22,12 +24,16 @@ int features_attach(struct engine *e)
         return -1;
     if (broadcast_attach(e) != 0) /* broadcast functions */
         return -1;
+    if (flow_attach(e) != 0) /* flow control: limits, weights, pause */
+        return -1;
     if (!first)
         return 0;
     /* their admin commands (admin.h's command table) */
     if (jobx_admin_register(e) != 0 || recur_admin_register(e) != 0 || dump_admin_register(e) != 0)
         return -1;
     if (broadcast_admin_register(e) != 0)
+        return -1;
+    if (flow_admin_register(e) != 0 || metrics_add(e, &flow_counters) != 0)
         return -1;
     /* their rows of stats, stats json and metrics (metrics.h's counter table) */
     if (metrics_add(e, &jobx_counters) != 0 || metrics_add(e, &recur_counters) != 0)

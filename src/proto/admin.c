@@ -559,7 +559,8 @@ static void adm_drop_function(struct peer *p, const struct pa_token *t, size_t n
         reply(p, "ERR function not found\r\n");
         return;
     }
-    if (f->nworkers > 0 || func_total(f) > 0 || f->parked > 0 || f->woken > 0) {
+    if (f->nworkers > 0 || func_total(f) > 0 || f->parked > 0 || f->woken > 0 ||
+        f->flow != NULL) { /* (flow control's settings: `limit FUNC off` and the rest first) */
         reply(p, "ERR there are still connected workers or executing clients\r\n");
         return;
     }

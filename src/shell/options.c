@@ -4,6 +4,7 @@
 
 #include "broadcast_opt.h"
 #include "config.h"
+#include "flow_opt.h"
 #include "http_opt.h"
 #include "jobx_opt.h"
 #include "opt.h"
@@ -19,6 +20,7 @@ const struct opt_table *const options_tables[] = {
     &jobx_options,
     &recur_options,
     &broadcast_options,
+    &flow_options,
     &store_sqlite_options,
     &store_pg_options,
     NULL,

@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "feature_set.h"
 #include "file.h"
+#include "flow.h"
 #include "log.h"
 #include "notify.h"
 #include "recur.h"
@@ -735,6 +736,8 @@ int server_start(struct server *s, char *err, size_t errlen)
     if (store_open(&s->eng, &cmd_store_sink, store_notify, s, err, errlen) != 0)
         return -1;
     if (recur_apply_config(&s->eng, err, errlen) != 0) /* after the store: they are stored */
+        return -1;
+    if (flow_apply_config(&s->eng, err, errlen) != 0) /* --limit: after the store too */
         return -1;
     log_notice("spurd listening on port %d", s->port);
     if (s->http != NULL)

@@ -929,6 +929,11 @@ void config_free(struct config *c)
     for (int i = 0; i < c->nbroadcast; i++)
         free(c->broadcast[i]);
     c->nbroadcast = 0;
+    for (int i = 0; i < c->nlimits; i++)
+        free(c->limits[i]);
+    free(c->limits);
+    c->limits = NULL;
+    c->nlimits = 0;
     free(c->schedule_tz);
     c->schedule_tz = NULL;
     for (int i = 0; i < c->ntakeover; i++)

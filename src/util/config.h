@@ -167,6 +167,11 @@ struct config {
     char **schedules;                /* the config files' [schedule] lines, each the text of a
                                         `schedule add` (checked by schedule_parse) */
     int nschedules;                  /* entries in schedules */
+    /* flow control (ext/flow.h) */
+    char **limits;                   /* --limit=FUNC:SPEC values, in order (flow_opt.c checked
+                                        them) */
+    int nlimits;                     /* entries in limits */
+    char limit_key_separator;        /* --limit-key-separator: ends a job's key in its unique */
     char *schedule_tz;               /* --schedule-tz: the time zone of cron schedules (TZ is set
                                         to it at start), NULL for the process's TZ */
     int schedule_catchup;            /* --schedule-catchup: 0 skip (default), 1 once */

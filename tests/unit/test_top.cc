@@ -316,6 +316,27 @@ TEST(TopRender, CutToTheTerminalWithAMoreLine)
 	top_snap_free(&s);
 }
 
+TEST(TopRender, FlowControlLineOnlyWhereItIsInUse)
+{
+	std::string stats = STATS;
+	size_t at = stats.find(" \"functions_by_name\"");
+	ASSERT_NE(at, std::string::npos);
+	stats.insert(at, " \"flow\": {\"functions_paused\": 1, \"functions_limited\": 2,"
+			 " \"held\": {\"paused\": 3, \"concurrency\": 4, \"rate\": 0, \"key\": 5},"
+			 " \"keys\": 9, \"keys_waiting\": 6},");
+	top_snap s;
+	load(&s, stats.c_str());
+	top_view v;
+	ASSERT_EQ(top_view_build(&v, &s, nullptr, nullptr, TOP_SORT_QUEUED), 0);
+	top_frame_info info = {"h:1", 1.0, 0.0};
+	char out[8192];
+	ASSERT_EQ(top_view_render(&v, &info, 50, 200, out, sizeof out), 11u);
+	std::vector<std::string> lines = split_lines(out);
+	EXPECT_EQ(lines[4], "flow control: 1 paused, 2 limited, 12 jobs held back, 6 keys waiting");
+	top_view_free(&v);
+	top_snap_free(&s);
+}
+
 TEST(TopRender, NamesAreCutAndControlCharactersShownAsQuestionMarks)
 {
 	const char *status = "{\"functions\": [{\"function\": \"a\\u001b[2Jb\\u0085c\", "

@@ -154,6 +154,9 @@ STATS_SCHEMA = obj({
     "broadcast": obj({k: COUNT for k in ["jobs_total", "unheard_total", "copies_delivered_total",
                                          "copies_lost_total", "refused_total", "copies_waiting",
                                          "functions"]}),
+    "flow": obj({"functions_paused": COUNT, "functions_limited": COUNT,
+                 "held": obj({k: COUNT for k in ["paused", "concurrency", "rate", "key"]}),
+                 "keys": COUNT, "keys_waiting": COUNT}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
