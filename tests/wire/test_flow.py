@@ -408,7 +408,7 @@ def test_dump_and_load_carry_the_settings(server_factory):
     assert a.admin("limit D concurrency 4\n") == b"OK\r\n"
     assert a.admin("pause D\n") == b"OK\r\n"
     dump = a.admin("dump\n", b"\n.\n")
-    rec = [l for l in dump.split(b"\n") if l.startswith(b"{") and json.loads(l).get("kind") == 5]
+    rec = [l for l in dump.split(b"\n") if l.startswith(b"{") and json.loads(l).get("kind") == 6]
     assert len(rec) == 1, dump
     assert base64.b64decode(json.loads(rec[0])["value_b64"]) == b"concurrency=4,paused=1"
     s2 = server_factory()
