@@ -194,6 +194,8 @@ void func_push(struct engine *e, struct job *j, int at_head)
         list_push_back(&f->queue[p], &j->qnode);
     if (f->ready[p]++ == 0)
         became_ready(f, p);
+    if ((j->flags & JOB_LIFE) && e->ext.life_ready != NULL)
+        e->ext.life_ready(e, j); /* its time to live, in the timer heap */
     func_wake(e, f);
 }
 

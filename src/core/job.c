@@ -352,6 +352,8 @@ void job_detach(struct engine *e, struct job *j)
     switch (j->state) {
     case JOB_READY:
         func_unlink(e, j);
+        if (j->timer != HEAP_NONE) /* its time to live (JOB_LIFE) */
+            heap_remove(&e->timers, &j->timer);
         break;
     case JOB_FUTURE:
         heap_remove(&e->timers, &j->timer);
@@ -409,6 +411,8 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
     w->nrunning++;
     j->func->running++;
     e->nrunning++;
+    if ((j->flags & JOB_LIFE) && e->ext.life_started != NULL)
+        timeout_ms = e->ext.life_started(e, j, timeout_ms); /* the job's own, if smaller */
     if (timeout_ms > 0)
         heap_push(&e->timers, &j->timer, now + timeout_ms / 1000.0);
 }
@@ -465,6 +469,8 @@ void job_free(struct engine *e, struct job *j)
         e->sink.stored_gone(e, j);
     if ((j->flags & JOB_EXT) && e->ext.job_freed != NULL)
         e->ext.job_freed(e, j);
+    if ((j->flags & JOB_LIFE) && e->ext.life_freed != NULL)
+        e->ext.life_freed(e, j);
     while (job_has_waiters(j))
         job_remove_waiter(waiter_of(j->waiters.next));
     e->njobs--;

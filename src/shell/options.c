@@ -5,6 +5,7 @@
 #include "config.h"
 #include "http_opt.h"
 #include "jobx_opt.h"
+#include "lifetime_opt.h"
 #include "opt.h"
 #include "recur_opt.h"
 #include "store_pg_opt.h"
@@ -17,6 +18,7 @@ const struct opt_table *const options_tables[] = {
     &http_options,
     &jobx_options,
     &recur_options,
+    &lifetime_options,
     &store_sqlite_options,
     &store_pg_options,
     NULL,

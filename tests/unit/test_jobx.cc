@@ -376,7 +376,7 @@ TEST_F(JobxTest, SubmitChecksTheFunctionNameLikeABinarySubmit)
         job *j = nullptr;
         const char *why = nullptr;
         int rc = jobx_submit(&f.eng, n.data(), n.size(), "", 0, PRIO_NORMAL, "d", 1, nullptr, 0,
-                             nullptr, &j, &why);
+                             nullptr, nullptr, &j, &why);
         bool ok = !n.empty() && n.size() <= f.cfg.max_function && func_name_ok(n.data(), n.size());
         EXPECT_EQ(rc == 0, ok) << n;
         if (!ok) {
