@@ -201,7 +201,6 @@ void func_push(struct engine *e, struct job *j, int at_head)
 
 void func_unlink(struct engine *e, struct job *j)
 {
-    (void)e;
     struct func *f = j->func;
     int p = j->prio;
     assert(j->state == JOB_READY);
@@ -210,6 +209,8 @@ void func_unlink(struct engine *e, struct job *j)
     f->queued[p]--;
     if (--f->ready[p] == 0)
         became_empty(f, p);
+    if (j->timer != HEAP_NONE) /* its time to live (JOB_LIFE: life_ready) */
+        heap_remove(&e->timers, &j->timer);
 }
 
 

@@ -143,7 +143,8 @@ void func_wake(struct engine *e, struct func *f);
  * woken worker; with --worker-wakeup=N, N per call (0: all), as gearmand. */
 void func_wake_now(struct engine *e, struct func *f);
 
-/* func_unlink removes a ready job from its queue into limbo. */
+/* func_unlink removes a ready job from its queue (and its time to live from the timer heap)
+ * into limbo. */
 void func_unlink(struct engine *e, struct job *j);
 
 #ifdef __cplusplus

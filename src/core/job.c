@@ -352,8 +352,6 @@ void job_detach(struct engine *e, struct job *j)
     switch (j->state) {
     case JOB_READY:
         func_unlink(e, j);
-        if (j->timer != HEAP_NONE) /* its time to live (JOB_LIFE) */
-            heap_remove(&e->timers, &j->timer);
         break;
     case JOB_FUTURE:
         heap_remove(&e->timers, &j->timer);
