@@ -395,3 +395,25 @@ def test_dump_and_load_carry_the_lifetime(server_factory):
     tool(s2, "--load", "-", stdin=dump)
     row2 = [json.loads(ln) for ln in tool(s2, "--dump", "-").split(b"\n") if b'"DL"' in ln]
     assert row2[0]["meta"] == row[0]["meta"], (row, row2)
+
+
+def test_spur_cli_timeout_and_ttl(server):
+    build = os.environ.get("SPUR_BUILDDIR")
+    if not build:
+        pytest.skip("SPUR_BUILDDIR is not set")
+    spur = [os.path.join(build, "admin", "spur"), "-h", server.addr[0], "-p",
+            str(server.addr[1])]
+    a, w = server.connect(), server.connect(timeout=60)
+    r = subprocess.run(spur + ["-f", "cb", "-b", "-v", "--ttl", "1", "-s"], capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert wait_failed(a)[0][6] == b"expired"
+    assert subprocess.run(spur + ["-f", "cb", "--ttl", "x", "-s"], capture_output=True,
+                          timeout=60).returncode == 2
+    w.send_packet(CAN_DO, b"cf")
+    p = subprocess.Popen(spur + ["-f", "cf", "--timeout", "300", "-s"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    grab(w)  # never answered
+    out, err = p.communicate(timeout=4 * SLACK)
+    assert p.returncode == 1, (out, err)
+    assert stats(a)[b"job_timeouts_total"] == b"1"
