@@ -82,7 +82,7 @@ struct engine_sink {
 struct metrics_table;
 #define ENGINE_EXT_SLOTS 4
 struct store_record;
-struct submit_life;
+struct submit_req;
 /* engine_ext_check_fn is a feature's invariant check (engine_ext.check); engine_ext_destroy_fn
  * frees a feature's state (engine_ext.destroy). */
 typedef int (*engine_ext_check_fn)(const struct engine *e, char *err, size_t errlen);
@@ -136,11 +136,12 @@ struct engine_ext {
     engine_ext_check_fn check[ENGINE_EXT_SLOTS];
     /* destroy[i]: frees a feature's state; engine_destroy calls it once the jobs are freed. */
     engine_ext_destroy_fn destroy[ENGINE_EXT_SLOTS];
-    /* life_new: a submit (job_submit) created j (JOB_LIMBO, due at due, 0 = now) with the
-     * per-job timeout and time to live of life (0 = none; the feature adds a function's
-     * defaults): it keeps them beside j, flagged JOB_LIFE. 0, or -1 out of memory. Called
-     * when life sets one, or when life_defaults > 0. */
-    int (*life_new)(struct engine *e, struct job *j, const struct submit_life *life, double due);
+    /* life_new: a submit (job_submit) created j (JOB_LIMBO) for rq, with the per-job timeout
+     * and time to live of rq->life (0 = none; the feature adds a function's defaults): it
+     * keeps them beside j, flagged JOB_LIFE (a job about to be queued at once with a TTL
+     * alone may be put in e->timers already, by its timer field). 0, or -1 out of memory.
+     * Called when rq->life sets one, or when life_defaults > 0. */
+    int (*life_new)(struct engine *e, struct job *j, const struct submit_req *rq);
     /* life_ready: j (JOB_LIFE) became ready (func_push): a job never started with a time to
      * live is put in e->timers by its timer field until it expires (life_expired). */
     void (*life_ready)(struct engine *e, struct job *j);

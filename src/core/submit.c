@@ -92,7 +92,7 @@ static struct job *create(struct engine *e, const struct submit_req *rq, struct 
         return NULL;
     }
     if (((rq->life.timeout_ms | rq->life.ttl_s) != 0 || e->ext.life_defaults > 0) &&
-        e->ext.life_new != NULL && e->ext.life_new(e, j, &rq->life, rq->due) != 0) {
+        e->ext.life_new != NULL && e->ext.life_new(e, j, rq) != 0) {
         job_free(e, j); /* its timeout and time to live (lifetime.h) */
         *res = SUBMIT_NO_MEMORY;
         return NULL;

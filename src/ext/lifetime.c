@@ -106,6 +106,11 @@ size_t lifetime_meta_write(const struct engine *e, const struct job *j, char *ou
                            size_t cap)
 {
     const struct life_rec *r = lifetime_rec_of(e, j);
+    struct life_rec alone = {NULL, 0, 0, 0};
+    if (r == NULL && (j->flags & JOB_LIFE) && j->state == JOB_READY && j->timer != HEAP_NONE) {
+        alone.expires = e->timers.a[j->timer].at; /* a TTL alone: its heap entry (life_new) */
+        r = &alone;
+    }
     if (r == NULL || (r->timeout_ms == 0 && r->expires <= 0))
         return n;
     if (n > 0 && (out[n - 1] != '}' || n < 2))
@@ -214,10 +219,18 @@ static void persist(struct engine *e, struct job *j)
 
 /* ------------------------------------------------------------ hooks */
 
-static int life_new(struct engine *e, struct job *j, const struct submit_life *life, double due)
+/* queued_at_once says whether the job of rq goes straight to its ready queue (submit.c's
+ * place): due now, waiting for nothing, not held for the store, not left in limbo. */
+static int queued_at_once(const struct engine *e, const struct submit_req *rq, double now)
+{
+    return rq->due <= now && rq->nafter == 0 && !(rq->flags & SUBMIT_LIMBO) &&
+           !(rq->background && e->durable.add != NULL);
+}
+
+static int life_new(struct engine *e, struct job *j, const struct submit_req *rq)
 {
     struct lifetime *l = lifetime_of(e);
-    uint32_t timeout = life->timeout_ms, ttl = life->ttl_s;
+    uint32_t timeout = rq->life.timeout_ms, ttl = rq->life.ttl_s;
     if ((timeout == 0 || ttl == 0) && l->defaults.count > 0) {
         const struct life_default *d = lifetime_default_find(e, j->func->name,
                                                              j->func->name_len);
@@ -228,19 +241,29 @@ static int life_new(struct engine *e, struct job *j, const struct submit_life *l
     }
     if (timeout == 0 && ttl == 0)
         return 0;
+    double now = engine_now(e), expires = ttl != 0 ? (rq->due > now ? rq->due : now) + ttl : 0;
+    if (timeout == 0 && queued_at_once(e, rq, now)) {
+        /* a TTL alone on a job queued now: its deadline is its timer heap entry, no record
+         * (the submit cost of many jobs with TTLs); life_ready finds it armed */
+        if (heap_push(&e->timers, &j->timer, expires) != 0)
+            return -1;
+        j->flags |= JOB_LIFE;
+        return 0;
+    }
     struct life_rec *r = rec_get(e, l, j);
     if (r == NULL)
         return -1;
-    double now = engine_now(e);
     r->timeout_ms = timeout;
-    r->expires = ttl != 0 ? (due > now ? due : now) + ttl : 0;
+    r->expires = expires;
     return 0;
 }
 
 static void life_ready(struct engine *e, struct job *j)
 {
+    if (j->timer != HEAP_NONE)
+        return; /* armed by life_new */
     const struct life_rec *r = lifetime_rec_of(e, j);
-    if (r == NULL || r->expires <= 0 || j->timer != HEAP_NONE)
+    if (r == NULL || r->expires <= 0)
         return;
     if (heap_push(&e->timers, &j->timer, r->expires) != 0)
         log_error("job %llu: out of memory arming its time to live: it does not expire",
@@ -298,6 +321,8 @@ static void life_expired(struct engine *e, struct job *j)
 
 static void life_freed(struct engine *e, struct job *j)
 {
+    if (j->timer != HEAP_NONE) /* freed in limbo after life_new armed it (a refused submit) */
+        heap_remove(&e->timers, &j->timer);
     struct life_rec *r = lifetime_rec_of(e, j);
     if (r != NULL) {
         hmap_remove(&lifetime_of(e)->recs, r, hmap_mix64(j->id));
@@ -306,8 +331,9 @@ static void life_freed(struct engine *e, struct job *j)
     j->flags &= (uint8_t)~JOB_LIFE;
 }
 
-/* check (an engine_ext.check slot): every JOB_LIFE job has a record and every record a live
- * JOB_LIFE job; a ready job is in the timer heap only while its time to live runs. O(jobs). */
+/* check (an engine_ext.check slot): every record is a live JOB_LIFE job's (a JOB_LIFE job
+ * without one has a TTL alone, armed by life_new); a ready job is in the timer heap only while
+ * its time to live runs. O(jobs). */
 static int check(const struct engine *e, char *err, size_t errlen)
 {
     const struct lifetime *l = lifetime_of(e);
@@ -317,11 +343,10 @@ static int check(const struct engine *e, char *err, size_t errlen)
         if (j->state == JOB_MARKER)
             continue;
         const struct life_rec *r = lifetime_rec_of(e, j);
-        if ((j->flags & JOB_LIFE) && r == NULL)
-            return engine_check_fail(err, errlen, "job %llu: JOB_LIFE without a record",
-                                     (unsigned long long)j->id);
         n += r != NULL;
-        if (j->state == JOB_READY && j->timer != HEAP_NONE && (r == NULL || r->expires <= 0))
+        if (j->state != JOB_READY || j->timer == HEAP_NONE)
+            continue;
+        if (!(j->flags & JOB_LIFE) || (r != NULL && r->expires <= 0))
             return engine_check_fail(err, errlen, "ready job %llu in the timer heap without a "
                                      "time to live", (unsigned long long)j->id);
     }
