@@ -112,8 +112,8 @@ TEST_F(LifetimeTest, TtlExpiresAQueuedJobThroughTheTimerHeap)
     EXPECT_DOUBLE_EQ(engine_next_timer(&f.eng), 1010.0);
     EXPECT_EQ(lifetime_rec_of(&f.eng, j), nullptr) << "a TTL alone: its heap entry, no record";
     char m[128];
-    size_t n = f.eng.ext.job_meta(&f.eng, j, m, sizeof m);
-    EXPECT_EQ(string(m, n), "{\"expires_at\":1010.000}") << "read from the heap entry";
+    size_t ml = f.eng.ext.job_meta(&f.eng, j, m, sizeof m);
+    EXPECT_EQ(string(m, ml), "{\"expires_at\":1010.000}") << "read from the heap entry";
     tick(9.9);
     EXPECT_EQ(find(h)->state, (uint8_t)JOB_READY);
     tick(0.1);
