@@ -151,6 +151,7 @@ STATS_SCHEMA = obj({
     "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total",
                                      "waiting_jobs"]}),
     "schedules": obj({k: COUNT for k in ["count", "fired", "coalesced", "refused"]}),
+    "lifetime": obj({k: COUNT for k in ["job_timeouts_total", "jobs_expired_total"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
