@@ -3,11 +3,13 @@
  * The common cases of gearman(1) from gearman-tools, built on libgearman-compat.
  *
  * Client mode: spur [-h host] [-p port] [-t ms] -f FUNC [-f FUNC...] [-b] [-I|-L] [-u unique]
- *                   [-s] [-n|-N] [-P] [-v] [DATA...]
+ *                   [-s] [-n|-N] [-P] [-v] [--timeout MS] [--ttl S] [DATA...]
  *   Each DATA argument is one job per function; without DATA the job's workload is standard
  *   input (-s: empty; -n: one job per line; -N: the same without the newline). Results
  *   (WORK_DATA and WORK_COMPLETE) go to standard output, warnings and exceptions to standard
  *   error, status as "N% Complete". -b submits in the background (-v prints the handles).
+ *   --timeout and --ttl give each job a timeout and a time to live (the options job-timeout
+ *   and job-ttl, docs/JOB-LIFETIME.md: Spur only; gearmand refuses them).
  *   Exit status: 0 if every job succeeded, 1 otherwise, 2 for a usage error.
  *   -h /PATH connects to a unix-domain socket (spurd --unix=PATH). spur --version prints the
  *   version.
@@ -20,6 +22,7 @@
 #include <libgearman/gearman.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,10 +52,13 @@ struct args {
     long count;                           /* -c, -1: forever */
     const char *identifier;               /* -i */
     int ssl;                              /* -S: TLS (files from the environment) */
+    long job_timeout;                     /* --timeout: each job's timeout in ms, -1 unset */
+    long job_ttl;                         /* --ttl: each job's time to live in s, -1 unset */
     char **command;                       /* worker command and its arguments, or NULL */
 };
 
-static struct args A = {.host = "localhost", .port = 0, .timeout = -1, .count = -1};
+static struct args A = {.host = "localhost", .port = 0, .timeout = -1, .count = -1,
+                        .job_timeout = -1, .job_ttl = -1};
 static int job_failures;
 
 /* usage prints the help text to stream. */
@@ -80,6 +86,8 @@ static void usage(FILE *stream)
             "\t-P            - Prefix all output lines with functions names\n"
             "\t-s            - Send job without reading from standard input\n"
             "\t-u <unique>   - Unique key to use for job\n"
+            "\t--timeout <ms> - Spur: fail each job this long after a worker starts it\n"
+            "\t--ttl <s>     - Spur: expire each job no worker started within this time\n"
             "\nWorker options:\n"
             "\t-c <count>    - Number of jobs for worker to run before exiting\n"
             "\t-i <id>       - Worker identifier (SET_CLIENT_ID)\n"
@@ -281,6 +289,16 @@ static int client_main(int argc, char **argv)
     }
     if (A.timeout >= 0)
         gearman_client_set_timeout(client, A.timeout);
+    for (int i = 0; i < 2; i++) { /* --timeout, --ttl: options of the connection */
+        long v = i == 0 ? A.job_timeout : A.job_ttl;
+        char opt[48];
+        int n = snprintf(opt, sizeof opt, "job-%s=%ld", i == 0 ? "timeout" : "ttl", v);
+        if (v >= 0 && !gearman_client_set_server_option(client, opt, (size_t)n)) {
+            fprintf(stderr, "spur: out of memory\n");
+            gearman_client_free(client);
+            return 1;
+        }
+    }
     if (A.ssl)
         gearman_client_add_options(client, GEARMAN_CLIENT_SSL);
     gearman_client_add_options(client, GEARMAN_CLIENT_FREE_TASKS);
@@ -523,7 +541,12 @@ int main(int argc, char **argv)
         printf("spur (Spur) %s\n", PACKAGE_VERSION);
         return 0;
     }
-    while ((c = getopt(argc, argv, "+h:p:t:f:bILnNPsu:vwc:i:HS")) != -1) {
+    static const struct option longopts[] = {
+        {"timeout", required_argument, NULL, 'T'},
+        {"ttl", required_argument, NULL, 'E'},
+        {NULL, 0, NULL, 0},
+    };
+    while ((c = getopt_long(argc, argv, "+h:p:t:f:bILnNPsu:vwc:i:HS", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': A.host = optarg; break;
         case 'p': A.port = (in_port_t)atoi(optarg); break;
@@ -549,6 +572,22 @@ int main(int argc, char **argv)
         case 'i': A.identifier = optarg; break;
         case 'H': usage(stdout); return 0;
         case 'S': A.ssl = 1; break;
+        case 'T':
+        case 'E': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || v < 0 ||
+                v > (c == 'T' ? 4294967295L : 31536000L)) {
+                fprintf(stderr, "spur: --%s wants %s\n", c == 'T' ? "timeout" : "ttl",
+                        c == 'T' ? "milliseconds (0..4294967295)" : "seconds (0..31536000)");
+                return 2;
+            }
+            if (c == 'T')
+                A.job_timeout = v;
+            else
+                A.job_ttl = v;
+            break;
+        }
         default: usage(stderr); return 2;
         }
     }

@@ -99,6 +99,8 @@ struct options {
                              for "<job>" */
     const char *admin;    /* --admin: an admin line sent before measuring, "{F}" replaced by
                              each function's name (e.g. "limit {F} key-concurrency 1") */
+    const char *client_option; /* --client-option: the OPTION_REQs (comma-separated) every
+                                  client connection sends before its first submit, or NULL */
 };
 
 /* ----------------------------------------------------------------------------------- utilities */
@@ -1078,6 +1080,10 @@ static void client_packet(struct bench *b, struct conn *c, const struct pb_packe
             break;
         client_work_complete(b, c, pkt);
         return;
+    case CMD_OPTION_RES: /* --client-option accepted */
+        if (b->opt.client_option != NULL)
+            return;
+        break;
     case CMD_ERROR:
         b->an.errors++;
         anomaly(b, "ERROR %.*s: %.*s", (int)pkt->len[0], pkt->arg[0], (int)pkt->len[1],
@@ -1944,6 +1950,15 @@ static int start_clients(struct bench *b, int n)
             return -1;
         c->pend_cap = (uint32_t)b->window;
         c->pend = xcalloc(c->pend_cap, sizeof *c->pend);
+        /* --client-option: one OPTION_REQ per comma-separated item, answered OPTION_RES
+         * before any JOB_CREATED */
+        for (const char *o = b->opt.client_option; o != NULL && *o != '\0';) {
+            size_t ol = strcspn(o, ",");
+            struct proto_arg a = {o, ol};
+            if (ol > 0)
+                send_packet(b, c, CMD_OPTION_REQ, &a, 1);
+            o += ol + (o[ol] == ',');
+        }
     }
     return 0;
 }
@@ -2355,6 +2370,8 @@ static void usage(FILE *out)
         "  --stall=SECONDS      give up after this long without a packet (default 15)\n"
         "  --max-anomalies=N    give up after more than N anomalies (default 100000)\n"
         "  --label=TEXT         copied into the RESULT line as server=TEXT\n"
+        "  --client-option=A,B  every client connection sends OPTION_REQ A (then B) first,\n"
+        "                       e.g. job-ttl=3600 (Spur's job lifetimes; gearmand refuses it)\n"
         "TLS (bg-submit, rt-latency, rt-throughput, fanout; no ballast):\n"
         "  --tls                every connection speaks TLS; the server's certificate is\n"
         "                       verified for --host\n"
@@ -2397,7 +2414,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         O_SCENARIO = 1000, O_HOST, O_PORT, O_JOBS, O_CLIENTS, O_WORKERS, O_WINDOW, O_PAYLOAD,
         O_FUNCTIONS, O_CONNS, O_CONNECT_WINDOW, O_PID, O_TIMEOUT, O_STALL, O_MAX_ANOMALIES, O_LABEL,
         O_HELP, O_BALLAST_JOBS, O_BALLAST_CLIENTS, O_IDLE_WORKERS, O_WAITERS, O_TLS, O_TLS_CA,
-        O_TLS_CERT, O_TLS_KEY, O_KEYS, O_ADMIN
+        O_TLS_CERT, O_TLS_KEY, O_KEYS, O_ADMIN, O_CLIENT_OPTION
     };
     static const struct option longopts[] = {
         {"scenario", required_argument, NULL, O_SCENARIO},
@@ -2427,6 +2444,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         {"tls-key", required_argument, NULL, O_TLS_KEY},
         {"keys", required_argument, NULL, O_KEYS},
         {"admin", required_argument, NULL, O_ADMIN},
+        {"client-option", required_argument, NULL, O_CLIENT_OPTION},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -2484,6 +2502,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         case O_TLS_CA: o->tls_ca = optarg; break;
         case O_TLS_CERT: o->tls_cert = optarg; break;
         case O_TLS_KEY: o->tls_key = optarg; break;
+        case O_CLIENT_OPTION: o->client_option = optarg; break;
         case O_HELP: usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }

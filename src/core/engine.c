@@ -128,6 +128,11 @@ void engine_run_timers(struct engine *e, double now)
         if (j->state == JOB_FUTURE) {
             job_detach(e, j);
             func_push(e, j, 0);
+        } else if (j->state == JOB_READY) { /* its time to live passed (JOB_LIFE) */
+            if (e->ext.life_expired != NULL)
+                e->ext.life_expired(e, j);
+            else
+                heap_remove(&e->timers, &j->timer);
         } else {
             worker_job_timeout(e, j);
         }

@@ -175,11 +175,37 @@ struct engine_ext {
      * time, before the wake-ups are drained. */
     double (*timer_next)(const struct engine *e);
     void (*timer_run)(struct engine *e, double now);
+    /* life_new: a submit (job_submit) created j (JOB_LIMBO) for rq, with the per-job timeout
+     * and time to live of rq->life (0 = none; the feature adds a function's defaults): it
+     * keeps them beside j, flagged JOB_LIFE (a job about to be queued at once with a TTL
+     * alone may be put in e->timers already, by its timer field). 0, or -1 out of memory.
+     * Called when rq->life sets one, or when life_defaults > 0. */
+    int (*life_new)(struct engine *e, struct job *j, const struct submit_req *rq);
+    /* life_ready: j (JOB_LIFE) became ready (func_push): a job never started with a time to
+     * live is put in e->timers by its timer field until it expires (life_expired). */
+    void (*life_ready)(struct engine *e, struct job *j);
+    /* life_started: j (JOB_LIFE) starts on a worker whose CAN_DO_TIMEOUT is timeout_ms (0:
+     * none): its time to live is over; returns the deadline job_start arms, in ms: the
+     * smaller of timeout_ms and j's own timeout (0: none). */
+    uint32_t (*life_started)(struct engine *e, struct job *j, uint32_t timeout_ms);
+    /* life_expired: ready job j's time to live passed (its timer, engine_run_timers): the
+     * feature takes it out of its queue and fails, dead-letters or drops it. */
+    void (*life_expired)(struct engine *e, struct job *j);
+    /* life_timed_out: running job j (JOB_LIFE) passed the deadline life_started returned:
+     * 1 when it was j's own timeout (worker_job_timeout fails it as JOB_TIMEOUT), 0 when it
+     * was the worker's CAN_DO_TIMEOUT. */
+    int (*life_timed_out)(struct engine *e, const struct job *j);
+    /* life_freed: j (JOB_LIFE) is being freed (job_free): forget its lifetime. */
+    void (*life_freed)(struct engine *e, struct job *j);
+    size_t life_defaults; /* per-function default timeouts and times to live (lifetime.h): while
+                             0, a submit that sets neither costs no call */
     void *jobx;       /* the retries/dead-letter/dependency state (jobx.h), opaque here; NULL
                          until attached or first used */
     void *flow;       /* flow control's state (ext/flow.h), opaque here; NULL when not
                          attached */
     void *recur;      /* the recurring schedules (recur.h), opaque here; NULL when not attached */
+    void *lifetime;   /* per-job timeouts and times to live (lifetime.h), opaque here; NULL
+                         when not attached */
     size_t schedules; /* schedules defined, a gauge kept by recur.c (for stats and metrics) */
 };
 
@@ -212,8 +238,8 @@ enum job_event {
     JOB_EV_COMPLETED,     /* the worker sent WORK_COMPLETE */
     JOB_EV_FAILED,        /* the worker sent WORK_FAIL */
     JOB_EV_EXCEPTION,     /* the worker sent WORK_EXCEPTION */
-    JOB_EV_TIMED_OUT,     /* the worker passed CAN_DO_TIMEOUT (failed, or re-queued with
-                             --can-do-timeout=requeue) */
+    JOB_EV_TIMED_OUT,     /* the worker passed CAN_DO_TIMEOUT or the job's own timeout
+                             (failed, or re-queued with --can-do-timeout=requeue) */
     JOB_EV_REQUEUED,      /* put back at the head of its queue: its worker was lost (closed,
                              CANT_DO, RESET_ABILITIES) or timed out with requeue */
     JOB_EV_LOST,          /* failed by the server: its worker was lost --job-retries times */
@@ -286,6 +312,8 @@ struct engine_stats {
     uint64_t broadcast_delivered; /* broadcast copies handed to their worker (JOB_ASSIGN) */
     uint64_t broadcast_lost;     /* copies lost: their worker left (or stopped doing the
                                     function) before finishing them, or its backlog was full */
+    uint64_t job_timeouts;       /* running jobs that passed their own timeout (lifetime.h) */
+    uint64_t jobs_expired;       /* queued jobs that passed their time to live (lifetime.h) */
 };
 
 /* struct engine is the whole pure server state. */

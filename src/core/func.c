@@ -216,6 +216,8 @@ void func_push(struct engine *e, struct job *j, int at_head)
         list_push_back(&f->queue[p], &j->qnode);
     if (f->ready[p]++ == 0 && !(f->shut & (1u << p)))
         became_ready(f, p);
+    if ((j->flags & JOB_LIFE) && e->ext.life_ready != NULL)
+        e->ext.life_ready(e, j); /* its time to live, in the timer heap */
     func_wake(e, f);
 }
 
@@ -250,6 +252,8 @@ void func_unlink(struct engine *e, struct job *j)
     f->queued[p]--;
     if (--f->ready[p] == 0 && !(f->shut & (1u << p)))
         became_empty(f, p);
+    if (j->timer != HEAP_NONE) /* its time to live (JOB_LIFE: life_ready) */
+        heap_remove(&e->timers, &j->timer);
 }
 
 

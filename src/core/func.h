@@ -169,7 +169,8 @@ void func_wake_now(struct engine *e, struct func *f);
  * opened. O(workers of f) when something changes, O(1) otherwise. */
 void func_gate(struct engine *e, struct func *f, uint8_t shut);
 
-/* func_unlink removes a ready job from its queue into limbo. */
+/* func_unlink removes a ready job from its queue (and its time to live from the timer heap)
+ * into limbo. */
 void func_unlink(struct engine *e, struct job *j);
 
 #ifdef __cplusplus

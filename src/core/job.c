@@ -437,6 +437,8 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
     w->nrunning++;
     j->func->running++;
     e->nrunning++;
+    if ((j->flags & JOB_LIFE) && e->ext.life_started != NULL)
+        timeout_ms = e->ext.life_started(e, j, timeout_ms); /* the job's own, if smaller */
     if (timeout_ms > 0)
         heap_push(&e->timers, &j->timer, now + timeout_ms / 1000.0);
     if (f->flow != NULL && e->ext.flow_started != NULL)
@@ -495,6 +497,8 @@ void job_free(struct engine *e, struct job *j)
         e->sink.stored_gone(e, j);
     if ((j->flags & JOB_EXT) && e->ext.job_freed != NULL)
         e->ext.job_freed(e, j);
+    if ((j->flags & JOB_LIFE) && e->ext.life_freed != NULL)
+        e->ext.life_freed(e, j);
     while (job_has_waiters(j))
         job_remove_waiter(waiter_of(j->waiters.next));
     e->njobs--;

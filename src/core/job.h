@@ -44,6 +44,7 @@ enum {
     JOB_STORED = 1u << 1,     /* added to the durable store; done must be called */
     JOB_EXT = 1u << 2,        /* has side state of a feature of engine.ext (job_freed is called) */
     JOB_UHEAD = 1u << 3,      /* the oldest live job with its unique (engine->jobs_by_unique) */
+    JOB_LIFE = 1u << 4,       /* has a per-job timeout or time to live (engine.ext.life_*) */
 };
 
 /* struct waiter links one foreground submit to its job (a client may have several). */
@@ -74,7 +75,9 @@ struct job {
                                  assigned (JOB_RUNNING): queue wait and run time */
     uint32_t num;             /* last WORK_STATUS numerator */
     uint32_t den;             /* last WORK_STATUS denominator */
-    uint32_t timer;           /* heap position: due time (JOB_FUTURE) or CAN_DO_TIMEOUT deadline */
+    uint32_t timer;           /* heap position: due time (JOB_FUTURE), CAN_DO_TIMEOUT or job
+                                 timeout deadline (JOB_RUNNING), time to live (JOB_READY with
+                                 JOB_LIFE) */
     uint16_t unique_len;      /* bytes of unique at the start of the data */
     uint16_t reducer_len;     /* bytes of reducer after the unique */
     uint8_t prio;             /* enum job_prio */
@@ -213,7 +216,7 @@ void job_detach(struct engine *e, struct job *j);
 int job_defer(struct engine *e, struct job *j, double at);
 
 /* job_start assigns a job in limbo to worker w (JOB_RUNNING), arming its CAN_DO_TIMEOUT deadline
- * when timeout_ms > 0. */
+ * when timeout_ms > 0, or the job's own timeout when it is smaller (JOB_LIFE: life_started). */
 void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
 
 /* job_fail tells j's clients it failed (sink.job_failed) and frees j. */

@@ -91,6 +91,12 @@ static struct job *create(struct engine *e, const struct submit_req *rq, struct 
         *res = SUBMIT_NO_MEMORY;
         return NULL;
     }
+    if (((rq->life.timeout_ms | rq->life.ttl_s) != 0 || e->ext.life_defaults > 0) &&
+        e->ext.life_new != NULL && e->ext.life_new(e, j, rq) != 0) {
+        job_free(e, j); /* its timeout and time to live (lifetime.h) */
+        *res = SUBMIT_NO_MEMORY;
+        return NULL;
+    }
     func_count(e, f, JOB_EV_SUBMITTED, rq->prio);
     job_log(e, j, rq->log != NULL ? rq->log : "created");
     return j;
@@ -104,7 +110,7 @@ static enum submit_result place(struct engine *e, const struct submit_req *rq, s
         /* the reply and the job's first run (unless it waits) wait until it is durable */
         char meta[SUBMIT_META_MAX];
         size_t ml = 0;
-        if (rq->nafter > 0 && e->ext.job_meta != NULL)
+        if ((rq->nafter > 0 || (j->flags & JOB_LIFE)) && e->ext.job_meta != NULL)
             ml = e->ext.job_meta(e, j, meta, sizeof meta);
         if (e->durable.add(e, j, rq->owner, future ? rq->due : 0, ml ? meta : NULL, ml) != 0) {
             job_free(e, j);

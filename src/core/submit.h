@@ -50,6 +50,13 @@ enum {
                                      'load' of a job that is there changes nothing) */
 };
 
+/* struct submit_life is the lifetime a submit asks for its new job (docs/JOB-LIFETIME.md):
+ * zero fields are unset (a function's default, lifetime.h, may apply). */
+struct submit_life {
+    uint32_t timeout_ms; /* fail the job this long after its start on a worker, 0 = none */
+    uint32_t ttl_s;      /* expire it if no worker started it this long after it was due */
+};
+
 /* struct submit_req is one request to submit a job. Every pointer is borrowed for the call;
  * the job copies what it keeps. */
 struct submit_req {
@@ -76,6 +83,7 @@ struct submit_req {
                                so replies stay in request order */
     const char *log;        /* what the job log says of a new job ("created") */
     unsigned flags;         /* SUBMIT_* flags */
+    struct submit_life life; /* its timeout and time to live (engine_ext.life_new) */
 };
 
 /* struct submit_out is what job_submit tells its caller besides the result. */

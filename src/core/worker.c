@@ -375,20 +375,23 @@ int worker_reclaim(struct engine *e, struct worker *w, struct job *j)
 void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
+    /* the job's own timeout (JOB_LIFE) when it was the smaller one: the same path, its name */
+    int own = (j->flags & JOB_LIFE) && e->ext.life_timed_out != NULL &&
+              e->ext.life_timed_out(e, j);
+    const char *why = own ? "JOB_TIMEOUT" : "CAN_DO_TIMEOUT";
     /* a background job with a retry policy runs again later or goes to the dead-letter list */
-    if (e->ext.job_failed != NULL && e->ext.job_failed(e, j, "CAN_DO_TIMEOUT", 14)) {
-        log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT (retry policy)",
-                 (unsigned long long)j->id);
+    if (e->ext.job_failed != NULL && e->ext.job_failed(e, j, why, strlen(why))) {
+        log_info("job %llu failed: it passed its %s (retry policy)", (unsigned long long)j->id,
+                 why);
         return;
     }
     if (e->cfg->can_do_timeout_requeue) {
-        log_info("job %llu re-queued: its worker passed the CAN_DO_TIMEOUT",
-                 (unsigned long long)j->id);
+        log_info("job %llu re-queued: it passed its %s", (unsigned long long)j->id, why);
         late_note(j->worker, j->id); /* its result may still come: worker_reclaim */
         worker_requeue(e, j);
         return;
     }
-    log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT", (unsigned long long)j->id);
+    log_info("job %llu failed: it passed its %s", (unsigned long long)j->id, why);
     job_fail(e, j);
 }
 

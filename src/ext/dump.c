@@ -38,7 +38,7 @@ int dump_job_append(const struct engine *e, const struct job *j, struct buf *b)
     if (j->state == JOB_FUTURE && j->timer != HEAP_NONE)
         d.when = (int64_t)e->timers.a[j->timer].at;
     char *meta = NULL;
-    if ((j->flags & JOB_EXT) && e->ext.job_meta != NULL) {
+    if ((j->flags & (JOB_EXT | JOB_LIFE)) && e->ext.job_meta != NULL) {
         if ((meta = malloc(STORE_META_MAX)) == NULL)
             return -1;
         d.meta = meta;

@@ -12,6 +12,8 @@
 #include "jobx_admin.h"
 #include "jobx_counters.h"
 #include "jobx_store.h"
+#include "lifetime.h"
+#include "lifetime_admin.h"
 #include "metrics.h"
 #include "recur.h"
 
@@ -26,6 +28,8 @@ int features_attach(struct engine *e)
         return -1;
     if (flow_attach(e) != 0) /* flow control: limits, weights, pause */
         return -1;
+    if (lifetime_attach(e) != 0) /* per-job timeouts and times to live (after jobx_store) */
+        return -1;
     if (!first)
         return 0;
     /* their admin commands (admin.h's command table) */
@@ -35,10 +39,12 @@ int features_attach(struct engine *e)
         return -1;
     if (flow_admin_register(e) != 0 || metrics_add(e, &flow_counters) != 0)
         return -1;
+    if (lifetime_admin_register(e) != 0)
+        return -1;
     /* their rows of stats, stats json and metrics (metrics.h's counter table) */
     if (metrics_add(e, &jobx_counters) != 0 || metrics_add(e, &recur_counters) != 0)
         return -1;
-    if (metrics_add(e, &broadcast_counters) != 0)
+    if (metrics_add(e, &broadcast_counters) != 0 || metrics_add(e, &lifetime_counters) != 0)
         return -1;
     return 0;
 }

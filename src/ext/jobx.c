@@ -242,6 +242,22 @@ void jobx_park(struct engine *e, struct job *j)
     j->func->parked++;
 }
 
+/* bury puts j (in limbo, with record r) in the dead-letter list for good: stored, and what
+ * waits for it fails too; the oldest are dropped past --max-failed-jobs. */
+static void bury(struct engine *e, struct jobx *x, struct job *j, struct jobx_rec *r)
+{
+    j->state = JOB_FAILED;
+    list_push_back(&x->failed, &r->fnode);
+    x->nfailed++;
+    j->func->parked++;
+    job_log(e, j, "failed for good: dead-letter list");
+    if (x->persist != NULL)
+        x->persist(e, j, 0);
+    if (x->deps.count > 0)
+        jobx_job_gone(e, j); /* what waits for it fails too */
+    trim(e, x);
+}
+
 int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len)
 {
     struct jobx *x = jobx_of(e);
@@ -273,17 +289,25 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
         }
         /* no room in the timer heap: it fails for good */
     }
-    j->state = JOB_FAILED;
-    list_push_back(&x->failed, &r->fnode);
-    x->nfailed++;
-    j->func->parked++;
-    job_log(e, j, "failed for good: dead-letter list");
-    if (x->persist != NULL)
-        x->persist(e, j, 0);
-    if (x->deps.count > 0)
-        jobx_job_gone(e, j); /* what waits for it fails too */
-    trim(e, x);
+    bury(e, x, j, r);
     return 1;
+}
+
+int jobx_bury(struct engine *e, struct job *j, const char *err, size_t len)
+{
+    struct jobx *x = jobx_get(e);
+    struct jobx_rec *r = x != NULL ? rec_get(e, x, j) : NULL;
+    if (r == NULL)
+        return -1;
+    double now = engine_now(e);
+    if (r->attempts == 0)
+        r->first_failed = now;
+    r->last_failed = now;
+    jobx_set_error(e, r, err, len);
+    job_detach(e, j);
+    j->num = j->den = 0;
+    bury(e, x, j, r);
+    return 0;
 }
 
 void jobx_unpark(struct engine *e, struct job *j)
@@ -321,7 +345,8 @@ void jobx_job_freed(struct engine *e, struct job *j)
 /* ------------------------------------------------------------ failure text */
 
 /* the common failure texts, kept without a copy */
-static const char *const common_errors[] = {"WORK_FAIL", "CAN_DO_TIMEOUT"};
+static const char *const common_errors[] = {"WORK_FAIL", "CAN_DO_TIMEOUT", "JOB_TIMEOUT",
+                                            "expired"};
 
 void jobx_clear_error(struct jobx_rec *r)
 {

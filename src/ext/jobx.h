@@ -143,6 +143,12 @@ double jobx_delay(const struct jobx_policy *p, uint32_t attempt, double u01);
  * (JOB_FAILED); returns 1. Otherwise returns 0 and the caller frees j as Gearman does. */
 int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len);
 
+/* jobx_bury moves j (in any place but the dead-letter list) to the dead-letter list for good
+ * with the failure text err[0..len) ("expired": lifetime.h), whatever its function's retry
+ * policy: stored with it, and what waits for j fails too. Returns 0, or -1 out of memory (j is
+ * then untouched). */
+int jobx_bury(struct engine *e, struct job *j, const char *err, size_t len);
+
 /* jobx_rec_get returns j's record, creating it (flagging j JOB_EXT); NULL out of memory. */
 struct jobx_rec *jobx_rec_get(struct engine *e, struct job *j);
 

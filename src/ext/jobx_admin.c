@@ -243,6 +243,27 @@ static const char *word(const char *s, size_t len, size_t *i, size_t *wl)
     return s + a;
 }
 
+/* life_arg parses v[0..vl), the value of --timeout (ms) or --ttl (seconds), into life.
+ * Returns 0 or -1. */
+static int life_arg(int ttl, const char *v, size_t vl, struct submit_life *life)
+{
+    uint64_t x = 0;
+    if (vl == 0 || vl > 10)
+        return -1;
+    for (size_t k = 0; k < vl; k++) {
+        if (v[k] < '0' || v[k] > '9')
+            return -1;
+        x = x * 10 + (uint64_t)(v[k] - '0');
+    }
+    if (x > (ttl ? 31536000u : UINT32_MAX))
+        return -1;
+    if (ttl)
+        life->ttl_s = (uint32_t)x;
+    else
+        life->timeout_ms = (uint32_t)x;
+    return 0;
+}
+
 void jobx_admin_submit(struct peer *p, const char *line, size_t len)
 {
     struct engine *e = p->eng;
@@ -254,6 +275,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     const char *after = NULL, *uq = "";
     size_t al = 0, ul = 0;
     enum job_prio prio = PRIO_NORMAL;
+    struct submit_life life = {0, 0};
     while (i < len) {
         size_t save = i;
         const char *w = word(line, len, &i, &wl);
@@ -263,6 +285,15 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
             after = word(line, len, &i, &al);
         } else if (wl == 8 && memcmp(w, "--unique", 8) == 0 && i < len) {
             uq = word(line, len, &i, &ul);
+        } else if (((wl == 9 && memcmp(w, "--timeout", 9) == 0) ||
+                    (wl == 5 && memcmp(w, "--ttl", 5) == 0)) && i < len) {
+            size_t vl;
+            const char *v = word(line, len, &i, &vl);
+            if (life_arg(wl == 5, v, vl, &life) != 0) {
+                reply(p, wl == 5 ? "ERR INVALID_ARGUMENTS --ttl+wants+seconds+0..31536000\r\n"
+                                 : "ERR INVALID_ARGUMENTS --timeout+wants+ms+0..4294967295\r\n");
+                return;
+            }
         } else if (wl == 10 && memcmp(w, "--priority", 10) == 0 && i < len) {
             const char *v = word(line, len, &i, &wl);
             if (wl == 4 && memcmp(v, "high", 4) == 0)
@@ -282,7 +313,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     size_t dl = len - i;
     if (fl == 0 || fl > ESC_MAX(e->cfg->max_function)) {
         reply(p, "ERR INVALID_ARGUMENTS Usage:+submit+FUNC+[--after+H1,H2]+[--unique+U]+"
-                 "[--priority+P]+PAYLOAD\r\n");
+                 "[--priority+P]+[--timeout+MS]+[--ttl+S]+PAYLOAD\r\n");
         return;
     }
     if (ul > PROTO_UNIQUE_MAX) {
@@ -309,7 +340,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     uint64_t id;
     const char *why = NULL;
     /* with a store, the reply waits until the job is durable, as a binary JOB_CREATED does */
-    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n,
+    int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n, &life,
                          peer_ack_owner(p, 1), &id, &why);
     free(name);
     if (rc < 0) {
@@ -325,7 +356,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
 
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
-                void *owner, uint64_t *id, const char **why)
+                const struct submit_life *life, void *owner, uint64_t *id, const char **why)
 {
     if (fl > e->cfg->max_function) {
         *why = "ARGUMENT_TOO_LARGE Function+name+too+long";
@@ -342,6 +373,8 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
     struct submit_req rq = {.func = fn, .func_len = fl, .unique = uq, .unique_len = ul,
                             .data = data, .data_len = dl, .prio = prio, .background = 1,
                             .after = ids, .nafter = n, .owner = owner, .log = "created"};
+    if (life != NULL)
+        rq.life = *life;
     struct submit_out so;
     enum submit_result r = job_submit(e, &rq, &so);
     *id = so.job != NULL ? so.job->id : so.id;

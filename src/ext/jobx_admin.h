@@ -25,14 +25,16 @@ void jobx_admin_retry(struct peer *p, const struct pa_token *t, size_t n);
 /* jobx_admin_show_failed runs `show failed jobs [FUNC]` (t[0..2] are "show failed jobs"). */
 void jobx_admin_show_failed(struct peer *p, const struct pa_token *t, size_t n);
 
-/* jobx_admin_submit runs `submit FUNC [--after H1,H2] [--unique U] [--priority P] [--] PAYLOAD`
+/* jobx_admin_submit runs `submit FUNC [--after H1,H2] [--unique U] [--priority P]
+ * [--timeout MS] [--ttl S] [--] PAYLOAD`
  * from the raw line (the payload is the rest of it): a background job, waiting for the jobs
  * named by --after until they complete. Replies `OK HANDLE`, with a store once the job is
  * durable (held like a binary JOB_CREATED). */
 void jobx_admin_submit(struct peer *p, const char *line, size_t len);
 
 /* jobx_submit submits (job_submit) a background job of function fn with unique uq, priority
- * prio and payload data, waiting for the jobs ids[0..n) (n may be 0: queued at once); a live
+ * prio and payload data, waiting for the jobs ids[0..n) (n may be 0: queued at once), with the
+ * timeout and time to live of life (NULL: none but the function's defaults); a live
  * job of fn with that unique is joined instead (a dead-letter one brought back). With a store
  * the job is recorded (a runnable one is queued once durable) and the reply to owner (NULL for
  * none) is held until then. A broadcast function's submit is fanned out instead (broadcast.h).
@@ -42,7 +44,7 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len);
  * HTTP X-Spur-After; the name is checked where functions are created (func_get). */
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
-                void *owner, uint64_t *id, const char **why);
+                const struct submit_life *life, void *owner, uint64_t *id, const char **why);
 
 /* jobx_parse_after reads handles separated by commas (or spaces) in list[0..len) into ids:
  * each a live job not in the dead-letter list, at most JOBX_MAX_AFTER. Returns how many, or -1

@@ -189,7 +189,8 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
         .unique_len = pkt->len[1], .reducer = k.reduce ? pkt->arg[2] : NULL,
         .reducer_len = k.reduce ? pkt->len[2] : 0, .data = pkt->data, .data_len = pkt->data_len,
         .prio = k.prio, .background = k.background, .client = p, .client_jobs = &p->waiters,
-        .owner = peer_ack_owner(p, 0), .owner_held = p->pending_acks > 0, .log = "created"};
+        .owner = peer_ack_owner(p, 0), .owner_held = p->pending_acks > 0, .log = "created",
+        .life = p->life};
 
     if (rq.func_len > e->cfg->max_function) {
         peer_send_error(p, PROTO_ERR_ARGUMENT_TOO_LARGE, "Function name too long");
@@ -242,8 +243,36 @@ static void send_status(struct peer *p, const struct pb_packet *pkt, const struc
     peer_send(p, reply, a, reply == CMD_STATUS_RES_UNIQUE ? 6 : 5);
 }
 
+/* option_life sets p's job-timeout=MS or job-ttl=SECONDS (0: none) for the jobs it submits
+ * from now (lifetime.h). Returns 1 when the option was one of them (answered), else 0. */
+static int option_life(struct peer *p, const struct pb_packet *pkt)
+{
+    const char *o = pkt->arg[0];
+    size_t len = pkt->len[0], nl = len > 12 && strncasecmp(o, "job-timeout=", 12) == 0 ? 12
+                                 : len > 8 && strncasecmp(o, "job-ttl=", 8) == 0    ? 8
+                                                                                     : 0;
+    if (nl == 0)
+        return 0;
+    int64_t v;
+    if (parse_i64(o + nl, len - nl, &v) != 0 || v < 0 ||
+        v > (nl == 8 ? 31536000 : (int64_t)UINT32_MAX)) {
+        peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, nl == 8 ? "Invalid job-ttl (seconds)"
+                                                               : "Invalid job-timeout (ms)");
+        return 1;
+    }
+    if (nl == 8)
+        p->life.ttl_s = (uint32_t)v;
+    else
+        p->life.timeout_ms = (uint32_t)v;
+    struct proto_arg a = {o, len};
+    peer_send(p, CMD_OPTION_RES, &a, 1);
+    return 1;
+}
+
 static void option_req(struct peer *p, const struct pb_packet *pkt)
 {
+    if (option_life(p, pkt))
+        return;
     if (pkt->len[0] == 10 && strncasecmp(pkt->arg[0], "exceptions", 10) == 0) {
         p->flags |= PEER_EXCEPTIONS;
         struct proto_arg a = {pkt->arg[0], pkt->len[0]};

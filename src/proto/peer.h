@@ -14,6 +14,7 @@
 #include "list.h"
 #include "outq.h"
 #include "proto.h"
+#include "submit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,6 +121,9 @@ struct peer {
     uint8_t acl_class;    /* its class under that policy (ACL_NO_CLASS: uncached) */
     uint8_t kinds;        /* what it did: bit 1 << PEER_KIND_* (peer_mark) */
     uint64_t acl_mask;    /* the policy's principals it is (acl.c) */
+    struct submit_life life; /* the timeout and time to live of the jobs it submits from now
+                                (OPTION_REQ job-timeout / job-ttl, HTTP X-Spur-Timeout /
+                                X-Spur-TTL): lifetime.h */
 };
 
 /* peer_of returns the peer whose engine->peers link is n, or NULL for NULL (so it takes

@@ -492,6 +492,33 @@ static struct req *start_admin(struct http *h, struct MHD_Connection *mc, enum M
     return r;
 }
 
+/* life_headers reads X-Spur-Timeout (ms) and X-Spur-TTL (seconds) into life. Returns 0, or
+ * -1 after queueing a 400 answer (*rc). */
+static int life_headers(struct MHD_Connection *mc, struct submit_life *life, enum MHD_Result *rc)
+{
+    static const char *const names[2] = {"X-Spur-Timeout", "X-Spur-TTL"};
+    static const unsigned long long max[2] = {UINT32_MAX, 31536000u};
+    for (int i = 0; i < 2; i++) {
+        const char *v = header_value(mc, names[i]);
+        if (v == NULL)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0' || *v == '-' || x > max[i]) {
+            *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL, "%s must be %s\n", names[i],
+                                   i == 0 ? "milliseconds (0..4294967295)"
+                                          : "seconds (0..31536000)");
+            return -1;
+        }
+        if (i == 0)
+            life->timeout_ms = (uint32_t)x;
+        else
+            life->ttl_s = (uint32_t)x;
+    }
+    return 0;
+}
+
 /* start_submit checks a POST/PUT /FUNC request's headers and sets up its request. Returns the
  * request, or NULL after queueing a 4xx/5xx answer (*rc). */
 static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const char *fn,
@@ -529,6 +556,9 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
                           "X-Spur-After needs X-Gearman-Background: true\n");
         return NULL;
     }
+    struct submit_life life = {0, 0};
+    if (life_headers(mc, &life, rc) != 0)
+        return NULL;
     const char *uq = header_value(mc, "X-Gearman-Unique");
     size_t uql = uq != NULL ? strlen(uq) : 0;
     /* the whole packet must fit --max-packet-size */
@@ -560,6 +590,7 @@ static struct req *start_submit(struct http *h, struct MHD_Connection *mc, const
         return NULL;
     }
     r->background = (unsigned)bg;
+    r->peer.life = life; /* the timeout and TTL of its job (lifetime.h) */
     if (after != NULL && (r->after = strdup(after)) == NULL) {
         req_free(r);
         *rc = MHD_NO;
@@ -653,8 +684,8 @@ static void submit_after(struct req *r)
         why = "BUSY The+stored+jobs+are+being+loaded";
     int rc = why == NULL && n >= 0
                  ? jobx_submit(e, fn, strlen(fn), uq, strlen(uq), prio, body,
-                               (size_t)(end - body), ids, (size_t)n, peer_ack_owner(p, 0), &id,
-                               &why)
+                               (size_t)(end - body), ids, (size_t)n, &p->life,
+                               peer_ack_owner(p, 0), &id, &why)
                  : -1;
     if (rc >= 0) {
         if (rc == 0) { /* else held: JOB_CREATED comes once the job is durable (drain) */

@@ -7,6 +7,7 @@
 #include "flow_opt.h"
 #include "http_opt.h"
 #include "jobx_opt.h"
+#include "lifetime_opt.h"
 #include "opt.h"
 #include "recur_opt.h"
 #include "store_pg_opt.h"
@@ -21,6 +22,7 @@ const struct opt_table *const options_tables[] = {
     &recur_options,
     &broadcast_options,
     &flow_options,
+    &lifetime_options,
     &store_sqlite_options,
     &store_pg_options,
     NULL,

@@ -916,6 +916,12 @@ void config_free(struct config *c)
     for (int i = 0; i < c->nretry; i++)
         free(c->retry[i].func);
     c->nretry = 0;
+    for (int i = 0; i < c->njob_timeout; i++)
+        free(c->job_timeout[i].func);
+    c->njob_timeout = 0;
+    for (int i = 0; i < c->njob_ttl; i++)
+        free(c->job_ttl[i].func);
+    c->njob_ttl = 0;
     free(c->policy);
     free(c->check_policy);
     c->policy = c->check_policy = NULL;

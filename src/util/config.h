@@ -19,6 +19,7 @@ struct opt_table;
 #define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
 #define CONFIG_MAX_BROADCAST 256 /* --broadcast may be given this many times */
 #define CONFIG_MAX_RETRY 256 /* --retry may be given this many times */
+#define CONFIG_MAX_LIFE 256 /* --job-timeout, and --job-ttl, may be given this many times */
 #define STORE_TIMEOUT_DEFAULT 10.0 /* --store-timeout: seconds a batch may take, and a stop waits */
 
 /* struct config_retry is one --retry=FUNC:COUNT:BACKOFF:MAX (a retry policy, jobx.h). */
@@ -27,6 +28,12 @@ struct config_retry {
     uint32_t count; /* retries after the first failure, 1..1000 */
     double backoff; /* seconds before the first retry */
     double max;     /* the most seconds between two runs */
+};
+
+/* struct config_life is one --job-timeout=FUNC:MS or --job-ttl=FUNC:SECONDS (lifetime.h). */
+struct config_life {
+    char *func;     /* the function name, in the escaped form of the listings (owned) */
+    uint32_t value; /* milliseconds (--job-timeout) or seconds (--job-ttl), > 0 */
 };
 
 /* enum admin_shutdown_policy says who may run the admin shutdown command. */
@@ -127,6 +134,12 @@ struct config {
     size_t max_dependents;           /* --max-dependents: jobs that may wait for one job */
     struct config_retry retry[CONFIG_MAX_RETRY]; /* --retry policies, in order */
     int nretry;                      /* entries in retry */
+    struct config_life job_timeout[CONFIG_MAX_LIFE]; /* --job-timeout defaults, in order */
+    int njob_timeout;                /* entries in job_timeout */
+    struct config_life job_ttl[CONFIG_MAX_LIFE]; /* --job-ttl defaults, in order */
+    int njob_ttl;                    /* entries in job_ttl */
+    int expired_drop;                /* --expired=drop: expired jobs are dropped, not put in
+                                        the dead-letter list */
     size_t max_client_id;            /* --max-client-id: longest SET_CLIENT_ID kept */
     double idle_timeout;             /* --idle-timeout seconds for a half-received packet, 0 off */
 

@@ -260,8 +260,8 @@ TEST_F(MetricsTest, MetricsAddRefusesPastItsTables)
     size_t added = 0;
     while (added < ENGINE_EXT_COUNTERS && metrics_add(&sh.eng, &tables[added]) == 0)
         added++;
-    EXPECT_EQ(added, (size_t)ENGINE_EXT_COUNTERS - 4); // FakeShell added jobx's, recur's,
-                                                       // broadcast's and flow's
+    EXPECT_EQ(added, (size_t)ENGINE_EXT_COUNTERS - 5); // FakeShell added jobx's, recur's,
+                                                       // broadcast's, flow's and lifetime's
     EXPECT_EQ(metrics_add(&sh.eng, &tables[added]), -1);
 }
 
@@ -277,9 +277,11 @@ TEST_F(MetricsTest, FeatureRowsKeepTheirPlaces)
     string js = render_now(metrics_json_stats, &sh.eng, sh.clock);
     EXPECT_NE(js.find("\"functions_evicted\":0,\"retry\":{\"retries_total\":0,\"failed_jobs\":0,"
                       "\"failed_dropped_total\":0,\"waiting_jobs\":0},\"schedules\":{\"count\":0,"
-                      "\"fired\":0,\"coalesced\":0,\"refused\":0},\"flow\":{\"functions_paused\":0,"
-                      "\"functions_limited\":0,\"held\":{\"paused\":0,\"concurrency\":0,\"rate\":0,"
-                      "\"key\":0},\"keys\":0,\"keys_waiting\":0},\"functions_by_name\":{}}\n"),
+                      "\"fired\":0,\"coalesced\":0,\"refused\":0},\"lifetime\":{"
+                      "\"job_timeouts_total\":0,\"jobs_expired_total\":0},\"flow\":{"
+                      "\"functions_paused\":0,\"functions_limited\":0,\"held\":{\"paused\":0,"
+                      "\"concurrency\":0,\"rate\":0,\"key\":0},\"keys\":0,\"keys_waiting\":0},"
+                      "\"functions_by_name\":{}}\n"),
               string::npos) << js;
     string prom = render_now(metrics_prometheus, &sh.eng, sh.clock);
     EXPECT_NE(prom.find("\nspur_waiting_jobs 0\n# HELP spur_permission_denied_total "),

@@ -51,6 +51,21 @@ def test_bench_counts_every_job_without_anomalies(gearmand, scenario):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_bench_client_option_gives_every_job_a_ttl(server_factory, gearmand):
+    """--client-option (bench/ttl.sh): each client sends its OPTION_REQs first; spurd gives
+    every job the TTL (each is in the timer heap: jobs_expired_total would count them); gearmand
+    refuses the option, an anomaly."""
+    s = server_factory()
+    proc, r = run_bench(s.addr, "bg-submit", "--jobs=200",
+                        "--client-option=job-ttl=3600,job-timeout=5000")
+    assert r["status"] == "ok" and r["anomalies"] == "0", proc.stderr
+    c = s.connect()
+    out = c.admin(b"dump\n", b".\n")
+    assert out.count(b'"expires_at"') == 200 and out.count(b'"timeout_ms":5000') == 200
+    proc, r = run_bench(gearmand.addr, "bg-submit", "--jobs=20", "--client-option=job-ttl=1")
+    assert int(r["anomalies"]) > 0 and "UNKNOWN_OPTION" in proc.stderr
+
+
 def test_bench_reports_unreachable_server_as_failure():
     proc, r = run_bench(("127.0.0.1", free_port()), "bg-submit", "--jobs=10")
     assert r["status"] != "ok"

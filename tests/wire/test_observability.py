@@ -157,6 +157,7 @@ STATS_SCHEMA = obj({
     "flow": obj({"functions_paused": COUNT, "functions_limited": COUNT,
                  "held": obj({k: COUNT for k in ["paused", "concurrency", "rate", "key"]}),
                  "keys": COUNT, "keys_waiting": COUNT}),
+    "lifetime": obj({k: COUNT for k in ["job_timeouts_total", "jobs_expired_total"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
