@@ -357,6 +357,8 @@ int worker_reclaim(struct engine *e, struct worker *w, struct job *j)
 void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
+    if (e->sink.job_stopped != NULL) /* a worker that opted in is told to stop */
+        e->sink.job_stopped(e, j->worker->peer, j);
     /* a background job with a retry policy runs again later or goes to the dead-letter list */
     if (e->ext.job_failed != NULL && e->ext.job_failed(e, j, "CAN_DO_TIMEOUT", 14)) {
         log_info("job %llu failed: its worker passed the CAN_DO_TIMEOUT (retry policy)",

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Cancelling running jobs and telling workers (docs/PROTOCOL-EXTENSIONS.md, ADMIN.md): the
+opt-in JOB_CANCELLED notice (OPTION_REQ cancel-notify) on an admin `cancel job` and on a
+CAN_DO_TIMEOUT; old workers never see it; a client's CANCEL_JOB of a job it waits on."""
+import time
+
+import pytest
+
+from conftest import poll
+from gearman_wire import (CAN_DO, CAN_DO_TIMEOUT, CANCEL_JOB, ERROR, GRAB_JOB, JOB_ASSIGN,
+                          JOB_CANCELLED, JOB_CREATED, NO_JOB, OPTION_REQ, OPTION_RES, SUBMIT_JOB,
+                          SUBMIT_JOB_BG, WORK_COMPLETE, WORK_FAIL, WORK_STATUS)
+
+
+def worker(server, func=b"f", notify=True, timeout_ms=None):
+    """A raw worker of func, opted in to the notice unless notify is False."""
+    w = server.connect()
+    if notify:
+        w.send_packet(OPTION_REQ, b"cancel-notify")
+        assert w.expect(OPTION_RES) == b"cancel-notify"
+    if timeout_ms is None:
+        w.send_packet(CAN_DO, func)
+    else:
+        w.send_packet(CAN_DO_TIMEOUT, func, str(timeout_ms).encode())
+    return w
+
+
+def start_job(server, w, func=b"f", payload=b"x", background=False):
+    """Submit a job from a new client and hand it to w; returns (client, handle)."""
+    c = server.connect()
+    c.send_packet(SUBMIT_JOB_BG if background else SUBMIT_JOB, func, b"", payload)
+    h = c.expect(JOB_CREATED)
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN) == h + b"\0" + func + b"\0" + payload
+    return c, h
+
+
+def stats(server):
+    a = server.connect()
+    a.send(b"stats\n")
+    out = {}
+    for line in a.read_until(b"END\r\n").decode().splitlines():
+        if line.startswith("STAT "):
+            _, k, v = line.split(" ", 2)
+            out[k] = v
+    a.close()
+    return out
+
+
+def test_cancel_running_job_fails_client_and_notifies_opted_in_worker(server):
+    w = worker(server)
+    c, h = start_job(server, w)
+    a = server.connect()
+    assert a.admin(b"cancel job " + h + b"\n") == b"OK\r\n"
+    assert c.expect(WORK_FAIL) == h
+    assert w.expect(JOB_CANCELLED) == h
+    # the job is gone at once; the worker's late packets are dropped without a reply
+    w.send_packet(WORK_STATUS, h, b"1", b"2")
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    w.echo_roundtrip()
+    assert a.admin(b"cancel job " + h + b"\n") == b"ERR UNKNOWN_JOB\r\n"
+    # and its next GRAB_JOB works
+    c2, h2 = start_job(server, w, payload=b"y")
+    w.send_packet(WORK_COMPLETE, h2, b"ok")
+    assert c2.expect(WORK_COMPLETE) == h2 + b"\0ok"
+    st = stats(server)
+    assert st["jobs_cancelled_running"] == "1"
+    assert st["jobs_cancelled"] == "1"
+
+
+def test_old_worker_gets_no_notice_and_its_late_result_is_swallowed(server):
+    w = worker(server, notify=False)
+    c, h = start_job(server, w)
+    a = server.connect()
+    assert a.admin(b"cancel job " + h + b"\n") == b"OK\r\n"
+    assert c.expect(WORK_FAIL) == h
+    w.echo_roundtrip()  # nothing before the echo: no JOB_CANCELLED
+    w.send_packet(WORK_COMPLETE, h, b"late")
+    w.echo_roundtrip()  # no ERROR either
+    c.assert_silent(0.1)
+    c2, h2 = start_job(server, w, payload=b"y")
+    w.send_packet(WORK_COMPLETE, h2, b"ok")
+    assert c2.expect(WORK_COMPLETE) == h2 + b"\0ok"
+    assert stats(server)["jobs_cancelled_running"] == "1"
+
+
+def test_cancel_queued_job_counts_no_running_cancel(server):
+    c = server.connect()
+    c.send_packet(SUBMIT_JOB, b"q", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    a = server.connect()
+    assert a.admin(b"cancel job " + h + b"\n") == b"OK\r\n"
+    assert c.expect(WORK_FAIL) == h
+    st = stats(server)
+    assert (st["jobs_cancelled"], st["jobs_cancelled_running"]) == ("1", "0")
+
+
+def test_can_do_timeout_notifies_opted_in_worker(server):
+    w = worker(server, timeout_ms=100)
+    c, h = start_job(server, w)
+    assert c.expect(WORK_FAIL, timeout=30) == h
+    assert w.expect(JOB_CANCELLED, timeout=30) == h
+    w.send_packet(WORK_COMPLETE, h, b"late")  # dropped without a reply
+    w.echo_roundtrip()
+    old = worker(server, func=b"g", notify=False, timeout_ms=100)
+    c2, h2 = start_job(server, old, func=b"g")
+    assert c2.expect(WORK_FAIL, timeout=30) == h2
+    old.echo_roundtrip()  # no notice for a worker that did not opt in
+
+
+def test_option_names_are_answered_and_unknown_ones_refused(server):
+    c = server.connect()
+    for name in (b"cancel-job", b"CANCEL-NOTIFY"):
+        c.send_packet(OPTION_REQ, name)
+        assert c.expect(OPTION_RES) == name
+    c.send_packet(OPTION_REQ, b"cancel")
+    assert c.expect(ERROR).startswith(b"UNKNOWN_OPTION\0")
+
+
+def test_client_cancels_a_job_it_waits_on(server):
+    w = worker(server)
+    c, h = start_job(server, w)
+    c.send_packet(OPTION_REQ, b"cancel-job")
+    assert c.expect(OPTION_RES) == b"cancel-job"
+    c.send_packet(CANCEL_JOB, h)
+    assert c.expect(WORK_FAIL) == h
+    assert c.expect(JOB_CANCELLED) == h
+    assert w.expect(JOB_CANCELLED) == h
+    assert stats(server)["jobs_cancelled_running"] == "1"
+    # a queued job too
+    c.send_packet(SUBMIT_JOB, b"q", b"", b"x")
+    hq = c.expect(JOB_CREATED)
+    c.send_packet(CANCEL_JOB, hq)
+    assert c.expect(WORK_FAIL) == hq
+    assert c.expect(JOB_CANCELLED) == hq
+
+
+def test_client_cannot_cancel_someone_elses_job(server):
+    w = worker(server)
+    c, h = start_job(server, w)
+    other = server.connect()
+    other.send_packet(CANCEL_JOB, h)
+    assert other.expect(ERROR).startswith(b"JOB_NOT_FOUND\0")
+    # nor a background job (nobody waits on it), nor an unknown handle
+    bc = server.connect()
+    bc.send_packet(SUBMIT_JOB_BG, b"q", b"", b"x")
+    hb = bc.expect(JOB_CREATED)
+    bc.send_packet(CANCEL_JOB, hb)
+    assert bc.expect(ERROR).startswith(b"JOB_NOT_FOUND\0")
+    bc.send_packet(CANCEL_JOB, b"H:nope:1")
+    assert bc.expect(ERROR).startswith(b"JOB_NOT_FOUND\0")
+    # the job still runs and completes for its own client
+    w.echo_roundtrip()
+    w.send_packet(WORK_COMPLETE, h, b"ok")
+    assert c.expect(WORK_COMPLETE) == h + b"\0ok"
+
+
+def test_gearmand_refuses_the_options(gearmand):
+    """How a client detects support: gearmand answers the options with ERROR."""
+    c = gearmand.connect()
+    for name in (b"cancel-notify", b"cancel-job"):
+        c.send_packet(OPTION_REQ, name)
+        assert c.expect(ERROR).startswith(b"UNKNOWN_OPTION\0")
