@@ -161,3 +161,61 @@ def test_gearmand_refuses_the_options(gearmand):
     for name in (b"cancel-notify", b"cancel-job"):
         c.send_packet(OPTION_REQ, name)
         assert c.expect(ERROR).startswith(b"UNKNOWN_OPTION\0")
+
+
+# ------------------------------------------------------------------ spuradmin --cancel, HTTP DELETE
+
+def test_spuradmin_cancel_stops_a_running_job(server):
+    import os
+    import subprocess
+    tool = os.environ.get("SPURADMIN") or os.path.join(os.environ.get("SPUR_BUILDDIR", ""),
+                                                       "admin", "spuradmin")
+    if not os.access(tool, os.X_OK):
+        pytest.skip("spuradmin not built")
+    w = worker(server)
+    c, h = start_job(server, w)
+    host, port = server.addr
+    r = subprocess.run([tool, "-h", host, "-p", str(port), "--cancel", h.decode()],
+                       capture_output=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"OK\n", b"")
+    assert c.expect(WORK_FAIL) == h
+    assert w.expect(JOB_CANCELLED) == h
+    r = subprocess.run([tool, "-h", host, "-p", str(port), "--cancel-job=" + h.decode()],
+                       capture_output=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"Error: UNKNOWN_JOB\r\n")
+
+
+from test_http import ADMIN, http_factory_real  # noqa: E402,F401  (the HTTP listener fixture)
+
+
+def test_http_delete_job_cancels_it(http_factory_real):
+    h = http_factory_real("--http-admin")
+    w = worker(h.server)
+    c, handle = start_job(h.server, w)
+    status, _, body = h.curl("/jobs/" + handle.decode(), method="DELETE", headers=ADMIN)
+    assert (status, body) == (200, b"OK\r\n")
+    assert c.expect(WORK_FAIL) == handle
+    assert w.expect(JOB_CANCELLED) == handle
+    status, _, body = h.curl("/jobs/" + handle.decode(), method="DELETE", headers=ADMIN)
+    assert (status, body) == (404, b"ERR UNKNOWN_JOB\r\n")
+    # the rules of POST /admin: the header a cross-site form cannot send
+    status, _, body = h.curl("/jobs/H:x:1", method="DELETE")
+    assert status == 403 and b"X-Spur-Admin" in body
+    status, _, body = h.curl("/jobs/", method="DELETE", headers=ADMIN)
+    assert status == 400
+    status, _, body = h.curl("/jobs/H:x:1", method="DELETE", headers=ADMIN, data=b"body")
+    assert status == 413
+    assert stats(h.server)["jobs_cancelled_running"] == "1"
+
+
+def test_http_delete_job_follows_admin_access_rules(http_factory_real):
+    off = http_factory_real()
+    status, _, body = off.curl("/jobs/H:x:1", method="DELETE", headers=ADMIN)
+    assert status == 404 and b"--http-admin" in body
+    h = http_factory_real("--http-admin", "--admin-allow=unix")
+    c = h.server.connect()
+    c.send_packet(SUBMIT_JOB, b"q", b"", b"x")
+    handle = c.expect(JOB_CREATED)
+    status, _, body = h.curl("/jobs/" + handle.decode(), method="DELETE", headers=ADMIN)
+    assert status == 403 and body.startswith(b"ERR PERMISSION_DENIED"), (status, body)
+    c.echo_roundtrip()  # not cancelled: no WORK_FAIL came first
