@@ -186,6 +186,7 @@ def test_spuradmin_cancel_stops_a_running_job(server):
 
 
 from test_http import ADMIN, http_factory_real  # noqa: E402,F401  (the HTTP listener fixture)
+from test_store import wait_replayed  # noqa: E402
 
 
 def test_http_delete_job_cancels_it(http_factory_real):
@@ -219,3 +220,61 @@ def test_http_delete_job_follows_admin_access_rules(http_factory_real):
     status, _, body = h.curl("/jobs/" + handle.decode(), method="DELETE", headers=ADMIN)
     assert status == 403 and body.startswith(b"ERR PERMISSION_DENIED"), (status, body)
     c.echo_roundtrip()  # not cancelled: no WORK_FAIL came first
+
+
+# ------------------------------------------------------------------ old workers, the store
+
+def test_gearman_cli_worker_keeps_working_after_its_late_result_is_dropped(server, tmp_path):
+    """The real `gearman -w` (libgearman, no notice): a job cancelled while it runs; its result
+    comes later and is dropped; the worker's next job works."""
+    import shutil
+    import subprocess
+    if shutil.which("gearman") is None:
+        pytest.skip("gearman CLI not installed")
+    go = tmp_path / "go"
+    host, port = server.addr
+    cmd = "cat >/dev/null; while [ ! -e %s ]; do sleep 0.01; done; printf done" % go
+    w = subprocess.Popen(["gearman", "-h", host, "-p", str(port), "-w", "-f", "slow", "--",
+                          "sh", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        a = server.connect()
+        poll(lambda: b" slow" in a.admin(b"workers\n", terminator=b".\n"), "the worker")
+        c = server.connect(timeout=60)
+        c.send_packet(SUBMIT_JOB, b"slow", b"", b"one")
+        h = c.expect(JOB_CREATED)
+        poll(lambda: b"slow\t1\t1\t1" in a.admin(b"status\n", terminator=b".\n"), "it runs")
+        assert a.admin(b"cancel job " + h + b"\n") == b"OK\r\n"
+        assert c.expect(WORK_FAIL) == h
+        go.touch()  # the worker's late WORK_COMPLETE goes nowhere
+        c.send_packet(SUBMIT_JOB, b"slow", b"", b"two")
+        h2 = c.expect(JOB_CREATED)
+        assert c.expect(WORK_COMPLETE, timeout=60) == h2 + b"\0done"
+        assert w.poll() is None, "the worker is still running"
+        assert stats(server)["jobs_cancelled_running"] == "1"
+    finally:
+        w.kill()
+        w.wait()
+
+
+def test_cancelled_running_job_is_gone_after_kill_9_with_a_store(server_factory, tmp_path):
+    import signal
+    db = "--store=sqlite:" + str(tmp_path / "q.db")
+    s = server_factory(db)
+    for notify in (True, False):
+        w = worker(s, notify=notify)
+        c, h = start_job(s, w, background=True)
+        a = s.connect()
+        assert a.admin(b"cancel job " + h + b"\n") == b"OK\r\n"
+        if notify:
+            assert w.expect(JOB_CANCELLED) == h
+        w.echo_roundtrip()
+    c = s.connect()
+    c.send_packet(SUBMIT_JOB_BG, b"other", b"", b"kept")
+    kept = c.expect(JOB_CREATED)
+    s.stop(signal.SIGKILL)
+    s.proc = None  # killed on purpose
+    s2 = server_factory(db)
+    wait_replayed(s2)
+    a = s2.connect()
+    jobs = a.admin(b"show jobs\n", terminator=b".\n")
+    assert jobs.count(b"\n") == 2 and jobs.startswith(kept + b"\t"), jobs
