@@ -278,3 +278,187 @@ def test_cancelled_running_job_is_gone_after_kill_9_with_a_store(server_factory,
     a = s2.connect()
     jobs = a.admin(b"show jobs\n", terminator=b".\n")
     assert jobs.count(b"\n") == 2 and jobs.startswith(kept + b"\t"), jobs
+
+
+# ------------------------------------------------------------------ libgearman-compat's calls and examples
+
+def example(name):
+    import os
+    builddir = os.environ.get("SPUR_BUILDDIR")
+    if not builddir:
+        pytest.skip("SPUR_BUILDDIR is not set (run through `make check`)")
+    path = os.path.join(builddir, "libgearman-compat", "examples", name)
+    assert os.access(path, os.X_OK), f"{name} not built: {path}"
+    return path
+
+
+def wait_worker(server, func=b"long"):
+    """Bounded wait until a worker has registered func (admin status: its workers column)."""
+    a = server.connect()
+
+    def ready():
+        for line in a.admin(b"status\n", terminator=b".\n").split(b"\n"):
+            f = line.split(b"\t")
+            if f[0] == func and len(f) == 4 and int(f[3]) > 0:
+                return True
+        return False
+    poll(ready, "a worker of " + func.decode())
+    a.close()
+
+
+class NoticeTap:
+    """A TCP relay between one worker and the server that notes when the JOB_CANCELLED packet
+    passes towards the worker: the notice's arrival, to compare with the worker's stop."""
+
+    def __init__(self, upstream):
+        import socket
+        import threading
+        self.upstream = upstream
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(1)
+        self.addr = self.lsock.getsockname()
+        self.notice_at = None
+        self.socks = []
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _pipe(self, src, dst, watch):
+        import struct
+        buf = b""
+        try:
+            while True:
+                chunk = src.recv(65536)
+                if not chunk:
+                    break
+                if watch:
+                    buf += chunk
+                    while len(buf) >= 12:
+                        cmd, size = struct.unpack(">II", buf[4:12])
+                        if len(buf) < 12 + size:
+                            break
+                        if cmd == JOB_CANCELLED and self.notice_at is None:
+                            self.notice_at = time.time()
+                        buf = buf[12 + size:]
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(2)
+            except OSError:
+                pass
+
+    def _run(self):
+        import socket
+        import threading
+        w, _ = self.lsock.accept()
+        s = socket.create_connection(self.upstream)
+        self.socks = [w, s]
+        threading.Thread(target=self._pipe, args=(w, s, False), daemon=True).start()
+        self._pipe(s, w, True)
+
+    def close(self):
+        for s in self.socks + [self.lsock]:
+            s.close()
+
+
+def test_example_worker_stops_a_long_job_soon_after_spuradmin_cancels_it(server):
+    """docs/LIBGEARMAN-COMPAT.md's example: a one-minute job stops within 100 ms of the notice
+    (measured from the notice passing the relay to the worker's own stop time; the bound has
+    slack for ASan and a loaded machine, the job's natural end is a minute away)."""
+    import os
+    import subprocess
+    tap = NoticeTap(server.addr)
+    w = subprocess.Popen([example("cancel_worker"), "-h", tap.addr[0], "-p", str(tap.addr[1]),
+                          "-c", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        a = server.connect()
+        c = server.connect(timeout=60)
+        c.send_packet(SUBMIT_JOB, b"long", b"", b"6000")
+        h = c.expect(JOB_CREATED)
+        poll(lambda: b"long\t1\t1\t1" in a.admin(b"status\n", terminator=b".\n"), "it runs")
+        tool = os.environ.get("SPURADMIN") or os.path.join(os.environ["SPUR_BUILDDIR"], "admin",
+                                                           "spuradmin")
+        r = subprocess.run([tool, "-h", server.addr[0], "-p", str(server.addr[1]),
+                            "--cancel", h.decode()], capture_output=True, timeout=60)
+        assert r.stdout == b"OK\n", r
+        assert c.expect(WORK_FAIL) == h
+        out, err = w.communicate(timeout=60)
+        assert w.returncode == 0, err
+        word, handle, chunks, stopped = out.decode().split()
+        assert (word, handle.encode()) == ("cancelled", h), out
+        assert tap.notice_at is not None
+        latency = float(stopped) - tap.notice_at
+        print("notice to stop: %.1f ms after %s chunks" % (latency * 1000, chunks))
+        assert -0.05 < latency < 0.5, latency
+        assert int(chunks) < 6000
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+        tap.close()
+
+
+def test_example_client_gives_up_and_cancels_its_job(server):
+    import subprocess
+    hp = ["-h", server.addr[0], "-p", str(server.addr[1])]
+    w = subprocess.Popen([example("cancel_worker")] + hp + ["-c", "2"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        wait_worker(server)
+        r = subprocess.run([example("cancel_client")] + hp + ["-w", "300", "6000"],
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        word, handle = r.stdout.decode().split()
+        assert word == "cancelled"
+        # a job that ends in time gives its result; the worker is still fine
+        r = subprocess.run([example("cancel_client")] + hp + ["-w", "30000", "2"],
+                           capture_output=True, timeout=60)
+        assert (r.returncode, r.stdout) == (0, b"result done\n"), r.stderr
+        out, err = w.communicate(timeout=60)
+        lines = out.decode().splitlines()
+        assert lines[0].startswith("cancelled " + handle + " "), lines
+        assert lines[1].startswith("done "), lines
+        assert stats(server)["jobs_cancelled_running"] == "1"
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+
+
+def test_example_client_cannot_cancel_on_gearmand(gearmand):
+    """Against gearmand the probe is refused: the call fails cleanly, the job runs on."""
+    import subprocess
+    hp = ["-h", gearmand.addr[0], "-p", str(gearmand.addr[1])]
+    w = subprocess.Popen([example("cancel_worker")] + hp + ["-c", "1"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        wait_worker(gearmand)
+        r = subprocess.run([example("cancel_client")] + hp + ["-w", "100", "50"],
+                           capture_output=True, timeout=60)
+        assert r.returncode == 1
+        assert b"cannot cancel jobs" in r.stderr, r.stderr
+        out, err = w.communicate(timeout=60)
+        assert out.startswith(b"done "), (out, err)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+
+
+def test_client_job_timeout_and_ttl_options_are_sent_first():
+    """gearman_client_set_job_timeout / _ttl: OPTION_REQ job-timeout=MS and job-ttl=S on the
+    connection before the submit (the server side is the per-job timeout's, issue 31)."""
+    import subprocess
+    from test_libgearman_compat import FakeServer
+    h = b"H:fake:1"
+    f = FakeServer({26: [(27, lambda p: p)], 7: [(8, h), (13, h + b"\0done")]})
+    try:
+        host, port = f.addr.split(":")
+        r = subprocess.run([example("cancel_client"), "-h", host, "-p", port, "-w", "30000",
+                            "-t", "500", "-l", "9", "2"], capture_output=True,
+                           timeout=60)
+        assert (r.returncode, r.stdout) == (0, b"result done\n"), r.stderr
+        assert f.received == [(26, b"job-timeout=500"), (26, b"job-ttl=9"), (7, b"long\0\0002")]
+    finally:
+        f.close()
