@@ -495,23 +495,25 @@ static struct req *start_admin(struct http *h, struct MHD_Connection *mc, enum M
 }
 
 /* start_cancel sets up a DELETE /jobs/HANDLE request: the admin line 'cancel job HANDLE' under
- * the rules of POST /admin (start_admin), with no body. NULL after queueing an answer (*rc): a
- * handle that is empty, too long or holds a space or control byte is answered 400. */
+ * the rules of POST /admin (start_admin), with no body. NULL after queueing an answer (*rc): once
+ * those rules pass, a handle that is empty, too long or holds a space or control byte is
+ * answered 400. */
 static struct req *start_cancel(struct http *h, struct MHD_Connection *mc, const char *handle,
                                 enum MHD_Result *rc)
 {
+    struct req *r = start_admin(h, mc, rc);
+    if (r == NULL)
+        return NULL;
     size_t n = strlen(handle);
     int ok = n > 0 && n <= PROTO_HANDLE_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = (unsigned char)handle[i] > ' ' && (unsigned char)handle[i] < 0x7f;
     if (!ok) {
+        req_free(r);
         *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
                                "DELETE /jobs/HANDLE: no job handle in the path\n");
         return NULL;
     }
-    struct req *r = start_admin(h, mc, rc);
-    if (r == NULL)
-        return NULL;
     r->cancel = 1;
     r->max_body = 0; /* a body is refused (413) */
     struct peer *p = &r->peer;
