@@ -269,7 +269,7 @@ static int is_response(uint32_t cmd)
     case CMD_WORK_STATUS: case CMD_WORK_COMPLETE: case CMD_WORK_FAIL: case CMD_ECHO_RES:
     case CMD_ERROR: case CMD_STATUS_RES: case CMD_WORK_EXCEPTION: case CMD_OPTION_RES:
     case CMD_WORK_DATA: case CMD_WORK_WARNING: case CMD_JOB_ASSIGN_UNIQ: case CMD_JOB_ASSIGN_ALL:
-    case CMD_STATUS_RES_UNIQUE:
+    case CMD_STATUS_RES_UNIQUE: case CMD_JOB_CANCELLED:
         return 1;
     }
     return 0;
@@ -300,6 +300,11 @@ static void check_rx(struct slot *s, int complete)
             FUZZ_CHECK(st == PB_OK, "malformed reply to a binary-only peer: %s",
                        pb_status_name(st));
             FUZZ_CHECK(is_response(pkt.cmd), "server sent request command %u", pkt.cmd);
+            /* Spur's notice goes only to a worker that asked, or answers a client's CANCEL_JOB */
+            FUZZ_CHECK(pkt.cmd != CMD_JOB_CANCELLED || s->p == NULL ||
+                           (s->p->flags & PEER_CANCEL_NOTIFY) ||
+                           (s->p->kinds & (1u << PEER_KIND_CLIENT)),
+                       "JOB_CANCELLED to a connection that did not opt in");
             if (pkt.cmd == CMD_ERROR)
                 FUZZ_CHECK(pkt.len[0] > 0 && pkt.len[1] > 0, "ERROR without code or text");
             off += used;
@@ -508,10 +513,11 @@ static void add_arg(struct reader *r, struct bytes *b)
 /* build_packet builds a request from the input: a command, then its arguments joined by NULs. */
 static void build_packet(struct reader *r, struct bytes *out)
 {
-    static const uint32_t odd[] = {0, CMD_MAX, 65535, 0x80000000u, 0xffffffffu, 5, 24};
+    static const uint32_t odd[] = {0, CMD_MAX, 65535, 0x80000000u, 0xffffffffu, 5, 24,
+                                   CMD_CANCEL_JOB, CMD_JOB_CANCELLED};
     uint8_t c = rd_u8(r);
     uint8_t flags = rd_u8(r);
-    uint32_t cmd = c % 50;
+    uint32_t cmd = c % 52;
     if (cmd >= CMD_MAX)
         cmd = odd[cmd - CMD_MAX];
     const struct proto_cmd *info = cmd == 0 ? NULL : proto_cmd_info(cmd);

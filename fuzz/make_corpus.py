@@ -26,6 +26,7 @@ SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW, SUBMIT_JOB_LOW_BG = 32, 33, 34
 SUBMIT_JOB_SCHED, SUBMIT_JOB_EPOCH, SUBMIT_REDUCE_JOB, SUBMIT_REDUCE_JOB_BACKGROUND = 35, 36, 37, 38
 GRAB_JOB_ALL, GET_STATUS_UNIQUE = 39, 41
 CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto/proto.h)
+CANCEL_JOB, JOB_CANCELLED = 0x53500001, 0x53500002  # Spur's own (docs/PROTOCOL-EXTENSIONS.md)
 
 
 def b(x):
@@ -63,6 +64,8 @@ def proto_bin_seeds():
         pkt(c, "junk") for c in (0, CMD_MAX, 65535, 0x80000000, 0xffffffff))
     s["missing_nuls"] = b"\x03" + pkt(SUBMIT_JOB, "fonly") + pkt(WORK_STATUS, "h") + \
         pkt(SUBMIT_JOB_SCHED, "f", "u", "*") + pkt(ECHO_REQ, "after")
+    s["spur_commands"] = b"\x03" + pkt(CANCEL_JOB, "H:x:1") + pkt(CANCEL_JOB) + \
+        pkt(JOB_CANCELLED, "H:x:1", magic=b"\0RES") + pkt(OPTION_REQ, "cancel-notify")
     s["zero_size_submit"] = b"\x03" + pkt(SUBMIT_JOB, size=0) + pkt(SUBMIT_JOB_BG, "f", "u", "d")
     s["partial_header"] = b"\x03\0REQ\0\0\0\x07\0\0"
     s["partial_body"] = b"\x03" + pkt(SUBMIT_JOB, "f", "u", "data")[:-2]
@@ -257,6 +260,14 @@ def connection_seeds():
         raw(0, pkt(SUBMIT_JOB_BG, "f0", "u2", "d")) + \
         raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"cancel job H:f:1\ncancel job H:f:2\n") + \
         raw(1, pkt(WORK_COMPLETE, H1, "x")) + drain(0) + drain(1)
+    s["cancel_notice"] = cfg() + \
+        raw(1, pkt(OPTION_REQ, "cancel-notify") + pkt(CAN_DO, "f0") + pkt(CAN_DO_TIMEOUT, "f1", "1")) + \
+        raw(0, pkt(SUBMIT_JOB, "f0", "", "x") + pkt(SUBMIT_JOB, "f1", "", "y")) + \
+        raw(1, pkt(GRAB_JOB) + pkt(GRAB_JOB)) + connect(2) + raw(2, b"cancel job H:f:1\n") + clock(1) + \
+        raw(1, pkt(WORK_STATUS, H1, "1", "2") + pkt(WORK_COMPLETE, H1, "late") + pkt(WORK_FAIL, H2)) + \
+        raw(0, pkt(OPTION_REQ, "cancel-job") + pkt(SUBMIT_JOB, "f0", "", "z") + pkt(CANCEL_JOB, H3) +
+            pkt(CANCEL_JOB, H1) + pkt(SUBMIT_JOB_BG, "f0", "", "w") + pkt(CANCEL_JOB, "H:f:4")) + \
+        drain(0) + drain(1) + drain(2)
     s["shutdown_graceful"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "a")) + \
         raw(1, pkt(CAN_DO, "f0") + pkt(GRAB_JOB)) + raw(0, b"shutdown graceful\n") + \
         raw(1, pkt(GRAB_JOB) + pkt(WORK_COMPLETE, H1, "x")) + drain(1)

@@ -34,7 +34,8 @@ fi
 # The scenario driver and the examples use only the public API: they must link against the shared
 # library alone (a function the headers declare but the library hides fails here).
 for prog in tests/lgc_driver examples/reverse_client examples/reverse_worker \
-            examples/background_client examples/epoch_client; do
+            examples/background_client examples/epoch_client examples/cancel_worker \
+            examples/cancel_client; do
     if ! cc -std=gnu11 -I"$SPUR_SRCDIR/libgearman-compat" -o "$tmp/prog" \
             "$SPUR_SRCDIR/libgearman-compat/$prog.c" -L"$(dirname "$so")" -lgearman-compat \
             -Wl,-rpath,"$(dirname "$so")" 2> "$tmp/cc.err"; then

@@ -24,6 +24,8 @@ struct lgc_client {
     uint32_t do_numerator;          /* last do* status */
     uint32_t do_denominator;        /* last do* status */
     gearman_return_t dispatch_rc;   /* first failure met while dispatching packets */
+    bool cancel_answered;           /* the LGC_PEND_CANCEL request was answered */
+    gearman_return_t cancel_rc;     /* ... with this: GEARMAN_SUCCESS or the ERROR's code */
 };
 
 /* CLIENT returns the state behind a shell, or NULL. */
@@ -772,6 +774,7 @@ static void dispatch(void *owner, struct lgc_conn *conn, const struct pb_packet 
     case CMD_JOB_CREATED:
     case CMD_STATUS_RES:
     case CMD_OPTION_RES:
+    case CMD_JOB_CANCELLED:
     case CMD_ERROR: {
         if (head == NULL) {
             if (pkt->cmd == CMD_ERROR)
@@ -783,6 +786,15 @@ static void dispatch(void *owner, struct lgc_conn *conn, const struct pb_packet 
         struct lgc_task *t = head->task;
         enum lgc_pend_kind kind = head->kind;
         lgc_fifo_pop(&conn->pend);
+        if (kind == LGC_PEND_CANCEL) { /* answered to gearman_client_cancel_job, not here */
+            c->cancel_answered = true;
+            c->cancel_rc = GEARMAN_SUCCESS;
+            if (pkt->cmd == CMD_ERROR)
+                c->cancel_rc = lgc_set_error(
+                    &c->u, lgc_return_from_server_code(pkt->arg[0], pkt->len[0]), "%.*s: %.*s",
+                    (int)pkt->len[0], pkt->arg[0], (int)pkt->len[1], pkt->arg[1]);
+            break;
+        }
         if (pkt->cmd == CMD_ERROR) {
             rc = lgc_return_from_server_code(pkt->arg[0], pkt->len[0]);
             lgc_set_error(&c->u, rc, "%.*s: %.*s", (int)pkt->len[0], pkt->arg[0],
@@ -1375,4 +1387,103 @@ bool gearman_task_is_finished(const gearman_task_st *task)
 {
     const struct lgc_task *t = TASK(task);
     return t != NULL && t->state == LGC_TASK_FINISHED;
+}
+
+/* ---------------------------------------------------------------- Spur's extensions (spur.h) */
+
+/* set_keyed_option replaces the stored OPTION_REQ "key=..." by "key=value" and sends it on the
+ * open connections (gearman_client_set_server_option). */
+static gearman_return_t set_keyed_option(struct lgc_client *c, const char *key, uint32_t value)
+{
+    char opt[48];
+    int n = snprintf(opt, sizeof opt, "%s=%u", key, (unsigned)value);
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < c->u.noptions;) {
+        if (strncmp(c->u.options[i], key, kl) == 0 && c->u.options[i][kl] == '=') {
+            free(c->u.options[i]);
+            memmove(&c->u.options[i], &c->u.options[i + 1],
+                    (c->u.noptions - i - 1) * sizeof c->u.options[0]);
+            c->u.noptions--;
+        } else {
+            i++;
+        }
+    }
+    if (!gearman_client_set_server_option(c->shell, opt, (size_t)n))
+        return lgc_set_error(&c->u, GEARMAN_MEMORY_ALLOCATION_FAILURE, "option %s", opt);
+    return GEARMAN_SUCCESS;
+}
+
+gearman_return_t gearman_client_set_job_timeout(gearman_client_st *client, uint32_t timeout_ms)
+{
+    struct lgc_client *c = CLIENT(client);
+    return c != NULL ? set_keyed_option(c, "job-timeout", timeout_ms) : GEARMAN_INVALID_ARGUMENT;
+}
+
+gearman_return_t gearman_client_set_job_ttl(gearman_client_st *client, uint32_t ttl_seconds)
+{
+    struct lgc_client *c = CLIENT(client);
+    return c != NULL ? set_keyed_option(c, "job-ttl", ttl_seconds) : GEARMAN_INVALID_ARGUMENT;
+}
+
+/* cancel_step sends one request of a cancel (cmd with one argument) on conn and waits for its
+ * answer, handling whatever else arrives meanwhile (the task's WORK_FAIL). Returns the answer
+ * (c->cancel_rc) or a connection error. */
+static gearman_return_t cancel_step(struct lgc_client *c, struct lgc_conn *conn, uint32_t cmd,
+                                    const char *arg, size_t len)
+{
+    struct proto_arg a = {arg, len};
+    gearman_return_t rc = lgc_conn_queue(&c->u, conn, cmd, &a, 1);
+    if (rc != GEARMAN_SUCCESS)
+        return rc;
+    if (lgc_fifo_push(&conn->pend, LGC_PEND_CANCEL, NULL) != 0)
+        return lgc_set_error(&c->u, GEARMAN_MEMORY_ALLOCATION_FAILURE, "cancel");
+    c->cancel_answered = false;
+    c->dispatch_rc = GEARMAN_SUCCESS;
+    unsigned gen = conn->generation;
+    for (;;) {
+        if (conn->fd >= 0 && lgc_buf_len(&conn->out) > 0)
+            (void)lgc_conn_write(&c->u, conn);
+        if (conn->fd >= 0)
+            (void)lgc_conn_read(&c->u, conn);
+        process(c, conn);
+        if (c->cancel_answered)
+            return c->cancel_rc;
+        if (c->dispatch_rc != GEARMAN_SUCCESS)
+            return c->dispatch_rc;
+        if (conn->fd < 0 || conn->generation != gen) {
+            (void)sweep(c);
+            return lgc_set_error(&c->u, GEARMAN_LOST_CONNECTION,
+                                 "%s:%s went away before answering the cancel", conn->host,
+                                 conn->port);
+        }
+        if ((rc = lgc_wait(&c->u)) != GEARMAN_SUCCESS)
+            return rc;
+    }
+}
+
+gearman_return_t gearman_client_cancel_job(gearman_client_st *client, const char *job_handle)
+{
+    struct lgc_client *c = CLIENT(client);
+    if (c == NULL || job_handle == NULL || job_handle[0] == '\0')
+        return GEARMAN_INVALID_ARGUMENT;
+    lgc_clear_error(&c->u);
+    const struct lgc_task *t = c->head;
+    while (t != NULL && (t->conn == NULL || strcmp(t->handle, job_handle) != 0))
+        t = t->next;
+    if (t == NULL)
+        return lgc_set_error(&c->u, GEARMAN_INVALID_ARGUMENT,
+                             "no task of this client has the job handle %s", job_handle);
+    struct lgc_conn *conn = t->conn;
+    if (conn->fd < 0 || conn->generation != t->conn_gen)
+        return lgc_set_error(&c->u, GEARMAN_LOST_CONNECTION,
+                             "the connection the job was submitted on is gone");
+    /* gearmand closes the connection on a command it does not know: ask first */
+    gearman_return_t rc = cancel_step(c, conn, CMD_OPTION_REQ, "cancel-job", 10);
+    if (rc != GEARMAN_SUCCESS && c->cancel_answered)
+        return lgc_set_error(&c->u, GEARMAN_INVALID_SERVER_OPTION,
+                             "%s:%s cannot cancel jobs (it refused OPTION_REQ cancel-job)",
+                             conn->host, conn->port);
+    if (rc != GEARMAN_SUCCESS)
+        return rc;
+    return cancel_step(c, conn, CMD_CANCEL_JOB, job_handle, strlen(job_handle));
 }

@@ -77,6 +77,8 @@ enum lgc_pend_kind {
     LGC_PEND_STATUS, /* GET_STATUS: STATUS_RES or ERROR */
     LGC_PEND_OPTION, /* OPTION_REQ: OPTION_RES or ERROR */
     LGC_PEND_ECHO,   /* ECHO_REQ: ECHO_RES or ERROR */
+    LGC_PEND_CANCEL, /* Spur: OPTION_REQ cancel-job (OPTION_RES) or CANCEL_JOB (JOB_CANCELLED),
+                        or ERROR: the answer goes to gearman_client_cancel_job */
 };
 
 struct lgc_task;

@@ -39,6 +39,7 @@ struct lgc_job {
     char *workload;             /* owned workload, NUL-terminated, NULL when empty */
     size_t workload_size;       /* bytes of workload */
     bool finished;              /* WORK_COMPLETE/FAIL/EXCEPTION was sent */
+    bool cancelled;             /* Spur: JOB_CANCELLED came for it (gearman_job_is_cancelled) */
 };
 
 /* WORKER returns the state behind a shell, or NULL. */
@@ -956,4 +957,54 @@ gearman_return_t gearman_worker_echo(gearman_worker_st *worker, const void *work
         return GEARMAN_INVALID_ARGUMENT;
     lgc_clear_error(&w->u);
     return lgc_echo(&w->u, workload, workload_size, on_idle_packet, w);
+}
+
+/* ---------------------------------------------------------------- Spur's extensions (spur.h) */
+
+gearman_return_t gearman_worker_set_cancel_notify(gearman_worker_st *worker)
+{
+    struct lgc_worker *w = WORKER(worker);
+    if (w == NULL)
+        return GEARMAN_INVALID_ARGUMENT;
+    if (lgc_add_option(&w->u, "cancel-notify", 13) != 0)
+        return lgc_set_error(&w->u, GEARMAN_MEMORY_ALLOCATION_FAILURE, "option");
+    /* open connections get it now (their answer is read and ignored by the next grab), new
+     * ones when they connect, before their CAN_DOs */
+    struct proto_arg a = {"cancel-notify", 13};
+    for (struct lgc_conn *conn = w->u.conns; conn != NULL; conn = conn->next) {
+        gearman_return_t rc;
+        if (conn->fd >= 0 &&
+            (rc = lgc_conn_queue(&w->u, conn, CMD_OPTION_REQ, &a, 1)) != GEARMAN_SUCCESS)
+            return rc;
+    }
+    return GEARMAN_SUCCESS;
+}
+
+bool gearman_job_is_cancelled(gearman_job_st *job)
+{
+    struct lgc_job *j = JOB(job);
+    if (j == NULL)
+        return false;
+    struct lgc_conn *conn = j->conn;
+    if (j->cancelled || conn->fd < 0 || conn->generation != j->conn_gen)
+        return true;
+    if (lgc_conn_read(&j->worker->u, conn) != 0) /* without waiting */
+        return true;
+    /* look through what has arrived without taking it: the grab loop skips it later */
+    const char *p = lgc_buf_head(&conn->in);
+    size_t n = lgc_buf_len(&conn->in);
+    struct pb_packet pkt;
+    size_t used;
+    for (;;) {
+        enum pb_status st = pb_parse(p, n, PROTO_MAGIC_RES, UINT32_MAX, &pkt, &used);
+        if (st == PB_OK && pkt.cmd == CMD_JOB_CANCELLED &&
+            lgc_handle_matches(j->handle, pkt.arg[0], pkt.len[0])) {
+            j->cancelled = true;
+            return true;
+        }
+        if (st != PB_OK && st != PB_BAD_COMMAND)
+            return false;
+        p += used;
+        n -= used;
+    }
 }

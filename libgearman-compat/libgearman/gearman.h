@@ -17,6 +17,7 @@
 #include <libgearman/job.h>
 #include <libgearman/client.h>
 #include <libgearman/worker.h>
+#include <libgearman/spur.h>
 
 #ifdef __cplusplus
 extern "C" {

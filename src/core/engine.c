@@ -40,7 +40,7 @@ static int nop_closing(const struct engine *e, const struct peer *p)
     return 0;
 }
 static const struct engine_sink nop_sink = {nop_peer, nop_assign, nop_peer, nop_job, nop_closing,
-                                            nop_job};
+                                            nop_job, NULL};
 
 void engine_set_sink(struct engine *e, const struct engine_sink *sink) { e->sink = *sink; }
 

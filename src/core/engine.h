@@ -65,6 +65,11 @@ struct engine_sink {
     /* stored_gone: j, which had been added to the durable store (JOB_STORED), is finished or
      * cancelled: the store may forget it. Set by whoever owns the store. */
     void (*stored_gone)(struct engine *e, const struct job *j);
+    /* job_stopped: j, running on worker, was cancelled or passed its timeout (the core stops
+     * waiting for its result): returns 1 when the worker was told (it opted in to the notice,
+     * docs/PROTOCOL-EXTENSIONS.md) and will send nothing more about j that matters, 0 when not.
+     * NULL: tell nobody. */
+    int (*job_stopped)(struct engine *e, struct peer *worker, const struct job *j);
 };
 
 /* struct engine_ext is where the features beyond Gearman (retry policies and the dead-letter
@@ -292,6 +297,7 @@ struct engine_stats {
     uint64_t bytes_out;     /* bytes written to connections */
     uint64_t protocol_error[PERR_KINDS]; /* protocol_errors by kind */
     uint64_t jobs[JOB_EVENTS][PRIO_SNAPSHOT]; /* job events by priority */
+    uint64_t cancelled_running; /* of JOB_EV_CANCELLED, jobs that were running on a worker */
     uint64_t store_commits; /* store batches written */
     uint64_t store_commit_failures; /* store batches whose write failed */
     struct hist store_batch_ops; /* operations (adds and deletions) per batch written */

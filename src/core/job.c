@@ -73,25 +73,32 @@ struct job *job_find_id(const struct engine *e, uint64_t id)
     return NULL;
 }
 
-struct job *job_find_handle(struct engine *e, const char *h, size_t len)
+int job_handle_parse(const struct engine *e, const char *h, size_t len, uint64_t *id)
 {
     size_t pl = e->prefix_len;
     if (len < pl + 2 || len > pl + 21 || memcmp(h, e->prefix, pl) != 0 || h[pl] != ':')
-        return NULL;
+        return -1;
     const char *d = h + pl + 1;
     size_t dl = len - pl - 1;
     if (d[0] == '0') /* handles never have leading zeros */
-        return NULL;
-    uint64_t id = 0;
+        return -1;
+    uint64_t v = 0;
     for (size_t i = 0; i < dl; i++) {
         if (d[i] < '0' || d[i] > '9')
-            return NULL;
-        uint64_t next = id * 10 + (uint64_t)(d[i] - '0');
-        if (next / 10 != id)
-            return NULL;
-        id = next;
+            return -1;
+        uint64_t next = v * 10 + (uint64_t)(d[i] - '0');
+        if (next / 10 != v)
+            return -1;
+        v = next;
     }
-    return job_find_id(e, id);
+    *id = v;
+    return 0;
+}
+
+struct job *job_find_handle(struct engine *e, const char *h, size_t len)
+{
+    uint64_t id;
+    return job_handle_parse(e, h, len, &id) == 0 ? job_find_id(e, id) : NULL;
 }
 
 /* is_dash reports whether the unique is the single byte "-" (coalesce on payload). */
@@ -459,6 +466,12 @@ void job_cancel(struct engine *e, struct job *j)
     if (job_has_waiters(j))
         e->sink.job_failed(e, j);
     if (j->state != JOB_RUNNING) {
+        job_free(e, j);
+        return;
+    }
+    e->stats.cancelled_running++;
+    /* a worker told of it (it opted in) sends nothing more that matters: the job ends now */
+    if (e->sink.job_stopped != NULL && e->sink.job_stopped(e, j->worker->peer, j)) {
         job_free(e, j);
         return;
     }

@@ -130,6 +130,11 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out);
 /* job_find_handle returns the live job whose handle is h[0..len), or NULL. */
 struct job *job_find_handle(struct engine *e, const char *h, size_t len);
 
+/* job_handle_parse reads the job number of handle h[0..len) (this server's prefix, ':', a
+ * decimal without leading zeros) into *id, whether or not the job lives: 0, or -1 when h is
+ * no handle of this server. */
+int job_handle_parse(const struct engine *e, const char *h, size_t len, uint64_t *id);
+
 /* job_find_id returns the live job with handle number id, or NULL. */
 struct job *job_find_id(const struct engine *e, uint64_t id);
 
@@ -222,9 +227,10 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
 /* job_fail tells j's clients it failed (sink.job_failed) and frees j. */
 void job_fail(struct engine *e, struct job *j);
 
-/* job_cancel is the admin `cancel job`: j's clients are told it failed; a queued job is freed;
- * a running one is left to its worker, whose results then go nowhere: it loses its clients, is
- * no longer durable (sink.stored_gone) and is never retried. */
+/* job_cancel is the admin `cancel job` (and a client's CANCEL_JOB): j's clients are told it
+ * failed; a queued job is freed; a running one (counted in stats.cancelled_running) is freed too
+ * when its worker was told (sink.job_stopped), else left to its worker, whose results then go
+ * nowhere: it loses its clients, is no longer durable (sink.stored_gone) and is never retried. */
 void job_cancel(struct engine *e, struct job *j);
 
 /* job_client_gone detaches a client going away from every job it waits on (list, its list of

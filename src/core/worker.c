@@ -375,6 +375,8 @@ int worker_reclaim(struct engine *e, struct worker *w, struct job *j)
 void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
+    if (e->sink.job_stopped != NULL) /* a worker that opted in is told to stop */
+        e->sink.job_stopped(e, j->worker->peer, j);
     /* the job's own timeout (JOB_LIFE) when it was the smaller one: the same path, its name */
     int own = (j->flags & JOB_LIFE) && e->ext.life_timed_out != NULL &&
               e->ext.life_timed_out(e, j);

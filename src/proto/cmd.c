@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "acl.h"
+#include "cancel.h"
 #include "cron.h"
 #include "engine.h"
 #include "func.h"
@@ -271,7 +272,8 @@ static int option_life(struct peer *p, const struct pb_packet *pkt)
 
 static void option_req(struct peer *p, const struct pb_packet *pkt)
 {
-    if (option_life(p, pkt))
+    if (option_life(p, pkt) || /* job-timeout, job-ttl (lifetime.h) */
+        cancel_option(p, pkt)) /* cancel-notify, cancel-job (cancel.h) */
         return;
     if (pkt->len[0] == 10 && strncasecmp(pkt->arg[0], "exceptions", 10) == 0) {
         p->flags |= PEER_EXCEPTIONS;
@@ -462,6 +464,8 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     struct engine *e = p->eng;
     struct job *j = owned_job(p, pkt);
     if (j == NULL) {
+        if (cancel_late(p, pkt)) /* about a job it was told to stop: dropped */
+            return;
         const char *text = "Job given in work result not found";
         if (pkt->cmd == CMD_WORK_DATA || pkt->cmd == CMD_WORK_WARNING)
             text = "Job does not exist on server";
@@ -541,6 +545,7 @@ void cmd_dispatch(struct peer *p, const struct pb_packet *pkt)
                     CMD_STATUS_RES_UNIQUE);
         break;
     case CMD_OPTION_REQ: option_req(p, pkt); break;
+    case CMD_CANCEL_JOB: cancel_job_request(p, pkt); break;
     case CMD_SET_CLIENT_ID: set_client_id(p, pkt); break;
     case CMD_ECHO_REQ: {
         struct proto_arg a = {pkt->data, pkt->data_len};
@@ -625,7 +630,8 @@ static int sink_closing(const struct engine *e, const struct peer *p)
 static void sink_stored_gone(struct engine *e, const struct job *j) { store_done(e, j); }
 
 const struct engine_sink cmd_sink = {sink_wake,   sink_assign,  sink_no_job,
-                                     sink_job_failed, sink_closing, sink_stored_gone};
+                                     sink_job_failed, sink_closing, sink_stored_gone,
+                                     cancel_notify};
 
 /* ------------------------------------------------------------ the store's sink */
 

@@ -42,7 +42,11 @@ enum {
                                   PEER_OUTPUT_QUOTA or PEER_PACKET_QUOTA; the rest of p->in
                                   waits for the next loop iteration */
     PEER_TLS = 1u << 10,       /* the connection is TLS (set by the shell at accept) */
+    PEER_CANCEL_NOTIFY = 1u << 11, /* OPTION_REQ cancel-notify was set: JOB_CANCELLED notices
+                                      (cancel.h) */
 };
+
+#define PEER_STOPPED_JOBS 4 /* jobs a worker was last told to stop, remembered (cancel.h) */
 
 /* PEER_OUTPUT_QUOTA is how many bytes of replies one session_feed or session_process may queue before
  * it stops and leaves the remaining input for the next loop iteration (PEER_DEFERRED), so a
@@ -124,6 +128,10 @@ struct peer {
     struct submit_life life; /* the timeout and time to live of the jobs it submits from now
                                 (OPTION_REQ job-timeout / job-ttl, HTTP X-Spur-Timeout /
                                 X-Spur-TTL): lifetime.h */
+    uint64_t stopped[PEER_STOPPED_JOBS]; /* with PEER_CANCEL_NOTIFY: numbers of the last jobs
+                                            it was told to stop, whose late packets are
+                                            dropped without a reply (cancel.c); 0: none */
+    uint8_t stopped_next; /* the slot of stopped[] written next (the oldest) */
 };
 
 /* peer_of returns the peer whose engine->peers link is n, or NULL for NULL (so it takes

@@ -57,6 +57,12 @@ const struct proto_cmd proto_cmd_table[CMD_MAX] = {
     {CMD_STATUS_RES_UNIQUE, "STATUS_RES_UNIQUE", 6, 0, 0},
 };
 
+/* Spur's own commands (docs/PROTOCOL-EXTENSIONS.md), by number from CMD_SPUR_BASE + 1. */
+const struct proto_cmd proto_cmd_ext[CMD_SPUR_END - CMD_SPUR_BASE - 1] = {
+    {CMD_CANCEL_JOB, "CANCEL_JOB", 1, 0, 0},
+    {CMD_JOB_CANCELLED, "JOB_CANCELLED", 1, 0, WAKE},
+};
+
 #undef SUB
 #undef BG
 #undef WAKE
@@ -64,6 +70,8 @@ const struct proto_cmd proto_cmd_table[CMD_MAX] = {
 
 const struct proto_cmd *proto_cmd_info(uint32_t id)
 {
+    if (id > CMD_SPUR_BASE && id < CMD_SPUR_END)
+        return &proto_cmd_ext[id - CMD_SPUR_BASE - 1];
     if (id >= CMD_MAX)
         return NULL;
     return &proto_cmd_table[id];

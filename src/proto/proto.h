@@ -63,7 +63,14 @@ enum proto_cmd_id {
     CMD_JOB_ASSIGN_ALL = 40,
     CMD_GET_STATUS_UNIQUE = 41,
     CMD_STATUS_RES_UNIQUE = 42,
-    CMD_MAX = 43 /* one past the last command */
+    CMD_MAX = 43, /* one past the last command */
+    /* Spur's own packets (docs/PROTOCOL-EXTENSIONS.md), far above gearmand's numbers, which run
+     * from 0 without gaps and close the connection on any number past the last: the high 16
+     * bits spell "SP" in a hex dump. They are in proto_cmd_ext, not proto_cmd_table. */
+    CMD_SPUR_BASE = 0x53500000,
+    CMD_CANCEL_JOB = 0x53500001,    /* client -> server: cancel the job with this handle */
+    CMD_JOB_CANCELLED = 0x53500002, /* server -> worker (opted in) or client: it was cancelled */
+    CMD_SPUR_END = 0x53500003 /* one past the last of Spur's own */
 };
 
 /* Command flags: what the server does with a command, beyond its argument shape. The command
@@ -103,15 +110,23 @@ struct proto_cmd {
  * proto_cmd_info and proto_cmd_flags. */
 extern const struct proto_cmd proto_cmd_table[CMD_MAX];
 
-/* proto_cmd_info returns the table entry for id, or NULL for any id outside 0..42.
- * Safe for every 32-bit value. */
+/* proto_cmd_ext is Spur's own commands (CMD_SPUR_BASE + 1 .. CMD_SPUR_END - 1), in number
+ * order; proto_cmd_info and proto_cmd_flags read it too. */
+extern const struct proto_cmd proto_cmd_ext[CMD_SPUR_END - CMD_SPUR_BASE - 1];
+
+/* proto_cmd_info returns the table entry for id, or NULL for any id outside 0..42 and Spur's
+ * own (proto_cmd_ext). Safe for every 32-bit value. */
 const struct proto_cmd *proto_cmd_info(uint32_t id);
 
-/* proto_cmd_flags returns id's PROTO_F_* flags, 0 for any id outside the table. O(1), inline:
+/* proto_cmd_flags returns id's PROTO_F_* flags, 0 for any id outside the tables. O(1), inline:
  * put_packet asks it for every reply. */
 static inline uint32_t proto_cmd_flags(uint32_t id)
 {
-    return id < CMD_MAX ? proto_cmd_table[id].flags : 0;
+    if (id < CMD_MAX)
+        return proto_cmd_table[id].flags;
+    if (id > CMD_SPUR_BASE && id < CMD_SPUR_END)
+        return proto_cmd_ext[id - CMD_SPUR_BASE - 1].flags;
+    return 0;
 }
 
 /* proto_cmd_name returns the command's name, or "UNKNOWN" (never NULL). */

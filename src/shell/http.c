@@ -52,6 +52,7 @@ struct req {
     unsigned background : 1;   /* X-Gearman-Background: true */
     unsigned too_large : 1;    /* the body passed the limit: dropped, answered 413 */
     unsigned admin : 1;        /* POST /admin: the body is an admin line, the answer its reply */
+    unsigned cancel : 1;       /* DELETE /jobs/HANDLE: an admin 'cancel job HANDLE' (admin set) */
     char *after;               /* X-Spur-After: the handles the job waits for, or NULL */
     int fd;                    /* the socket, for the disconnect watch */
     size_t body;               /* body bytes received (into peer.in, behind the packet header,
@@ -328,15 +329,18 @@ static int req_packet(struct peer *p, uint32_t cmd, const struct proto_arg *args
     }
 }
 
-/* admin_status is the HTTP status of an admin reply: 403 for a refusal by --admin-allow, 400
- * for any other ERR line, else 200. */
-static unsigned admin_status(const struct buf *out)
+/* admin_status is the HTTP status of an admin reply: 403 for a refusal by --admin-allow, 404
+ * for a DELETE /jobs/HANDLE of no job (cancel), 400 for any other ERR line, else 200. */
+static unsigned admin_status(const struct buf *out, int cancel)
 {
     static const char denied[] = "ERR PERMISSION_DENIED";
+    static const char unknown[] = "ERR UNKNOWN_JOB";
     size_t n = buf_len(out);
     const char *t = buf_head(out);
     if (n >= sizeof denied - 1 && memcmp(t, denied, sizeof denied - 1) == 0)
         return MHD_HTTP_FORBIDDEN;
+    if (cancel && n >= sizeof unknown - 1 && memcmp(t, unknown, sizeof unknown - 1) == 0)
+        return MHD_HTTP_NOT_FOUND;
     if (n >= 4 && memcmp(t, "ERR ", 4) == 0)
         return MHD_HTTP_BAD_REQUEST;
     return MHD_HTTP_OK;
@@ -367,7 +371,7 @@ static void drain_admin(struct req *r)
     }
     /* (a 'submit' may wait for the store: peer_waiting) */
     if (r->state == REQ_WAIT && buf_len(&p->in) == 0 && !peer_busy(p) && !peer_waiting(p))
-        finish(r, admin_status(&r->out), NULL);
+        finish(r, admin_status(&r->out, r->cancel), NULL);
 }
 
 /* drain settles r after the engine's calls: an admin reply is collected; a request whose answer
@@ -517,6 +521,38 @@ static int life_headers(struct MHD_Connection *mc, struct submit_life *life, enu
             life->ttl_s = (uint32_t)x;
     }
     return 0;
+}
+
+/* start_cancel sets up a DELETE /jobs/HANDLE request: the admin line 'cancel job HANDLE' under
+ * the rules of POST /admin (start_admin), with no body. NULL after queueing an answer (*rc): once
+ * those rules pass, a handle that is empty, too long or holds a space or control byte is
+ * answered 400. */
+static struct req *start_cancel(struct http *h, struct MHD_Connection *mc, const char *handle,
+                                enum MHD_Result *rc)
+{
+    struct req *r = start_admin(h, mc, rc);
+    if (r == NULL)
+        return NULL;
+    size_t n = strlen(handle);
+    int ok = n > 0 && n <= PROTO_HANDLE_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (unsigned char)handle[i] > ' ' && (unsigned char)handle[i] < 0x7f;
+    if (!ok) {
+        req_free(r);
+        *rc = http_answer_text(mc, MHD_HTTP_BAD_REQUEST, NULL,
+                               "DELETE /jobs/HANDLE: no job handle in the path\n");
+        return NULL;
+    }
+    r->cancel = 1;
+    r->max_body = 0; /* a body is refused (413) */
+    struct peer *p = &r->peer;
+    if (buf_append(&p->in, "cancel job ", 11) != 0 || buf_append(&p->in, handle, n) != 0) {
+        req_free(r);
+        *rc = MHD_NO;
+        return NULL;
+    }
+    peer_account(p);
+    return r;
 }
 
 /* start_submit checks a POST/PUT /FUNC request's headers and sets up its request. Returns the
@@ -826,10 +862,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (rt != NULL)
             return http_answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
                                "%s answers GET and HEAD\n", rt->path);
+        enum MHD_Result rc = MHD_YES;
+        if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0 && strncmp(url, "/jobs/", 6) == 0) {
+            if ((r = start_cancel(h, mc, url + 6, &rc)) == NULL)
+                return rc;
+            *con_cls = r;
+            return MHD_YES;
+        }
         if (!post)
             return http_answer_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "POST, PUT",
                                "a job is submitted with POST or PUT\n");
-        enum MHD_Result rc = MHD_YES;
         if (strcmp(url, "/admin") == 0)
             r = start_admin(h, mc, &rc);
         else

@@ -45,6 +45,7 @@ struct Core {
     };
     std::map<int, Waiters> waiters;     // each client's list of waiters
     bool started = false;
+    int tell_stopped = 0;               // what the sink's job_stopped answers (the worker opted in)
 
     Core() { options_defaults(&cfg); }
 
@@ -76,6 +77,10 @@ struct Core {
                 return it != c.end() && it->second ? 1 : 0;
             },
             [](engine *e, const job *j) { self(e)->note("stored_gone " + job_payload_str(j)); },
+            [](engine *e, peer *w, const job *j) {
+                self(e)->note("stopped " + self(e)->name(w) + " " + job_payload_str(j));
+                return static_cast<Core *>(e->shell)->tell_stopped;
+            },
         };
         ASSERT_EQ(engine_init(&eng, &cfg, &ops, this), 0);
         engine_set_sink(&eng, &sink);
@@ -463,7 +468,8 @@ TEST(Core, CancelRunningJobLeavesItToTheWorkerUnretried)
     j->flags |= JOB_BACKGROUND | JOB_STORED; // as if a background submit had joined it
     EXPECT_EQ(c.grab(w), "x");
     job_cancel(&c.eng, j);
-    EXPECT_EQ(c.take(), (V{"failed x C2", "stored_gone x"}));
+    EXPECT_EQ(c.take(), (V{"failed x C2", "stopped W0 x", "stored_gone x"}));
+    EXPECT_EQ(c.eng.stats.cancelled_running, 1u);
     EXPECT_EQ(j->state, JOB_RUNNING);
     EXPECT_FALSE(job_has_waiters(j));
     EXPECT_EQ(j->flags & (JOB_BACKGROUND | JOB_STORED), 0);
@@ -471,6 +477,25 @@ TEST(Core, CancelRunningJobLeavesItToTheWorkerUnretried)
     EXPECT_EQ(c.eng.njobs, 0u) << "its worker's loss drops it";
     EXPECT_EQ(c.take(), V{}) << "and the store is not told twice";
     c.check();
+}
+
+TEST(Core, CancelRunningJobOfAToldWorkerFreesItAtOnce)
+{
+    Core c;
+    c.tell_stopped = 1;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    job *j = c.submit("f", "x", 2);
+    j->flags |= JOB_STORED;
+    EXPECT_EQ(c.grab(w), "x");
+    job_cancel(&c.eng, j);
+    EXPECT_EQ(c.take(), (V{"failed x C2", "stopped W0 x", "stored_gone x"}));
+    EXPECT_EQ(c.eng.njobs, 0u) << "the worker was told: nothing more to wait for";
+    EXPECT_EQ(c.eng.nrunning, 0u);
+    EXPECT_EQ(c.eng.stats.cancelled_running, 1u);
+    EXPECT_TRUE(c.waiters[2].empty());
+    c.check();
+    c.gone(w);
 }
 
 TEST(Core, FreeingAStoredJobTellsTheStore)
@@ -567,11 +592,11 @@ TEST(Core, CanDoTimeoutFailsOrRequeues)
         EXPECT_DOUBLE_EQ(engine_next_timer(&c.eng), c.clock + 0.1);
         engine_run_timers(&c.eng, c.clock + 0.2);
         if (requeue) {
-            EXPECT_EQ(c.take(), V{});
+            EXPECT_EQ(c.take(), V{"stopped W0 x"}) << "the worker is told in both cases";
             EXPECT_EQ(j->state, JOB_READY);
             EXPECT_EQ(j->retries, 1u);
         } else {
-            EXPECT_EQ(c.take(), V{"failed x C1"});
+            EXPECT_EQ(c.take(), (V{"stopped W0 x", "failed x C1"}));
             EXPECT_EQ(c.eng.njobs, 0u);
         }
         c.check();
@@ -1191,7 +1216,7 @@ TEST(Core, FeatureHooksAreCalledWhereAJobFailsLeavesAndGoes)
         kept->flags |= JOB_BACKGROUND;
         EXPECT_EQ(c.grab(w), "take");
         engine_run_timers(&c.eng, c.clock + 0.2); // past its CAN_DO_TIMEOUT
-        EXPECT_EQ(c.take(), V{"ext failed take CAN_DO_TIMEOUT"});
+        EXPECT_EQ(c.take(), (V{"stopped W0 take", "ext failed take CAN_DO_TIMEOUT"}));
         EXPECT_EQ(kept->state, JOB_FAILED) << "the feature took it: not failed, not freed";
         EXPECT_EQ(c.eng.njobs, 1u);
         c.check();
@@ -1199,7 +1224,8 @@ TEST(Core, FeatureHooksAreCalledWhereAJobFailsLeavesAndGoes)
         job *other = c.submit("f", "x", 1);
         EXPECT_EQ(c.grab(w), "x");
         engine_run_timers(&c.eng, c.clock + 0.4);
-        EXPECT_EQ(c.take(), (V{"ext failed x CAN_DO_TIMEOUT", "failed x C1", "ext gone x"}))
+        EXPECT_EQ(c.take(),
+                  (V{"stopped W0 x", "ext failed x CAN_DO_TIMEOUT", "failed x C1", "ext gone x"}))
             << "not taken: failed to its client and freed as without the feature";
         (void)other;
 

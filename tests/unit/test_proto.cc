@@ -21,7 +21,8 @@ TEST(ProtoTable, EveryCommandHasItsNumber)
 
 TEST(ProtoTable, OutOfRangeIsNullForAny32BitValue)
 {
-    const uint32_t bad[] = {CMD_MAX, 64, 65535, 0x7fffffffu, 0x80000000u, 0xffffffffu};
+    const uint32_t bad[] = {CMD_MAX, 64, 65535, 0x7fffffffu, 0x80000000u, 0xffffffffu,
+                            CMD_SPUR_BASE, CMD_SPUR_END};
     for (uint32_t id : bad) {
         EXPECT_EQ(proto_cmd_info(id), nullptr) << id;
         EXPECT_STREQ(proto_cmd_name(id), "UNKNOWN");
@@ -116,8 +117,24 @@ TEST(ProtoFlags, RepliesToWorkersAndResultsAreMarked)
 
 TEST(ProtoFlags, OutOfRangeHasNoFlags)
 {
-    for (uint32_t id : {(uint32_t)CMD_MAX, 65535u, 0x80000000u, 0xffffffffu})
+    for (uint32_t id : {(uint32_t)CMD_MAX, 65535u, 0x80000000u, 0xffffffffu,
+                        (uint32_t)CMD_SPUR_BASE, (uint32_t)CMD_SPUR_END})
         EXPECT_EQ(proto_cmd_flags(id), 0u) << id;
+}
+
+// Spur's own commands (docs/PROTOCOL-EXTENSIONS.md) are found by number like gearmand's.
+TEST(ProtoTable, SpurCommandsAreInTheExtensionTable)
+{
+    for (uint32_t id = CMD_SPUR_BASE + 1; id < CMD_SPUR_END; id++) {
+        const proto_cmd *c = proto_cmd_info(id);
+        ASSERT_NE(c, nullptr) << id;
+        EXPECT_EQ(c->id, id);
+    }
+    EXPECT_STREQ(proto_cmd_name(CMD_CANCEL_JOB), "CANCEL_JOB");
+    EXPECT_EQ(proto_cmd_info(CMD_CANCEL_JOB)->argc, 1);
+    EXPECT_EQ(proto_cmd_flags(CMD_CANCEL_JOB), 0u);
+    EXPECT_STREQ(proto_cmd_name(CMD_JOB_CANCELLED), "JOB_CANCELLED");
+    EXPECT_EQ(proto_cmd_flags(CMD_JOB_CANCELLED), (uint32_t)(PROTO_F_TO_WORKER | PROTO_F_URGENT));
 }
 
 TEST(ProtoEncode, HeaderIsBigEndian)

@@ -55,6 +55,9 @@ JOB_ASSIGN_ALL = 40
 GET_STATUS_UNIQUE = 41
 STATUS_RES_UNIQUE = 42
 CMD_MAX = 43  # one past the last command number (CMD_MAX in src/proto/proto.h)
+# Spur's own packets (docs/PROTOCOL-EXTENSIONS.md)
+CANCEL_JOB = 0x53500001
+JOB_CANCELLED = 0x53500002
 
 DEFAULT_TIMEOUT = 5.0
 

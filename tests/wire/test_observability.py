@@ -139,7 +139,7 @@ STATS_SCHEMA = obj({
                                                "bad_command", "bad_args", "line_too_long",
                                                "unrecognised", "total"]}),
     "jobs": obj({"live": COUNT, "running": COUNT, "queued": PRIO, "memory_bytes": COUNT,
-                 "events": obj({e: PRIO for e in EVENTS}),
+                 "events": obj({e: PRIO for e in EVENTS}), "cancelled_running": COUNT,
                  "refused": obj({k: COUNT for k in REFUSALS})}),
     "store": obj({"enabled": {"type": "boolean"}, "commits": COUNT, "commit_failures": COUNT,
                   "replayed": COUNT, "batch_operations": HIST, "commit_seconds": HIST}),
@@ -260,6 +260,7 @@ def test_coalesced_cancelled_and_abandoned(server):
         if st["jobs_abandoned"] == 1:
             break
     assert st["jobs_cancelled"] == 1 and st["jobs_abandoned"] == 1
+    assert st["jobs_cancelled_running"] == 0  # it was queued
     assert st["curr_jobs"] == 0 and st["job_memory_bytes"] == 0
 
 
