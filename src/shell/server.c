@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -411,9 +412,29 @@ static void write_output(struct server *s)
         flush_lazy(s);
 }
 
+/* sample_preemption feeds the busy poll the involuntary context switches of the loop's thread
+ * (at most once a millisecond): a count that rises means other processes want our CPU, and the
+ * loop then neither spins nor batches replies for a while (spin.h). */
+static void sample_preemption(struct server *s)
+{
+    double now = ev_now(s->loop);
+    if (!spin_sample_due(&s->spin, now))
+        return;
+    struct rusage ru;
+#ifdef RUSAGE_THREAD
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return;
+#else
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return;
+#endif
+    spin_switches(&s->spin, now, ru.ru_nivcsw);
+}
+
 /* choose_wait is step 6: start the idle watchers that keep the loop polling, stop the others. */
 static void choose_wait(struct server *s)
 {
+    sample_preemption(s);
     if (admin_ready(&s->eng) || conn_have_deferred(&s->conns))
         ev_idle_start(s->loop, &s->listing_idle); /* more to do: poll, do not sleep */
     else

@@ -110,3 +110,121 @@ TEST(Spin, ZeroLimitNeverSpins)
         EXPECT_EQ(gap(s, t, 0.000001), 0);
     EXPECT_EQ(s.window, 0);
 }
+
+// ---------------------------------------------------------------- stopping when it stops paying
+
+TEST(Spin, SpinsThatFindNothingShrinkTheWindow)
+{
+    spin s;
+    spin_init(&s, MAX);
+    s.window = MAX;
+    double t = 1.0;
+    // every idle period: the spin runs out, the input comes just inside --busy-poll would still
+    // grow the window by the gap rule; the hit rate must win and shrink it
+    int spins = 0;
+    while (s.window >= MAX && spins < 100) {
+        ASSERT_EQ(spin_dry(&s, t), 1);
+        EXPECT_EQ(spin_more(&s, t + MAX + 0.000001), 0) << "the window closed";
+        spin_input(&s, t + 10 * MAX); // too late for any window
+        t += 0.001;
+        spins++;
+    }
+    EXPECT_LT(s.window, MAX);
+    EXPECT_LE(spins, 8) << "a few misses in a row are enough";
+}
+
+TEST(Spin, SpinsThatFindInputKeepTheWindow)
+{
+    spin s;
+    spin_init(&s, MAX);
+    s.window = MAX;
+    double t = 1.0;
+    for (int i = 0; i < 100; i++) {
+        ASSERT_EQ(spin_dry(&s, t), 1);
+        EXPECT_EQ(spin_more(&s, t + 0.000002), 1);
+        spin_input(&s, t + 0.000004);
+        t += 0.001;
+    }
+    EXPECT_DOUBLE_EQ(s.window, MAX);
+    EXPECT_EQ(s.hit_rate, SPIN_HIT_ONE);
+}
+
+// ---------------------------------------------------------------- never while preempted
+
+TEST(Spin, APollThatCameBackLateCalmsTheLoop)
+{
+    spin s;
+    spin_init(&s, MAX);
+    s.window = MAX;
+    ASSERT_EQ(spin_dry(&s, 1.0), 1);
+    EXPECT_EQ(spin_more(&s, 1.000002), 1);
+    // the next poll returns 3 ms later: another process ran on our CPU meanwhile
+    EXPECT_EQ(spin_more(&s, 1.003002), 0);
+    EXPECT_EQ(s.preemptions, 1u);
+    EXPECT_EQ(spin_batching(&s, 1.004), 0) << "no reply batching while calm";
+    spin_input(&s, 1.004);
+    double t = 1.005;
+    // short gaps while calm: no spinning, whatever the gaps say
+    while (t < 1.003002 + SPIN_CALM_MIN - 0.001)
+        EXPECT_EQ(gap(s, t, 0.000002), 0) << "still calm at " << t;
+    // after the back-off the window is learnt again from short gaps
+    t = 1.003002 + SPIN_CALM_MIN;
+    EXPECT_EQ(spin_batching(&s, t), 1);
+    EXPECT_EQ(gap(s, t, 0.000002), 0);
+    EXPECT_DOUBLE_EQ(s.window, SPIN_START);
+    EXPECT_EQ(gap(s, t, 0.000002), 1);
+}
+
+TEST(Spin, InvoluntarySwitchesCalmTheLoopAndBackOffGrows)
+{
+    spin s;
+    spin_init(&s, MAX);
+    s.window = MAX;
+    EXPECT_EQ(spin_sample_due(&s, 1.0), 1);
+    spin_switches(&s, 1.0, 7); // the first sample only sets the base
+    EXPECT_EQ(s.preemptions, 0u);
+    EXPECT_EQ(spin_sample_due(&s, 1.0005), 0) << "at most one sample a millisecond";
+    spin_switches(&s, 1.001, 7);
+    EXPECT_EQ(spin_dry(&s, 1.0015), 1) << "no switch: spinning is fine";
+    spin_input(&s, 1.00151);
+    spin_switches(&s, 1.002, 9); // preempted twice since
+    EXPECT_EQ(s.preemptions, 1u);
+    EXPECT_EQ(spin_dry(&s, 1.003), 0);
+    EXPECT_EQ(spin_batching(&s, 1.003), 0);
+    spin_input(&s, 1.003001);
+    EXPECT_DOUBLE_EQ(s.calm_until, 1.002 + SPIN_CALM_MIN);
+    // preempted again in a row: the back-off doubles, up to SPIN_CALM_MAX
+    double t = 1.01;
+    long n = 9;
+    for (int i = 0; i < 20; i++) {
+        spin_switches(&s, t, ++n);
+        t += 0.001;
+    }
+    EXPECT_DOUBLE_EQ(s.calm, SPIN_CALM_MAX);
+    EXPECT_GT(s.calm_until, t + 0.5);
+    // undisturbed for long enough: the back-off shrinks again, one halving per calm stretch
+    double calm_before = s.calm;
+    t = s.calm_until;
+    while (t < s.calm_until + calm_before - 0.0005) {
+        spin_switches(&s, t, n);
+        t += 0.001;
+    }
+    EXPECT_DOUBLE_EQ(s.calm, calm_before) << "not yet: undisturbed for less than the back-off";
+    spin_switches(&s, t + 0.001, n);
+    EXPECT_DOUBLE_EQ(s.calm, calm_before / 2);
+    for (int i = 0; i < 200000 && s.calm > SPIN_CALM_MIN; i++) {
+        t += 0.001;
+        spin_switches(&s, t, n);
+    }
+    EXPECT_DOUBLE_EQ(s.calm, SPIN_CALM_MIN);
+    EXPECT_EQ(spin_dry(&s, t + 0.001), 0) << "the window was forgotten when calmed";
+}
+
+TEST(Spin, OffNeverSamples)
+{
+    spin s;
+    spin_init(&s, 0);
+    EXPECT_EQ(spin_sample_due(&s, 5.0), 0);
+    EXPECT_EQ(spin_batching(&s, 5.0), 1);
+    EXPECT_EQ(spin_batching(nullptr, 5.0), 1);
+}
