@@ -837,6 +837,9 @@ void server_destroy(struct server *s)
     ev_idle_stop(s->loop, &s->lazy_idle);
     ev_timer_stop(s->loop, &s->lazy_timer);
     ev_idle_stop(s->loop, &s->spin_idle);
+    if (s->spin.max > 0)
+        log_info("busy poll: %lu spins, %lu found input; calmed %lu times (preempted)",
+                 s->spin.spins, s->spin.hits, s->spin.preemptions);
     ev_timer_stop(s->loop, &s->idle_timer);
     ev_prepare_stop(s->loop, &s->flush_watcher);
     ev_signal_stop(s->loop, &s->sig_term);

@@ -15,6 +15,8 @@ void spin_init(struct spin *s, double max)
     s->nivcsw = 0;
     s->hit_rate = SPIN_HIT_ONE;
     s->preemptions = 0;
+    s->spins = 0;
+    s->hits = 0;
 }
 
 /* preempted calms the loop down from now for the current back-off, and doubles the next one. */
@@ -32,6 +34,7 @@ static void preempted(struct spin *s, double now)
  * halves the window when fewer than half of the recent spins paid. */
 static void note_spin(struct spin *s, int hit)
 {
+    s->hits += hit != 0;
     s->hit_rate += ((hit ? SPIN_HIT_ONE : 0) - s->hit_rate) / 8;
     if (s->hit_rate >= SPIN_HIT_ONE / 2)
         return;
@@ -48,6 +51,7 @@ int spin_dry(struct spin *s, double now)
     s->idle_since = now;
     s->until = s->window > 0 && now >= s->calm_until ? now + s->window : 0;
     s->last_poll = s->until > 0 ? now : 0;
+    s->spins += s->until > 0;
     return s->until > now;
 }
 

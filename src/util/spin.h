@@ -40,6 +40,8 @@ struct spin {
     long nivcsw;       /* involuntary context switches at that sample */
     int hit_rate;      /* moving average of spins that found input, 0..SPIN_HIT_ONE */
     unsigned long preemptions; /* how many times the loop calmed down (for tests and logs) */
+    unsigned long spins;       /* spins started (for the log at exit) */
+    unsigned long hits;        /* spins that found input (for the log at exit) */
 };
 
 /* spin_init sets s up with the largest window max (seconds, 0 turns polling off). */
