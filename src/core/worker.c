@@ -86,15 +86,22 @@ static struct ability *idle_first(const struct engine *e, struct func *f, int k)
 
 /* wake_one: see worker_wake_one. A held GRAB is answered through the sink (worker_grab_held);
  * a sleeper is sent a wake-up. */
+int worker_serve_held(struct engine *e, struct func *f)
+{
+    struct ability *a;
+    if (func_ready(f) == 0 || (a = idle_first(e, f, FUNC_HELD)) == NULL)
+        return 0;
+    idle_unlink(a, FUNC_HELD);
+    idle_park(a, FUNC_HELD);
+    worker_grab_held(e, a->worker);
+    return 1;
+}
+
 int worker_wake_one(struct engine *e, struct func *f)
 {
     struct ability *a;
-    if (func_ready(f) > 0 && (a = idle_first(e, f, FUNC_HELD)) != NULL) {
-        idle_unlink(a, FUNC_HELD);
-        idle_park(a, FUNC_HELD);
-        worker_grab_held(e, a->worker);
+    if (worker_serve_held(e, f))
         return 1;
-    }
     if ((a = idle_first(e, f, FUNC_SLEEPING)) == NULL)
         return 0;
     idle_unlink(a, FUNC_SLEEPING);

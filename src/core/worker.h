@@ -164,6 +164,10 @@ void worker_unhold(struct engine *e, struct worker *w);
  * or 0 if f has no such worker. O(1) amortized. */
 int worker_wake_one(struct engine *e, struct func *f);
 
+/* worker_serve_held gives a ready job of f to the worker whose GRAB on f has been held longest
+ * (sink.assign). Returns 1, or 0 if f has no ready job or no held GRAB. O(1) amortized. */
+int worker_serve_held(struct engine *e, struct func *f);
+
 /* worker_ready_link / worker_ready_unlink put a into / take it out of its worker's ready ring
  * for priority p (func.c calls them when f's queue p becomes non-empty / empty). */
 void worker_ready_link(struct ability *a, int p);

@@ -12,7 +12,9 @@ void spin_init(struct spin *s, double max)
     s->calm_until = 0;
     s->calm = SPIN_CALM_MIN;
     s->sampled = 0;
-    s->nivcsw = 0;
+    s->ncpu = 1;
+    s->load = 0;
+    s->crowded = 0;
     s->hit_rate = SPIN_HIT_ONE;
     s->preemptions = 0;
     s->spins = 0;
@@ -49,7 +51,7 @@ int spin_dry(struct spin *s, double now)
     if (s->idle_since > 0)
         return s->until > now;
     s->idle_since = now;
-    s->until = s->window > 0 && now >= s->calm_until ? now + s->window : 0;
+    s->until = s->window > 0 && now >= s->calm_until && !s->crowded ? now + s->window : 0;
     s->last_poll = s->until > 0 ? now : 0;
     s->spins += s->until > 0;
     return s->until > now;
@@ -85,8 +87,8 @@ void spin_input(struct spin *s, double now)
     s->last_poll = 0;
     if (gap <= s->window)
         return; /* the window caught it */
-    if (now < s->calm_until)
-        return; /* calm: learn nothing from gaps we did not spin for */
+    if (now < s->calm_until || s->crowded)
+        return; /* learn nothing from gaps we could not spin for */
     if (gap <= s->max) {
         /* a longer window would have caught it */
         double w = s->window > 0 ? s->window * 2 : SPIN_START;
@@ -104,18 +106,23 @@ int spin_sample_due(const struct spin *s, double now)
     return s->max > 0 && now - s->sampled >= SPIN_SAMPLE;
 }
 
-void spin_switches(struct spin *s, double now, long nivcsw)
+void spin_cpus(struct spin *s, int ncpu)
 {
-    int first = s->sampled <= 0;
-    long before = s->nivcsw;
+    s->ncpu = ncpu > 0 ? ncpu : 1;
+}
+
+void spin_runnable(struct spin *s, double now, int others)
+{
     s->sampled = now;
-    s->nivcsw = nivcsw;
-    if (first)
-        return;
-    if (nivcsw > before) {
-        preempted(s, now);
-        return;
+    if (others < 0)
+        others = 0;
+    s->load += (others * SPIN_LOAD_ONE - s->load) / 4;
+    int crowded = s->load >= s->ncpu * SPIN_LOAD_ONE - SPIN_LOAD_ONE / 2;
+    if (crowded && !s->crowded) {
+        s->until = 0; /* stop a spin under way */
+        s->last_poll = 0;
     }
+    s->crowded = crowded;
     if (now - s->calm_until >= s->calm && s->calm > SPIN_CALM_MIN) {
         /* undisturbed for as long as the back-off: the next one may be shorter */
         s->calm /= 2;
@@ -127,5 +134,5 @@ void spin_switches(struct spin *s, double now, long nivcsw)
 
 int spin_batching(const struct spin *s, double now)
 {
-    return s == 0 || now >= s->calm_until;
+    return s == 0 || (now >= s->calm_until && !s->crowded);
 }

@@ -6,13 +6,16 @@
  * input keeps arriving soon after the loop runs dry, and shrinks when the gaps are longer than the
  * limit, so an idle or lightly loaded server never spins. It also stops while spinning stops
  * paying: when fewer than half of its recent spins found input (the poll's own hit rate), the
- * window halves. And it never spins while the process is being preempted (the run queue is longer
- * than the cores, e.g. CPU-bound work on the same machine): a spin poll that came back long after
- * the one before (time lost to other processes), or involuntary context switches counted by the
- * kernel (the caller samples them, spin_sample_due / spin_switches), calm the process down for a
- * back-off period that doubles while preemption goes on (SPIN_CALM_MIN .. SPIN_CALM_MAX). While
- * calm, the loop neither spins nor batches replies (spin_batching). Pure: the caller passes the
- * times and counts. */
+ * window halves. And it never spins while other processes want the CPU:
+ *  - crowded: the machine's run queue (the caller samples the runnable count of /proc/loadavg,
+ *    spin_sample_due / spin_runnable) holds, on average over the last few milliseconds, as many
+ *    other runnable threads as there are cores: a spin would take a core from one of them;
+ *  - preempted: a spin poll came back long after the one before (SPIN_LOST): another process had
+ *    our core; the loop calms down for a back-off period that doubles while this goes on
+ *    (SPIN_CALM_MIN .. SPIN_CALM_MAX).
+ * While crowded or calm the loop neither spins nor batches replies (spin_batching): a reply held
+ * back could wait a whole time slice of another process. Pure: the caller passes times and
+ * counts. */
 #ifndef SPUR_SPIN_H
 #define SPUR_SPIN_H
 
@@ -24,7 +27,8 @@ extern "C" {
 #define SPIN_LOST 0.0002       /* two spin polls further apart than this: we were preempted */
 #define SPIN_CALM_MIN 0.01     /* the first back-off after a preemption: 10 ms */
 #define SPIN_CALM_MAX 1.0      /* the longest back-off: 1 s */
-#define SPIN_SAMPLE 0.001      /* involuntary context switches are sampled at most once a ms */
+#define SPIN_SAMPLE 0.001      /* the run queue is sampled at most once a millisecond */
+#define SPIN_LOAD_ONE 256      /* fixed-point scale of struct spin's load */
 #define SPIN_HIT_ONE 256       /* hit rate scale: hit_rate == SPIN_HIT_ONE means every spin hit */
 
 /* struct spin is the polling state. */
@@ -36,8 +40,10 @@ struct spin {
     double last_poll;  /* when the current spin last polled (spin_dry, spin_more), 0 if none */
     double calm_until; /* no spinning and no reply batching before this: we were preempted */
     double calm;       /* the next back-off: SPIN_CALM_MIN, doubled per preemption in a row */
-    double sampled;    /* when spin_switches last ran, 0 before the first sample */
-    long nivcsw;       /* involuntary context switches at that sample */
+    double sampled;    /* when spin_runnable last ran, 0 before the first sample */
+    int ncpu;          /* cores this process may run on (spin_init: 1; spin_cpus) */
+    int load;          /* moving average of other runnable threads, x SPIN_LOAD_ONE */
+    int crowded;       /* load says the other threads fill every core: do not spin */
     int hit_rate;      /* moving average of spins that found input, 0..SPIN_HIT_ONE */
     unsigned long preemptions; /* how many times the loop calmed down (for tests and logs) */
     unsigned long spins;       /* spins started (for the log at exit) */
@@ -65,12 +71,16 @@ void spin_input(struct spin *s, double now);
  * spin_switches. */
 int spin_sample_due(const struct spin *s, double now);
 
-/* spin_switches takes a sample of the involuntary context switch count (getrusage's ru_nivcsw)
- * at now. A count that rose since the previous sample means the kernel took the CPU from us for
- * another runnable process: the loop calms down (no spin, no batching) for a back-off period.
- * Once the loop has run undisturbed for as long as the next back-off since the last one ended,
- * that back-off halves (down to SPIN_CALM_MIN). */
-void spin_switches(struct spin *s, double now, long nivcsw);
+/* spin_cpus sets the number of cores the process may run on (at least 1). */
+void spin_cpus(struct spin *s, int ncpu);
+
+/* spin_runnable takes a sample, at now, of how many threads other than the loop's own are
+ * runnable on the machine (the running count of /proc/loadavg, less one). The loop is crowded
+ * while their moving average (a quarter weight per sample) reaches the cores less a half: it
+ * then neither spins nor batches. It also ages the back-off: once the loop has run undisturbed
+ * for as long as the next back-off since the last one ended, that back-off halves (down to
+ * SPIN_CALM_MIN). */
+void spin_runnable(struct spin *s, double now, int others);
 
 /* spin_batching reports whether replies may be batched at now (--reply-batch): not while calm,
  * since a reply that waits may then wait a whole time slice of another process. */

@@ -175,49 +175,94 @@ TEST(Spin, APollThatCameBackLateCalmsTheLoop)
     EXPECT_EQ(gap(s, t, 0.000002), 1);
 }
 
-TEST(Spin, InvoluntarySwitchesCalmTheLoopAndBackOffGrows)
+TEST(Spin, ACrowdedRunQueueStopsSpinningAndBatching)
 {
     spin s;
     spin_init(&s, MAX);
+    spin_cpus(&s, 2);
     s.window = MAX;
     EXPECT_EQ(spin_sample_due(&s, 1.0), 1);
-    spin_switches(&s, 1.0, 7); // the first sample only sets the base
-    EXPECT_EQ(s.preemptions, 0u);
-    EXPECT_EQ(spin_sample_due(&s, 1.0005), 0) << "at most one sample a millisecond";
-    spin_switches(&s, 1.001, 7);
-    EXPECT_EQ(spin_dry(&s, 1.0015), 1) << "no switch: spinning is fine";
-    spin_input(&s, 1.00151);
-    spin_switches(&s, 1.002, 9); // preempted twice since
-    EXPECT_EQ(s.preemptions, 1u);
-    EXPECT_EQ(spin_dry(&s, 1.003), 0);
-    EXPECT_EQ(spin_batching(&s, 1.003), 0);
-    spin_input(&s, 1.003001);
-    EXPECT_DOUBLE_EQ(s.calm_until, 1.002 + SPIN_CALM_MIN);
-    // preempted again in a row: the back-off doubles, up to SPIN_CALM_MAX
-    double t = 1.01;
-    long n = 9;
-    for (int i = 0; i < 20; i++) {
-        spin_switches(&s, t, ++n);
-        t += 0.001;
+    // quiet: one other runnable thread (the load generator) on 2 cores
+    double t = 1.0;
+    for (int i = 0; i < 20; i++, t += 0.001)
+        spin_runnable(&s, t, 1);
+    EXPECT_EQ(s.crowded, 0);
+    EXPECT_EQ(spin_sample_due(&s, t - 0.0005), 0) << "at most one sample a millisecond";
+    EXPECT_EQ(spin_dry(&s, t), 1);
+    EXPECT_EQ(spin_batching(&s, t), 1);
+    spin_input(&s, t + 0.000002);
+    // a single busy sample is noise: the average has to get there
+    spin_runnable(&s, t += 0.001, 3);
+    EXPECT_EQ(s.crowded, 0);
+    // busy: a CPU hog per core, plus the load generator now and then
+    int samples = 1;
+    while (!s.crowded && samples < 100) {
+        spin_runnable(&s, t += 0.001, samples % 2 ? 2 : 3);
+        samples++;
     }
+    EXPECT_EQ(s.crowded, 1);
+    EXPECT_LE(samples, 4) << "a few milliseconds of a full run queue are enough";
+    EXPECT_EQ(spin_dry(&s, t += 0.0001), 0) << "no spin while crowded";
+    EXPECT_EQ(spin_batching(&s, t), 0) << "no reply batching while crowded";
+    // gaps seen while crowded teach nothing
+    double w = s.window;
+    spin_input(&s, t + 0.00001);
+    EXPECT_DOUBLE_EQ(s.window, w);
+    // the hogs end: spinning resumes within a few samples, with the window it had
+    samples = 0;
+    while (s.crowded && samples < 100) {
+        spin_runnable(&s, t += 0.001, 0);
+        samples++;
+    }
+    EXPECT_LE(samples, 4);
+    EXPECT_EQ(spin_dry(&s, t += 0.0001), 1);
+    EXPECT_EQ(spin_batching(&s, t), 1);
+}
+
+TEST(Spin, OneCoreSpinsOnlyWhenNothingElseRuns)
+{
+    spin s;
+    spin_init(&s, MAX);
+    spin_cpus(&s, 1);
+    s.window = MAX;
+    double t = 1.0;
+    for (int i = 0; i < 10; i++)
+        spin_runnable(&s, t += 0.001, 1);
+    EXPECT_EQ(s.crowded, 1) << "on one core a spin always takes it from the other thread";
+    for (int i = 0; i < 10; i++)
+        spin_runnable(&s, t += 0.001, 0);
+    EXPECT_EQ(s.crowded, 0);
+}
+
+TEST(Spin, PreemptedAgainAndAgainTheBackOffGrowsThenShrinks)
+{
+    spin s;
+    spin_init(&s, MAX);
+    spin_cpus(&s, 2);
+    double t = 1.0;
+    // every spin is cut short by a lost time slice: the back-off doubles up to SPIN_CALM_MAX
+    for (int i = 0; i < 20; i++) {
+        s.window = MAX;
+        t = s.calm_until > t ? s.calm_until : t;
+        ASSERT_EQ(spin_dry(&s, t), 1);
+        EXPECT_EQ(spin_more(&s, t + 0.004), 0);
+        spin_input(&s, t + 0.0041);
+        t += 0.005;
+    }
+    EXPECT_EQ(s.preemptions, 20u);
     EXPECT_DOUBLE_EQ(s.calm, SPIN_CALM_MAX);
-    EXPECT_GT(s.calm_until, t + 0.5);
-    // undisturbed for long enough: the back-off shrinks again, one halving per calm stretch
+    // undisturbed: one halving per stretch as long as the back-off, down to SPIN_CALM_MIN
     double calm_before = s.calm;
     t = s.calm_until;
-    while (t < s.calm_until + calm_before - 0.0005) {
-        spin_switches(&s, t, n);
-        t += 0.001;
-    }
+    const double stretch_end = s.calm_until + calm_before;
+    while (t + 0.001 < stretch_end - 0.0005)
+        spin_runnable(&s, t += 0.001, 0);
     EXPECT_DOUBLE_EQ(s.calm, calm_before) << "not yet: undisturbed for less than the back-off";
-    spin_switches(&s, t + 0.001, n);
+    spin_runnable(&s, t = stretch_end + 0.0001, 0);
     EXPECT_DOUBLE_EQ(s.calm, calm_before / 2);
-    for (int i = 0; i < 200000 && s.calm > SPIN_CALM_MIN; i++) {
-        t += 0.001;
-        spin_switches(&s, t, n);
-    }
+    for (int i = 0; i < 200000 && s.calm > SPIN_CALM_MIN; i++)
+        spin_runnable(&s, t += 0.001, 0);
     EXPECT_DOUBLE_EQ(s.calm, SPIN_CALM_MIN);
-    EXPECT_EQ(spin_dry(&s, t + 0.001), 0) << "the window was forgotten when calmed";
 }
 
 TEST(Spin, OffNeverSamples)
