@@ -54,6 +54,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->sink = nop_sink;
     list_node_init(&e->ready);
     list_node_init(&e->held);
+    list_node_init(&e->woken);
     list_node_init(&e->jobs);
     list_node_init(&e->peers);
     list_node_init(&e->func_list);
@@ -113,6 +114,12 @@ double engine_next_timer(const struct engine *e)
     const struct list_node *n = list_first(&e->held);
     if (n != NULL && (at < 0 || worker_of_held(n)->held_until < at))
         at = worker_of_held(n)->held_until;
+    n = list_first(&e->woken);
+    if (n != NULL) {
+        double wake_at = container_of(n, struct worker, wnode)->woken_at + WORKER_WAKE_GRACE;
+        if (at < 0 || wake_at < at)
+            at = wake_at;
+    }
     return at;
 }
 
@@ -132,6 +139,7 @@ void engine_run_timers(struct engine *e, double now)
     struct list_node *n;
     while ((n = list_first(&e->held)) != NULL && worker_of_held(n)->held_until <= now)
         worker_grab_release(e, worker_of_held(n));
+    worker_expire_wakes(e, now);
     engine_drain_ready(e);
 }
 

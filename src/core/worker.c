@@ -109,9 +109,30 @@ int worker_wake_one(struct engine *e, struct func *f)
     struct worker *w = a->worker;
     w->noop_sent = 1;
     w->woken_for = f;
+    w->woken_at = engine_now(e);
+    list_push_back(&e->woken, &w->wnode);
     f->woken++;
     e->sink.wake(e, w->peer);
     return 1;
+}
+
+void worker_expire_wakes(struct engine *e, double now)
+{
+    struct list_node *n;
+    while ((n = list_first(&e->woken)) != NULL) {
+        struct worker *w = container_of(n, struct worker, wnode);
+        if (w->woken_at + WORKER_WAKE_GRACE > now)
+            break;
+        list_del(n);
+        /* still noop_sent: not woken again until it sleeps again; its job is offered anew */
+        struct func *f = w->woken_for;
+        w->woken_for = NULL;
+        if (f != NULL) {
+            f->woken--;
+            func_wake(e, f);
+            func_release(e, f);
+        }
+    }
 }
 
 void worker_hold(struct engine *e, struct worker *w, uint32_t grab, double now)
@@ -139,6 +160,7 @@ void worker_awake(struct engine *e, struct worker *w)
     w->noop_sent = 0;
     struct func *f = w->woken_for;
     w->woken_for = NULL;
+    list_del(&w->wnode);
     if (f != NULL) {
         f->woken--;
         if (e->cfg->worker_wakeup < 0)
@@ -184,6 +206,7 @@ struct worker *worker_new(struct engine *e, struct peer *client)
     list_node_init(&w->parked[0]);
     list_node_init(&w->parked[1]);
     list_node_init(&w->hnode);
+    list_node_init(&w->wnode);
     list_node_init(&w->running);
     e->nworkers++;
     return w;
