@@ -117,8 +117,7 @@ void conn_mark_dirty(struct conn *c)
     struct conn_ctx *x = c->ctx;
     if (list_linked(&c->dirty_node) || c->closing)
         return;
-    if (c->peer.flags & (PEER_URGENT | PEER_NOW) || x->cfg->reply_batch <= 0 ||
-        !spin_batching(x->spin, ev_now(x->loop))) {
+    if (c->peer.flags & (PEER_URGENT | PEER_NOW) || x->cfg->reply_batch <= 0) {
         list_del(&c->lazy_node);
         if (c->peer.flags & PEER_URGENT)
             /* a worker's next job or a client's result goes out before acknowledgements */

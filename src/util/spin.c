@@ -131,8 +131,3 @@ void spin_runnable(struct spin *s, double now, int others)
         s->calm_until = now; /* the next halving needs another undisturbed stretch */
     }
 }
-
-int spin_batching(const struct spin *s, double now)
-{
-    return s == 0 || (now >= s->calm_until && !s->crowded);
-}

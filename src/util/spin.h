@@ -13,9 +13,9 @@
  *  - preempted: a spin poll came back long after the one before (SPIN_LOST): another process had
  *    our core; the loop calms down for a back-off period that doubles while this goes on
  *    (SPIN_CALM_MIN .. SPIN_CALM_MAX).
- * While crowded or calm the loop neither spins nor batches replies (spin_batching): a reply held
- * back could wait a whole time slice of another process. Pure: the caller passes times and
- * counts. */
+ * Reply batching (--reply-batch) is not affected: measured on a busy machine, a pipelining
+ * client's replies written together cost less CPU per job, which is what a shared core lacks.
+ * Pure: the caller passes times and counts. */
 #ifndef SPUR_SPIN_H
 #define SPUR_SPIN_H
 
@@ -38,7 +38,7 @@ struct spin {
     double idle_since; /* when the loop last ran out of work, 0 while it is busy */
     double until;      /* the end of the current spin, 0 if not spinning */
     double last_poll;  /* when the current spin last polled (spin_dry, spin_more), 0 if none */
-    double calm_until; /* no spinning and no reply batching before this: we were preempted */
+    double calm_until; /* no spinning before this: we were preempted */
     double calm;       /* the next back-off: SPIN_CALM_MIN, doubled per preemption in a row */
     double sampled;    /* when spin_runnable last ran, 0 before the first sample */
     int ncpu;          /* cores this process may run on (spin_init: 1; spin_cpus) */
@@ -77,14 +77,10 @@ void spin_cpus(struct spin *s, int ncpu);
 /* spin_runnable takes a sample, at now, of how many threads other than the loop's own are
  * runnable on the machine (the running count of /proc/loadavg, less one). The loop is crowded
  * while their moving average (a quarter weight per sample) reaches the cores less a half: it
- * then neither spins nor batches. It also ages the back-off: once the loop has run undisturbed
+ * then does not spin. It also ages the back-off: once the loop has run undisturbed
  * for as long as the next back-off since the last one ended, that back-off halves (down to
  * SPIN_CALM_MIN). */
 void spin_runnable(struct spin *s, double now, int others);
-
-/* spin_batching reports whether replies may be batched at now (--reply-batch): not while calm,
- * since a reply that waits may then wait a whole time slice of another process. */
-int spin_batching(const struct spin *s, double now);
 
 #ifdef __cplusplus
 }

@@ -161,7 +161,6 @@ TEST(Spin, APollThatCameBackLateCalmsTheLoop)
     // the next poll returns 3 ms later: another process ran on our CPU meanwhile
     EXPECT_EQ(spin_more(&s, 1.003002), 0);
     EXPECT_EQ(s.preemptions, 1u);
-    EXPECT_EQ(spin_batching(&s, 1.004), 0) << "no reply batching while calm";
     spin_input(&s, 1.004);
     double t = 1.005;
     // short gaps while calm: no spinning, whatever the gaps say
@@ -169,13 +168,12 @@ TEST(Spin, APollThatCameBackLateCalmsTheLoop)
         EXPECT_EQ(gap(s, t, 0.000002), 0) << "still calm at " << t;
     // after the back-off the window is learnt again from short gaps
     t = 1.003002 + SPIN_CALM_MIN;
-    EXPECT_EQ(spin_batching(&s, t), 1);
     EXPECT_EQ(gap(s, t, 0.000002), 0);
     EXPECT_DOUBLE_EQ(s.window, SPIN_START);
     EXPECT_EQ(gap(s, t, 0.000002), 1);
 }
 
-TEST(Spin, ACrowdedRunQueueStopsSpinningAndBatching)
+TEST(Spin, ACrowdedRunQueueStopsSpinning)
 {
     spin s;
     spin_init(&s, MAX);
@@ -189,7 +187,6 @@ TEST(Spin, ACrowdedRunQueueStopsSpinningAndBatching)
     EXPECT_EQ(s.crowded, 0);
     EXPECT_EQ(spin_sample_due(&s, t - 0.0005), 0) << "at most one sample a millisecond";
     EXPECT_EQ(spin_dry(&s, t), 1);
-    EXPECT_EQ(spin_batching(&s, t), 1);
     spin_input(&s, t + 0.000002);
     // a single busy sample is noise: the average has to get there
     spin_runnable(&s, t += 0.001, 3);
@@ -203,7 +200,6 @@ TEST(Spin, ACrowdedRunQueueStopsSpinningAndBatching)
     EXPECT_EQ(s.crowded, 1);
     EXPECT_LE(samples, 4) << "a few milliseconds of a full run queue are enough";
     EXPECT_EQ(spin_dry(&s, t += 0.0001), 0) << "no spin while crowded";
-    EXPECT_EQ(spin_batching(&s, t), 0) << "no reply batching while crowded";
     // gaps seen while crowded teach nothing
     double w = s.window;
     spin_input(&s, t + 0.00001);
@@ -216,7 +212,6 @@ TEST(Spin, ACrowdedRunQueueStopsSpinningAndBatching)
     }
     EXPECT_LE(samples, 4);
     EXPECT_EQ(spin_dry(&s, t += 0.0001), 1);
-    EXPECT_EQ(spin_batching(&s, t), 1);
 }
 
 TEST(Spin, OneCoreSpinsOnlyWhenNothingElseRuns)
@@ -270,6 +265,4 @@ TEST(Spin, OffNeverSamples)
     spin s;
     spin_init(&s, 0);
     EXPECT_EQ(spin_sample_due(&s, 5.0), 0);
-    EXPECT_EQ(spin_batching(&s, 5.0), 1);
-    EXPECT_EQ(spin_batching(nullptr, 5.0), 1);
 }
