@@ -91,7 +91,8 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
   --timeout=S         wall-time bound of one run (default 120; drain: --drain-timeout=S, 900)
   --out=DIR           keep logs and raw results here (default: a new directory under /tmp)
   -h, --help          this text
-Anything after -- is passed to every spur-bench run.
+Anything after -- is passed to every spur-bench run (and --jobs=, --payload-size= and --stall=
+to beanstalk-bench too).
 EOF
 }
 
@@ -263,7 +264,12 @@ for sc0 in "${scenario_list[@]}"; do
             tls=()
             is_tls_kind "$srv" && read -r -a tls <<<"$(tls_bench_args)"
             if [ "$srv" = beanstalkd ]; then
-                timeout --kill-after=10 $((t + 30)) "$BEANSTALK_BENCH" "${bs_args[@]}" \
+                # of the extra arguments, those beanstalk-bench knows too
+                bs_extra=()
+                for a in "${bench_args[@]}"; do
+                    case $a in --jobs=*|--payload-size=*|--stall=*) bs_extra+=("$a") ;; esac
+                done
+                timeout --kill-after=10 $((t + 30)) "$BEANSTALK_BENCH" "${bs_args[@]}" "${bs_extra[@]}" \
                     --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
                     >"$dir/bench.out" 2>"$dir/bench.err"
             else

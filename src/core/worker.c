@@ -129,7 +129,8 @@ void worker_expire_wakes(struct engine *e, double now)
         w->woken_for = NULL;
         if (f != NULL) {
             f->woken--;
-            func_wake(e, f);
+            if (e->cfg->worker_wakeup < 0) /* --worker-wakeup=N never wakes again for a job */
+                func_wake(e, f);
             func_release(e, f);
         }
     }

@@ -173,7 +173,8 @@ int worker_wake_one(struct engine *e, struct func *f);
 #define WORKER_WAKE_GRACE 0.002
 
 /* worker_expire_wakes stops counting, at now, the NOOPs sent WORKER_WAKE_GRACE ago or earlier
- * that were not answered, and asks again for workers of their functions (func_wake). */
+ * that were not answered, and (by default, without --worker-wakeup) asks again for workers of
+ * their functions (func_wake). */
 void worker_expire_wakes(struct engine *e, double now);
 
 /* worker_serve_held gives a ready job of f to the worker whose GRAB on f has been held longest
