@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# bench/run.sh: run every spur-bench scenario against spurd and three gearmand configurations and
-# print a table of medians with spurd/gearmand ratios; bg-submit also runs against answer-server,
+# bench/run.sh: run spur-bench scenarios against spurd, gearmand and beanstalkd and print a table
+# of medians with spurd/gearmand ratios. By default it runs the shapes users deploy (1x1-w1,
+# 4x4-w1, 4x4-w32, idle100, bg-4x64) in two conditions: quiet (the machine as it is) and busy (one
+# CPU hog per core at normal priority, started and killed by this script). beanstalkd is driven
+# by beanstalk-bench (pipelined put, reserve/delete). bg-submit also runs against answer-server,
 # the answer-only ceiling. With --tls, bg-submit, rt-latency and rt-throughput also run over TLS
 # against spurd --ssl (spurd-tls) and gearmand --ssl (gearmand-tls), with certificates made by
 # the openssl CLI in the output directory. Builds nothing: point it at binaries.
@@ -19,11 +22,14 @@ SPURD=${SPURD:-$top/build/src/spurd}
 SPUR_BENCH=${SPUR_BENCH:-$top/build/bench/spur-bench}
 GEARMAND=${GEARMAND:-/usr/sbin/gearmand}
 ANSWER_SERVER=${ANSWER_SERVER:-$top/build/bench/answer-server}
+BEANSTALKD=${BEANSTALKD:-$(command -v beanstalkd || echo /usr/bin/beanstalkd)}
+BEANSTALK_BENCH=${BEANSTALK_BENCH:-$top/build/bench/beanstalk-bench}
 runs=3
 drain_runs=3
 drain_jobs=1000000
-servers="spurd,gearmand-t0,gearmand,gearmand-hb,gearmand-t0-hb,answer-only"
-scenarios="bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout"
+servers="spurd,gearmand-t0,beanstalkd"
+scenarios="1x1-w1,4x4-w1,4x4-w32,idle100,bg-4x64"
+conditions="quiet,busy"
 out=""
 run_timeout=120
 drain_timeout=900
@@ -40,14 +46,18 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
   --bench=PATH        spur-bench binary (env SPUR_BENCH; default build/bench/spur-bench)
   --gearmand=PATH     gearmand binary (env GEARMAND; default /usr/sbin/gearmand)
   --answer-server=PATH  answer-only server (env ANSWER_SERVER; default build/bench/answer-server)
+  --beanstalkd=PATH   beanstalkd binary (env BEANSTALKD; default the one on PATH)
+  --beanstalk-bench=PATH  its load generator (env BEANSTALK_BENCH; default
+                      build/bench/beanstalk-bench)
   --runs=N            runs per server and scenario (default 3)
   --drain-runs=N      runs of the drain scenario (default 3, medians as the bar asks; one
                       1M-job queue-and-drain of a gearmand with its default 991 hash buckets
                       takes about 4 minutes on 2 cores, so --drain-runs=1 saves 20 minutes)
   --drain-jobs=N      jobs queued and drained by the drain scenario (default 1000000)
   --servers=LIST      any of spurd,spurd-base,gearmand-t0,gearmand,gearmand-hb,gearmand-t0-hb,
-                      answer-only,spurd-tls,gearmand-tls
-                      (default: all but spurd-base, which is added when --spurd-base is given)
+                      answer-only,beanstalkd,spurd-tls,gearmand-tls
+                      (default spurd,gearmand-t0,beanstalkd; spurd-base is added when
+                      --spurd-base is given)
                         gearmand-t0   gearmand -t 0
                         gearmand      gearmand with its default threads (4)
                         gearmand-hb   gearmand --hashtable-buckets 1000003 (default threads)
@@ -56,6 +66,9 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                         answer-only   bench/answer-server: answers SUBMIT_JOB_BG with JOB_CREATED
                                       and keeps no job state; runs bg-submit only, and the
                                       table's 'vs ceiling' column is spurd / answer-only
+                        beanstalkd    beanstalkd -l 127.0.0.1 (Debian's), driven by
+                                      beanstalk-bench; runs the shapes but idle100 (it has
+                                      no idle-worker equivalent); 'vs bs' = spurd / beanstalkd
                         spurd-tls     spurd --ssl (its certificate from the run's CA)
                         gearmand-tls  gearmand --ssl; Debian's gearmand accepts --ssl but is
                                       built without TLS: reported n/a, with the reason
@@ -63,11 +76,23 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                       spur-bench --tls (server verified, client certificate sent); the
                       table's 'tls ratio' column is spurd-tls / gearmand-tls
   --tls               add spurd-tls and gearmand-tls to the servers
-  --scenarios=LIST    default bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout
+  --scenarios=LIST    default 1x1-w1,4x4-w1,4x4-w32,idle100,bg-4x64 (the shapes); the older
+                      scenarios: bg-submit,rt-latency,rt-throughput,drain,idle-conns,fanout
+                        1x1-w1   1 client, 1 worker, 1 job in flight (rt-latency, 20,000 jobs)
+                        4x4-w1   4 clients, 4 workers, window 1 (rt-latency, 20,000 jobs)
+                        4x4-w32  4 clients, 4 workers, window 32 (rt-throughput, 100,000 jobs)
+                        idle100  1 client, 1 busy worker, 100 idle workers registered for the
+                                 same function (rt-latency --idle-workers=100, 10,000 jobs)
+                        bg-4x64  background submit, 4 connections, window 64 (bg-submit,
+                                 200,000 jobs)
+  --conditions=LIST   quiet,busy (default both): busy starts one CPU hog per core (nproc) at
+                      normal priority for the runs of that condition and kills them after;
+                      rows of the busy condition are named SCENARIO@busy
   --timeout=S         wall-time bound of one run (default 120; drain: --drain-timeout=S, 900)
   --out=DIR           keep logs and raw results here (default: a new directory under /tmp)
   -h, --help          this text
-Anything after -- is passed to every spur-bench run.
+Anything after -- is passed to every spur-bench run (and --jobs=, --payload-size= and --stall=
+to beanstalk-bench too).
 EOF
 }
 
@@ -79,6 +104,9 @@ for arg in "$@"; do
         --bench=*) SPUR_BENCH=${arg#*=} ;;
         --gearmand=*) GEARMAND=${arg#*=} ;;
         --answer-server=*) ANSWER_SERVER=${arg#*=} ;;
+        --beanstalkd=*) BEANSTALKD=${arg#*=} ;;
+        --beanstalk-bench=*) BEANSTALK_BENCH=${arg#*=} ;;
+        --conditions=*) conditions=${arg#*=} ;;
         --runs=*) runs=${arg#*=} ;;
         --drain-runs=*) drain_runs=${arg#*=} ;;
         --drain-jobs=*) drain_jobs=${arg#*=} ;;
@@ -98,15 +126,43 @@ if [ -n "${SPURD_BASE:-}" ] && [ "${servers_given:-0}" != 1 ]; then
 fi
 [ "${want_tls:-0}" = 1 ] && servers="$servers,spurd-tls,gearmand-tls"
 # answer_only_runs SCENARIO says whether the answer-only server takes part in it.
-answer_only_runs() { [ "$1" = bg-submit ]; }
+answer_only_runs() { case $1 in bg-submit|bg-4x64) return 0 ;; esac; return 1; }
 # tls_runs SCENARIO says whether the TLS kinds take part in it.
 tls_runs() { case $1 in bg-submit|rt-latency|rt-throughput) return 0 ;; esac; return 1; }
+# beanstalk_runs SCENARIO says whether beanstalkd takes part in it (the shapes it can express).
+beanstalk_runs() { case $1 in 1x1-w1|4x4-w1|4x4-w32|bg-4x64) return 0 ;; esac; return 1; }
 # takes_part SERVER SCENARIO says whether SERVER runs SCENARIO.
 takes_part() {
     if [ "$1" = answer-only ]; then answer_only_runs "$2"; return; fi
+    if [ "$1" = beanstalkd ]; then beanstalk_runs "$2"; return; fi
     case $1 in *-tls) tls_runs "$2"; return ;; esac
     return 0
 }
+# shape_args SCENARIO sets sb_scenario and sb_args (spur-bench) and bs_args (beanstalk-bench)
+# for a shape; for the older scenarios, sb_scenario is the scenario itself.
+shape_args() {
+    sb_scenario=$1; sb_args=(); bs_args=()
+    case $1 in
+        1x1-w1) sb_scenario=rt-latency; sb_args=(--clients=1 --workers=1 --window=1 --jobs=20000)
+                bs_args=(--scenario=rt --clients=1 --workers=1 --window=1 --jobs=20000) ;;
+        4x4-w1) sb_scenario=rt-latency; sb_args=(--clients=4 --workers=4 --window=1 --jobs=20000)
+                bs_args=(--scenario=rt --clients=4 --workers=4 --window=1 --jobs=20000) ;;
+        4x4-w32) sb_scenario=rt-throughput
+                 sb_args=(--clients=4 --workers=4 --window=32 --jobs=100000)
+                 bs_args=(--scenario=rt --clients=4 --workers=4 --window=32 --jobs=100000) ;;
+        idle100) sb_scenario=rt-latency
+                 sb_args=(--clients=1 --workers=1 --window=1 --idle-workers=100 --jobs=10000) ;;
+        bg-4x64) sb_scenario=bg-submit; sb_args=(--clients=4 --window=64 --jobs=200000)
+                 bs_args=(--scenario=bg-submit --clients=4 --window=64 --jobs=200000) ;;
+    esac
+}
+case ",$conditions," in
+    *,quiet,*|*,busy,*) ;;
+    *) echo "run.sh: --conditions takes quiet, busy or both" >&2; exit 2 ;;
+esac
+for c in ${conditions//,/ }; do
+    case $c in quiet|busy) ;; *) echo "run.sh: unknown condition '$c'" >&2; exit 2 ;; esac
+done
 for n in "$runs" "$drain_runs" "$drain_jobs" "$run_timeout" "$drain_timeout"; do
     case $n in ''|*[!0-9]*|0) echo "run.sh: counts and timeouts must be positive integers" >&2; exit 2 ;; esac
 done
@@ -130,6 +186,24 @@ fi
 
 . "$top/bench/servers.sh"
 
+# The busy condition: one CPU hog per core, at normal priority, for the runs of that condition.
+hog_pids=()
+hogs_start() {
+    local i
+    for i in $(seq "$(nproc)"); do
+        (trap 'exit 0' TERM; while :; do :; done) &
+        hog_pids+=($!)
+    done
+}
+hogs_stop() {
+    [ ${#hog_pids[@]} -gt 0 ] || return 0
+    kill "${hog_pids[@]}" 2>/dev/null
+    wait "${hog_pids[@]}" 2>/dev/null
+    hog_pids=()
+}
+trap 'stop_server; hogs_stop' EXIT
+trap 'stop_server; hogs_stop; exit 130' INT TERM
+
 TLS_DIR=$out/tls
 case ",$servers," in
     *-tls,*)
@@ -143,30 +217,41 @@ esac
 
 IFS=, read -r -a server_list <<<"$servers"
 IFS=, read -r -a scenario_list <<<"$scenarios"
+IFS=, read -r -a condition_list <<<"$conditions"
 
 total=0
 for sc in "${scenario_list[@]}"; do
     n=$runs; [ "$sc" = drain ] && n=$drain_runs
     for srv in "${server_list[@]}"; do
         takes_part "$srv" "$sc" || continue
-        total=$((total + n))
+        total=$((total + n * ${#condition_list[@]}))
     done
 done
-echo "spur-bench comparison: ${#server_list[@]} servers x ${#scenario_list[@]} scenarios" \
-     "($runs runs each, drain $drain_runs x $drain_jobs jobs); logs in $out"
+echo "spur-bench comparison: ${#server_list[@]} servers x ${#scenario_list[@]} scenarios x" \
+     "${#condition_list[@]} conditions ($runs runs each, drain $drain_runs x $drain_jobs jobs);" \
+     "logs in $out"
 echo "  spurd: $SPURD"
 [ -n "${SPURD_BASE:-}" ] && echo "  spurd-base: $SPURD_BASE"
 echo "  gearmand: $GEARMAND ($("$GEARMAND" --version 2>&1 | grep -m1 . | cut -c1-40))"
 echo "  bench: $SPUR_BENCH; $(nproc) CPUs"
+case ",$servers," in
+    *,beanstalkd,*) echo "  beanstalkd: $BEANSTALKD ($("$BEANSTALKD" -v 2>&1 | head -n1));" \
+                         "bench: $BEANSTALK_BENCH" ;;
+esac
 
 count=0
 started=$(date +%s)
-for sc in "${scenario_list[@]}"; do
+for cond in "${condition_list[@]}"; do
+[ "$cond" = busy ] && hogs_start
+for sc0 in "${scenario_list[@]}"; do
+    sc=$sc0
+    [ "$cond" = busy ] && sc=$sc0@busy
+    shape_args "$sc0"
     n=$runs; t=$run_timeout; extra=()
-    if [ "$sc" = drain ]; then n=$drain_runs; t=$drain_timeout; extra=(--jobs="$drain_jobs"); fi
+    if [ "$sc0" = drain ]; then n=$drain_runs; t=$drain_timeout; extra=(--jobs="$drain_jobs"); fi
     for run in $(seq "$n"); do
         for srv in "${server_list[@]}"; do
-            takes_part "$srv" "$sc" || continue
+            takes_part "$srv" "$sc0" || continue
             count=$((count + 1))
             dir=$out/$srv/$sc-$run
             printf '[%d/%d] %-12s %-13s run %d: ' "$count" "$total" "$srv" "$sc" "$run"
@@ -178,9 +263,21 @@ for sc in "${scenario_list[@]}"; do
             threads=$(awk '/^Threads:/ {print $2}' "/proc/$srv_pid/status" 2>/dev/null)
             tls=()
             is_tls_kind "$srv" && read -r -a tls <<<"$(tls_bench_args)"
-            timeout --kill-after=10 $((t + 30)) "$SPUR_BENCH" --scenario="$sc" \
-                --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
-                "${extra[@]}" "${tls[@]}" "${bench_args[@]}" >"$dir/bench.out" 2>"$dir/bench.err"
+            if [ "$srv" = beanstalkd ]; then
+                # of the extra arguments, those beanstalk-bench knows too
+                bs_extra=()
+                for a in "${bench_args[@]}"; do
+                    case $a in --jobs=*|--payload-size=*|--stall=*) bs_extra+=("$a") ;; esac
+                done
+                timeout --kill-after=10 $((t + 30)) "$BEANSTALK_BENCH" "${bs_args[@]}" "${bs_extra[@]}" \
+                    --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
+                    >"$dir/bench.out" 2>"$dir/bench.err"
+            else
+                timeout --kill-after=10 $((t + 30)) "$SPUR_BENCH" --scenario="$sb_scenario" \
+                    --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
+                    "${sb_args[@]}" "${extra[@]}" "${tls[@]}" "${bench_args[@]}" \
+                    >"$dir/bench.out" 2>"$dir/bench.err"
+            fi
             rc=$?
             stop_server
             line=$(grep '^RESULT ' "$dir/bench.out" | tail -n1)
@@ -191,7 +288,7 @@ for sc in "${scenario_list[@]}"; do
                 echo "FAILED ($why)"
                 {
                     echo "$srv $sc run $run: $why"
-                    grep -m3 'spur-bench' "$dir/bench.err" | sed 's/^/    /'
+                    grep -m3 -e 'spur-bench' -e 'beanstalk-bench' "$dir/bench.err" | sed 's/^/    /'
                 } >>"$out/failures.txt"
                 echo "$srv $sc $run FAIL" >>"$results"
                 continue
@@ -209,6 +306,8 @@ for sc in "${scenario_list[@]}"; do
             echo "$summary (server threads ${threads:-?})"
         done
     done
+done
+[ "$cond" = busy ] && hogs_stop
 done
 echo "finished in $(( $(date +%s) - started )) s"
 
@@ -239,13 +338,29 @@ fanout jobs_per_s higher jobs/s
 fanout p99_us lower p99_us
 fanout p999_us lower p99.9_us
 fanout cpu_us_per_job lower cpu_us/job"
+for sh in 1x1-w1 4x4-w1 4x4-w32 idle100 bg-4x64; do
+    rows="$rows
+$sh jobs_per_s higher jobs/s
+$sh p50_us lower p50_us
+$sh p99_us lower p99_us
+$sh cpu_us_per_job lower cpu_us/job"
+done
+# every row once per condition: the busy rows are named SCENARIO@busy
+all_rows=""
+all_scenarios=""
+for cond in "${condition_list[@]}"; do
+    suffix=""; [ "$cond" = busy ] && suffix=@busy
+    all_rows="$all_rows$(awk -v x="$suffix" 'NF {$1 = $1 x; print}' <<<"$rows")
+"
+    for sc0 in "${scenario_list[@]}"; do all_scenarios="$all_scenarios,$sc0$suffix"; done
+done
 
 echo
 echo "Medians (ratio = spurd / best gearmand configuration for that row; vs base = spurd /"
 echo "spurd-base when it ran; vs ceiling = spurd / answer-only, the server that answers and keeps"
-echo "no job state, for bg-submit jobs/s; tls ratio = spurd-tls / gearmand-tls; '*' = some"
-echo "runs failed)"
-awk -v servers="$servers" -v scenarios="$scenarios" -v rows="$rows" '
+echo "no job state, for bg-submit jobs/s; tls ratio = spurd-tls / gearmand-tls; vs bs = spurd /"
+echo "beanstalkd; '*' = some runs failed)"
+awk -v servers="$servers" -v scenarios="${all_scenarios#,}" -v rows="$all_rows" '
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
     for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -268,6 +383,7 @@ END {
     for (i = 1; i <= ns; i++) if (sv[i] == "spurd-base") printf " %8s", "vs base"
     for (i = 1; i <= ns; i++) if (sv[i] == "answer-only") printf " %10s", "vs ceiling"
     for (i = 1; i <= ns; i++) if (sv[i] == "spurd-tls") printf " %9s", "tls ratio"
+    for (i = 1; i <= ns; i++) if (sv[i] == "beanstalkd") printf " %8s", "vs bs"
     printf " %s\n", "(better)"
     nr = split(rows, rl, "\n")
     for (r = 1; r <= nr; r++) {
@@ -275,7 +391,7 @@ END {
         if (!(sc in wanted)) continue
         printf "%-14s %-13s", sc, label
         best = ""; sp = ""; base = ""; hasbase = 0; ceil = ""; hasceil = 0
-        stls = ""; gtls = ""; hastls = 0
+        stls = ""; gtls = ""; hastls = 0; bs = ""; hasbs = 0
         for (i = 1; i <= ns; i++) {
             k = sv[i] SUBSEP sc SUBSEP m
             if (k in vals) {
@@ -285,22 +401,27 @@ END {
                 else if (sv[i] == "answer-only") ceil = v
                 else if (sv[i] == "spurd-tls") stls = v
                 else if (sv[i] == "gearmand-tls") gtls = v
+                else if (sv[i] == "beanstalkd") bs = v
                 else if (best == "" || (dir == "higher" ? v > best : v < best)) best = v
             } else cell = "n/a"
             if (sv[i] == "spurd-base") hasbase = 1
             if (sv[i] == "answer-only") hasceil = 1
             if (sv[i] == "spurd-tls") hastls = 1
+            if (sv[i] == "beanstalkd") hasbs = 1
             printf " %13s", cell
         }
         if (sp != "" && best != "" && best > 0) printf " %8.2f", sp / best
         else printf " %8s", "n/a"
         if (hasbase && sp != "" && base != "" && base > 0) printf " %8.2f", sp / base
         else if (hasbase) printf " %8s", "n/a"
-        if (hasceil && sc == "bg-submit" && m == "jobs_per_s" && sp != "" && ceil != "" && ceil > 0)
+        isbg = (sc ~ /^bg-/ && m == "jobs_per_s")
+        if (hasceil && isbg && sp != "" && ceil != "" && ceil > 0)
             printf " %10.2f", sp / ceil
-        else if (hasceil) printf " %10s", (sc == "bg-submit" && m == "jobs_per_s") ? "n/a" : ""
+        else if (hasceil) printf " %10s", isbg ? "n/a" : ""
         if (hastls && stls != "" && gtls != "" && gtls > 0) printf " %9.2f", stls / gtls
         else if (hastls) printf " %9s", "n/a"
+        if (hasbs && sp != "" && bs != "" && bs > 0) printf " %8.2f", sp / bs
+        else if (hasbs) printf " %8s", "n/a"
         printf " %s\n", dir
     }
 }' "$results"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/servers.sh: starting and stopping the servers under test, for run.sh and curves.sh
 # (sourced, bash). Reads SPURD, SPURD_BASE, ANSWER_SERVER and GEARMAND; start_server sets
-# srv_pid and srv_port, stop_server stops that server; an EXIT trap stops it too.
+# srv_pid and srv_port, stop_server stops that server (BEANSTALKD too, for the beanstalkd kind); an EXIT trap stops it too.
 # The TLS kinds (spurd-tls, gearmand-tls) need TLS_DIR, filled by make_tls_certs.
 
 srv_pid=""
@@ -129,6 +129,21 @@ start_server() {
             fi
             [ "$name" = spurd-tls ] && { tls_check "$name" "$dir" || return 1; }
             return 0
+            ;;
+        beanstalkd)
+            [ -x "${BEANSTALKD:-}" ] || { echo "beanstalkd not found at ${BEANSTALKD:-} (apt-get" \
+                "install beanstalkd)" >"$dir/start.err"; return 1; }
+            for try in 1 2 3 4 5; do
+                port=$((20000 + RANDOM % 12000))
+                port_in_use "$port" && continue
+                # in memory (no -b binlog), like gearmand without a queue plugin
+                "$BEANSTALKD" -l 127.0.0.1 -p "$port" >>"$dir/server.out" 2>&1 &
+                srv_pid=$!
+                if wait_listening "$port" "$srv_pid"; then srv_port=$port; return 0; fi
+                stop_server
+            done
+            echo "beanstalkd did not start (see $dir/server.out)" >"$dir/start.err"
+            return 1
             ;;
         gearmand-t0) set -- -t 0 ;;
         gearmand) set -- ;;

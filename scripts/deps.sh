@@ -19,7 +19,7 @@ BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson
 QUICKSTART="gearman-tools netcat-openbsd"
 TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist procps debootstrap sqlite3"
 PACKAGE="debhelper dpkg-dev fakeroot lintian systemd gearman-tools python3 procps"
-BENCH="gearman-job-server python3 gnuplot-nox postgresql openssl"
+BENCH="gearman-job-server beanstalkd python3 gnuplot-nox postgresql openssl"
 want="$BUILD"
 [ "${1:-build}" = "quickstart" ] && want="$BUILD $QUICKSTART"
 [ "${1:-build}" = "test" ] && want="$BUILD $TEST"

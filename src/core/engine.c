@@ -54,6 +54,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->sink = nop_sink;
     list_node_init(&e->ready);
     list_node_init(&e->held);
+    list_node_init(&e->woken);
     list_node_init(&e->jobs);
     list_node_init(&e->peers);
     list_node_init(&e->func_list);
@@ -116,6 +117,12 @@ double engine_next_timer(const struct engine *e)
     double ext = e->ext.timer_next != NULL ? e->ext.timer_next(e) : -1.0;
     if (ext >= 0 && (at < 0 || ext < at))
         at = ext;
+    n = list_first(&e->woken);
+    if (n != NULL) {
+        double wake_at = container_of(n, struct worker, wnode)->woken_at + WORKER_WAKE_GRACE;
+        if (at < 0 || wake_at < at)
+            at = wake_at;
+    }
     return at;
 }
 
@@ -142,6 +149,7 @@ void engine_run_timers(struct engine *e, double now)
         worker_grab_release(e, worker_of_held(n));
     if (e->ext.timer_run != NULL)
         e->ext.timer_run(e, now);
+    worker_expire_wakes(e, now);
     engine_drain_ready(e);
 }
 

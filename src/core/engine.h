@@ -377,6 +377,8 @@ struct engine {
     int destroying;               /* engine_destroy runs: functions are freed all at once */
     struct list_node held;        /* workers whose GRAB waits for a job (worker.hnode),
                                      oldest first, so the first has the earliest deadline */
+    struct list_node woken;       /* workers whose NOOP is unanswered (worker.wnode), oldest
+                                     first (worker_expire_wakes) */
     size_t nworkers;              /* live struct worker (worker_new .. worker_gone) */
     size_t conn_now[PEER_KINDS];  /* open connections that acted as each kind (NONE unused) */
     size_t job_bytes;             /* bytes allocated for live jobs (struct, unique, reducer,

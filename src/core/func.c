@@ -189,8 +189,11 @@ void func_wake_now(struct engine *e, struct func *f)
         return;
     }
     if (limit < 0) {
-        /* one worker per ready job that no woken worker is coming for yet (a held GRAB takes
-         * a job at once, so the count is read again each time) */
+        /* a held GRAB takes a ready job at once, whatever wake-ups are on their way (a woken
+         * worker may be slow to GRAB, or never do: it must not hold up one that is waiting);
+         * then one worker per ready job that no woken worker is coming for yet */
+        while (worker_serve_held(e, f))
+            ;
         while (f->woken < func_ready(f) && worker_wake_one(e, f))
             ;
         return;

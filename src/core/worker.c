@@ -87,15 +87,22 @@ static struct ability *idle_first(const struct engine *e, struct func *f, int k)
 
 /* wake_one: see worker_wake_one. A held GRAB is answered through the sink (worker_grab_held);
  * a sleeper is sent a wake-up. */
+int worker_serve_held(struct engine *e, struct func *f)
+{
+    struct ability *a;
+    if (func_ready(f) == 0 || (a = idle_first(e, f, FUNC_HELD)) == NULL)
+        return 0;
+    idle_unlink(a, FUNC_HELD);
+    idle_park(a, FUNC_HELD);
+    worker_grab_held(e, a->worker);
+    return 1;
+}
+
 int worker_wake_one(struct engine *e, struct func *f)
 {
     struct ability *a;
-    if (func_ready(f) > 0 && (a = idle_first(e, f, FUNC_HELD)) != NULL) {
-        idle_unlink(a, FUNC_HELD);
-        idle_park(a, FUNC_HELD);
-        worker_grab_held(e, a->worker);
+    if (worker_serve_held(e, f))
         return 1;
-    }
     if ((a = idle_first(e, f, FUNC_SLEEPING)) == NULL)
         return 0;
     idle_unlink(a, FUNC_SLEEPING);
@@ -103,9 +110,31 @@ int worker_wake_one(struct engine *e, struct func *f)
     struct worker *w = a->worker;
     w->noop_sent = 1;
     w->woken_for = f;
+    w->woken_at = engine_now(e);
+    list_push_back(&e->woken, &w->wnode);
     f->woken++;
     e->sink.wake(e, w->peer);
     return 1;
+}
+
+void worker_expire_wakes(struct engine *e, double now)
+{
+    struct list_node *n;
+    while ((n = list_first(&e->woken)) != NULL) {
+        struct worker *w = container_of(n, struct worker, wnode);
+        if (w->woken_at + WORKER_WAKE_GRACE > now)
+            break;
+        list_del(n);
+        /* still noop_sent: not woken again until it sleeps again; its job is offered anew */
+        struct func *f = w->woken_for;
+        w->woken_for = NULL;
+        if (f != NULL) {
+            f->woken--;
+            if (e->cfg->worker_wakeup < 0) /* --worker-wakeup=N never wakes again for a job */
+                func_wake(e, f);
+            func_release(e, f);
+        }
+    }
 }
 
 void worker_hold(struct engine *e, struct worker *w, uint32_t grab, double now)
@@ -133,6 +162,7 @@ void worker_awake(struct engine *e, struct worker *w)
     w->noop_sent = 0;
     struct func *f = w->woken_for;
     w->woken_for = NULL;
+    list_del(&w->wnode);
     if (f != NULL) {
         f->woken--;
         if (e->cfg->worker_wakeup < 0)
@@ -191,6 +221,7 @@ struct worker *worker_new(struct engine *e, struct peer *client)
     list_node_init(&w->parked[0]);
     list_node_init(&w->parked[1]);
     list_node_init(&w->hnode);
+    list_node_init(&w->wnode);
     list_node_init(&w->running);
     list_node_init(&w->inbox);
     e->nworkers++;

@@ -56,6 +56,9 @@ struct worker {
     struct list_node hnode;             /* engine->held while its GRAB waits for a job (oldest
                                            first, so deadlines are in order) */
     double held_until;                  /* when a held GRAB gets NO_JOB */
+    struct list_node wnode;             /* engine->woken while the NOOP it was sent for
+                                           woken_for is unanswered (oldest first) */
+    double woken_at;                    /* when that NOOP was sent */
     uint32_t held;                      /* the GRAB held unanswered (the caller's code for its
                                            kind, handed back to sink.assign), 0 if none */
     uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
@@ -171,6 +174,20 @@ void worker_unhold(struct engine *e, struct worker *w);
  * once (sink.assign); else the sleeper that has waited longest is woken (sink.wake). Returns 1,
  * or 0 if f has no such worker. O(1) amortized. */
 int worker_wake_one(struct engine *e, struct func *f);
+
+/* WORKER_WAKE_GRACE: a worker sent a NOOP counts as coming for a job (func.woken) for this
+ * long; after it the job may be offered to another worker (worker_expire_wakes), so a worker
+ * that ignores its NOOP (busy, stuck, or one of many idle ones) holds up no job for long. */
+#define WORKER_WAKE_GRACE 0.002
+
+/* worker_expire_wakes stops counting, at now, the NOOPs sent WORKER_WAKE_GRACE ago or earlier
+ * that were not answered, and (by default, without --worker-wakeup) asks again for workers of
+ * their functions (func_wake). */
+void worker_expire_wakes(struct engine *e, double now);
+
+/* worker_serve_held gives a ready job of f to the worker whose GRAB on f has been held longest
+ * (sink.assign). Returns 1, or 0 if f has no ready job or no held GRAB. O(1) amortized. */
+int worker_serve_held(struct engine *e, struct func *f);
 
 /* worker_ready_link / worker_ready_unlink put a into / take it out of its worker's ready ring
  * for priority p (func.c calls them when f's queue p becomes non-empty / empty). */

@@ -49,6 +49,7 @@ struct server {
     ev_timer lazy_timer;              /* writes the lazy list --reply-batch after lazy_since */
     struct spin spin;                 /* adaptive busy polling (--busy-poll) */
     ev_idle spin_idle;                /* active while the loop polls instead of sleeping */
+    int loadavg_fd;                   /* /proc/loadavg, the run queue the busy poll samples, or -1 */
     int exit_code;                    /* what main returns */
     int stop_after_flush;             /* admin shutdown: stop once replies are written */
     ev_timer shutdown_timer;          /* bounds a graceful shutdown */

@@ -659,7 +659,8 @@ static const struct opt config_rows[] = {
      .parse = OPT_P_LONG, .field = OPT_F_DOUBLE, .off = F(busy_poll), .lo = 0, .hi = 100000,
      .scale = 1e6, .def = 0.00005, .err = "invalid --busy-poll '%s' (microseconds, 0..100000)",
      .help = "poll up to US microseconds before sleeping while input keeps\n"
-              "arriving that soon; adaptive (default 50; 0 = never)",
+              "arriving that soon and no other process wants the cores;\n"
+              "adaptive (default 50; 0 = never)",
      .section = CONFIG_HELP_SPUR, .rank = 420},
     {.name = "reply-batch", .arg = "US",
      .parse = OPT_P_LONG, .field = OPT_F_DOUBLE, .off = F(reply_batch), .lo = 0, .hi = 1000000,

@@ -4,7 +4,18 @@
  * window is read without a sleep and a wake-up, which on a busy server costs less CPU than
  * sleeping. The window adapts to the gaps it sees, as KVM's halt polling does: it grows while
  * input keeps arriving soon after the loop runs dry, and shrinks when the gaps are longer than the
- * limit, so an idle or lightly loaded server never spins. Pure: the caller passes the times. */
+ * limit, so an idle or lightly loaded server never spins. It also stops while spinning stops
+ * paying: when fewer than half of its recent spins found input (the poll's own hit rate), the
+ * window halves. And it never spins while other processes want the CPU:
+ *  - crowded: the machine's run queue (the caller samples the runnable count of /proc/loadavg,
+ *    spin_sample_due / spin_runnable) holds, on average over the last few milliseconds, as many
+ *    other runnable threads as there are cores: a spin would take a core from one of them;
+ *  - preempted: a spin poll came back long after the one before (SPIN_LOST): another process had
+ *    our core; the loop calms down for a back-off period that doubles while this goes on
+ *    (SPIN_CALM_MIN .. SPIN_CALM_MAX).
+ * Reply batching (--reply-batch) is not affected: measured on a busy machine, a pipelining
+ * client's replies written together cost less CPU per job, which is what a shared core lacks.
+ * Pure: the caller passes times and counts. */
 #ifndef SPUR_SPIN_H
 #define SPUR_SPIN_H
 
@@ -12,7 +23,13 @@
 extern "C" {
 #endif
 
-#define SPIN_START 0.000005 /* first window after a short gap: 5 microseconds */
+#define SPIN_START 0.000005    /* first window after a short gap: 5 microseconds */
+#define SPIN_LOST 0.0002       /* two spin polls further apart than this: we were preempted */
+#define SPIN_CALM_MIN 0.01     /* the first back-off after a preemption: 10 ms */
+#define SPIN_CALM_MAX 1.0      /* the longest back-off: 1 s */
+#define SPIN_SAMPLE 0.001      /* the run queue is sampled at most once a millisecond */
+#define SPIN_LOAD_ONE 256      /* fixed-point scale of struct spin's load */
+#define SPIN_HIT_ONE 256       /* hit rate scale: hit_rate == SPIN_HIT_ONE means every spin hit */
 
 /* struct spin is the polling state. */
 struct spin {
@@ -20,6 +37,17 @@ struct spin {
     double window;     /* the current window */
     double idle_since; /* when the loop last ran out of work, 0 while it is busy */
     double until;      /* the end of the current spin, 0 if not spinning */
+    double last_poll;  /* when the current spin last polled (spin_dry, spin_more), 0 if none */
+    double calm_until; /* no spinning before this: we were preempted */
+    double calm;       /* the next back-off: SPIN_CALM_MIN, doubled per preemption in a row */
+    double sampled;    /* when spin_runnable last ran, 0 before the first sample */
+    int ncpu;          /* cores this process may run on (spin_init: 1; spin_cpus) */
+    int load;          /* moving average of other runnable threads, x SPIN_LOAD_ONE */
+    int crowded;       /* load says the other threads fill every core: do not spin */
+    int hit_rate;      /* moving average of spins that found input, 0..SPIN_HIT_ONE */
+    unsigned long preemptions; /* how many times the loop calmed down (for tests and logs) */
+    unsigned long spins;       /* spins started (for the log at exit) */
+    unsigned long hits;        /* spins that found input (for the log at exit) */
 };
 
 /* spin_init sets s up with the largest window max (seconds, 0 turns polling off). */
@@ -37,6 +65,22 @@ int spin_more(struct spin *s, double now);
  * dry: kept if the window covered it, doubled if the limit would have, halved (down to 0) if
  * not even the limit would have. */
 void spin_input(struct spin *s, double now);
+
+/* spin_sample_due reports whether the caller should sample the process's involuntary context
+ * switches now (at most once per SPIN_SAMPLE; never when polling is off) and pass them to
+ * spin_switches. */
+int spin_sample_due(const struct spin *s, double now);
+
+/* spin_cpus sets the number of cores the process may run on (at least 1). */
+void spin_cpus(struct spin *s, int ncpu);
+
+/* spin_runnable takes a sample, at now, of how many threads other than the loop's own are
+ * runnable on the machine (the running count of /proc/loadavg, less one). The loop is crowded
+ * while their moving average (a quarter weight per sample) reaches the cores less a half: it
+ * then does not spin. It also ages the back-off: once the loop has run undisturbed
+ * for as long as the next back-off since the last one ended, that back-off halves (down to
+ * SPIN_CALM_MIN). */
+void spin_runnable(struct spin *s, double now, int others);
 
 #ifdef __cplusplus
 }

@@ -684,6 +684,75 @@ TEST_F(HeldGrabTest, HeldWorkerIsPreferredOverASleeper)
     EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
 }
 
+TEST_F(HeldGrabTest, AWokenSleeperThatNeverGrabsDoesNotHoldUpAHeldGrab)
+{
+    // a sleeper that ignores its NOOP (busy elsewhere, or broken) still counts as coming for a
+    // job; a worker whose GRAB is held must get the next job at once all the same
+    peer *c = f.connect();
+    peer *deaf = f.connect();
+    send(deaf, CMD_CAN_DO, "f");
+    send(deaf, CMD_PRE_SLEEP, "");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    auto r = recv(deaf);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP) << "the sleeper is woken for x, and never grabs";
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    send(w, CMD_GRAB_JOB_UNIQ, "");
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ) << "w takes x";
+    string h = r[0].args[0];
+    send(w, CMD_WORK_COMPLETE, join({h, ""}));
+    send(w, CMD_GRAB_JOB_UNIQ, "");
+    EXPECT_TRUE(recv(w).empty()) << "held";
+    EXPECT_EQ(held_count(), 1u);
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "y");
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u) << "the held GRAB answered at once, not after --grab-wait";
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    EXPECT_EQ(r[0].args[3], "y");
+    EXPECT_EQ(held_count(), 0u);
+    EXPECT_TRUE(recv(deaf).empty());
+}
+
+TEST_F(HeldGrabTest, AnUnansweredNoopStopsCountingAfterTheGrace)
+{
+    // two sleepers; the one woken first ignores its NOOP: after WORKER_WAKE_GRACE the job is
+    // offered again and the other sleeper is woken (else the job would wait for ever)
+    peer *c = f.connect();
+    peer *deaf = f.connect();
+    send(deaf, CMD_CAN_DO, "f");
+    send(deaf, CMD_PRE_SLEEP, "");
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    send(w, CMD_PRE_SLEEP, "");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    auto r = recv(deaf);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP) << "the sleeper that waited longest is woken first";
+    EXPECT_TRUE(recv(w).empty()) << "one wake-up per ready job";
+    EXPECT_DOUBLE_EQ(engine_next_timer(&f.eng), f.clock + WORKER_WAKE_GRACE);
+    f.clock += WORKER_WAKE_GRACE / 2;
+    engine_run_timers(&f.eng, f.clock);
+    EXPECT_TRUE(recv(w).empty()) << "within the grace the woken worker is still expected";
+    f.clock += WORKER_WAKE_GRACE / 2;
+    engine_run_timers(&f.eng, f.clock);
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u) << "after the grace the job is offered to the other sleeper";
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+    EXPECT_TRUE(recv(deaf).empty()) << "the deaf one is not woken again";
+    send(w, CMD_GRAB_JOB_UNIQ, "");
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    // the deaf worker answers late at last: it finds nothing, and the counts stay right
+    send(deaf, CMD_GRAB_JOB_UNIQ, "");
+    EXPECT_TRUE(recv(deaf).empty()) << "held: no job left";
+    EXPECT_LT(engine_next_timer(&f.eng) - f.clock, WORKER_WAKE_GRACE + 1e-9);
+    EXPECT_EQ(f.eng.held.next != &f.eng.held, true);
+}
+
 TEST_F(HeldGrabTest, OnlyAWorkerOfTheFunctionIsAssigned)
 {
     peer *c = f.connect();

@@ -191,8 +191,8 @@ def test_run_sh_tls_kinds_report_clearly(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(["bash", os.path.join(srcdir, "bench", "run.sh"), "--spurd=" + spurd,
                            "--bench=" + bench_binary(), "--servers=spurd-tls,gearmand-tls",
-                           "--scenarios=bg-submit", "--runs=1", "--timeout=60", "--out=%s" % out,
-                           "--", "--jobs=200"],
+                           "--scenarios=bg-submit", "--conditions=quiet", "--runs=1",
+                           "--timeout=60", "--out=%s" % out, "--", "--jobs=200"],
                           capture_output=True, timeout=300, universal_newlines=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (out / "tls" / "ca.pem").exists() and (out / "tls" / "client.key").exists()
@@ -202,3 +202,49 @@ def test_run_sh_tls_kinds_report_clearly(tmp_path):
         assert "/s" in line[0] or ("n/a (%s: " % kind) in line[0], line[0]
     table = [l for l in proc.stdout.splitlines() if l.startswith("bg-submit ")]
     assert table and "tls ratio" in proc.stdout
+
+
+@pytest.mark.slow
+def test_run_sh_shapes_quiet_and_busy_with_beanstalkd(tmp_path):
+    """bench/run.sh runs a shape in the quiet and the busy condition (one CPU hog per core,
+    killed afterwards), against spurd and beanstalkd (beanstalk-bench), and tabulates both."""
+    import shutil
+    builddir = os.environ.get("SPUR_BUILDDIR")
+    spurd = os.environ.get("SPURD")
+    if not builddir or not spurd:
+        pytest.skip("SPUR_BUILDDIR and SPURD are set by `make check`")
+    beanstalkd = shutil.which("beanstalkd")
+    bs_bench = os.path.join(builddir, "bench", "beanstalk-bench")
+    if beanstalkd is None or not os.path.exists(bs_bench):
+        pytest.skip("needs beanstalkd (scripts/deps.sh bench) and bench/beanstalk-bench")
+    srcdir = os.environ.get("SPUR_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    out = tmp_path / "run"
+    proc = subprocess.Popen(["bash", os.path.join(srcdir, "bench", "run.sh"), "--spurd=" + spurd,
+                             "--bench=" + bench_binary(), "--beanstalk-bench=" + bs_bench,
+                             "--servers=spurd,beanstalkd", "--scenarios=1x1-w1,bg-4x64",
+                             "--runs=1", "--timeout=60", "--out=%s" % out, "--", "--jobs=500"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True, start_new_session=True)
+    try:
+        stdout, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 0, stdout
+    for kind in ("spurd", "beanstalkd"):
+        for sc in ("1x1-w1", "1x1-w1@busy", "bg-4x64", "bg-4x64@busy"):
+            line = [l for l in stdout.splitlines()
+                    if l.startswith("[") and " %s " % kind in l and " %s " % sc in l]
+            assert len(line) == 1 and "/s" in line[0], stdout
+    rows = {l.split()[0] for l in stdout.splitlines() if l.startswith(("1x1-w1", "bg-4x64"))}
+    assert rows == {"1x1-w1", "1x1-w1@busy", "bg-4x64", "bg-4x64@busy"}, stdout
+    assert "vs bs" in stdout
+    # the hogs went with run.sh: nothing of its process group is left
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "a CPU hog outlived run.sh"
+        time.sleep(0.05)

@@ -158,16 +158,19 @@ def test_every_sleeper_woken_with_worker_wakeup_zero(any_server_factory):
 @pytest.mark.spur_only
 def test_default_wakes_one_sleeper_per_ready_job(server):
     """Spur's default (no -w): one NOOP per job that no woken worker is coming for, so one job
-    does not wake every sleeper into a GRAB / NO_JOB / PRE_SLEEP storm (gearmand wakes all)."""
+    does not wake every sleeper into a GRAB / NO_JOB / PRE_SLEEP storm (gearmand wakes all).
+    A woken worker that sends no GRAB within 2 ms stops counting: the job goes on to the next
+    sleeper (so a worker that ignores its NOOP holds up no job), one at a time, each once."""
     f = fname()
     ws = [sleep_worker(server, f) for _ in range(3)]
     c = server.connect()
     submit(c, f, b"x")
-    assert len(noop_count(ws)) == 1
+    first = ws[0].read_packet(timeout=5)
+    assert first[1] == NOOP, "the sleeper that waited longest is woken first"
+    # nobody grabs: x passes from sleeper to sleeper, each woken once
+    assert noop_count(ws[1:]) == [0, 1]
+    ws[0].assert_silent(0.05)
     submit(c, f, b"y")
-    submit(c, f, b"z")
-    assert len(noop_count(ws)) == 2, "two more jobs wake the two other sleepers"
-    submit(c, f, b"w")
     assert noop_count(ws) == [], "nobody is left asleep"
 
 
