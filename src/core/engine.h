@@ -283,6 +283,8 @@ struct engine {
                                      unique (JOB_UHEAD, heading the ring job.unode of the others)
                                      by the unique alone, for GET_STATUS_UNIQUE; the others by
                                      function and unique; "-" by function and payload */
+    struct hmap job_status;       /* struct job_status by job pointer: the last WORK_STATUS of
+                                     the jobs that have one (JOB_STATUS; job_set_status) */
     struct heap timers;           /* epoch due times and CAN_DO_TIMEOUT deadlines */
     uint64_t next_id;             /* handle number of the next new job */
     uint64_t seed;                /* hash seed */

@@ -288,7 +288,6 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     }
     /* handle-number order: a new job goes last; only a restored one may need a short walk */
     list_node_init(&j->qnode);
-    list_node_init(&j->waiters);
     struct list_node *after = e->jobs.prev;
     while (after != &e->jobs && (container_of(after, struct job, anode)->state == JOB_MARKER ||
                                  container_of(after, struct job, anode)->id > j->id))
@@ -326,13 +325,20 @@ int job_add_waiter(struct job *j, struct peer *client, struct list_node *list)
         return -1;
     w->job = j;
     w->client = client;
-    list_push_front(&j->waiters, &w->jnode);
+    if (j->waiters == NULL)
+        list_node_init(&w->jnode);
+    else
+        list_insert_after(j->waiters->jnode.prev, &w->jnode); /* before the newest */
+    j->waiters = w; /* the newest first */
     list_push_front(list, &w->pnode);
     return 0;
 }
 
 void job_remove_waiter(struct waiter *w)
 {
+    struct job *j = w->job;
+    if (j->waiters == w)
+        j->waiters = w->jnode.next == &w->jnode ? NULL : waiter_of(w->jnode.next);
     list_del(&w->jnode);
     list_del(&w->pnode);
     free(w);
@@ -341,9 +347,64 @@ void job_remove_waiter(struct waiter *w)
 uint32_t job_nwaiters(const struct job *j)
 {
     uint32_t n = 0;
-    list_for_each(it, &j->waiters)
+    job_for_each_waiter(w, j)
         n++;
     return n;
+}
+
+/* struct job_status is a job's last WORK_STATUS (engine->job_status). */
+struct job_status {
+    const struct job *job; /* the job */
+    uint32_t num;          /* numerator */
+    uint32_t den;          /* denominator */
+};
+
+/* status_find returns j's entry in engine->job_status, or NULL. */
+static struct job_status *status_find(const struct engine *e, const struct job *j)
+{
+    if (!(j->flags & JOB_STATUS))
+        return NULL;
+    struct hmap_probe pr;
+    for (struct job_status *s = hmap_first(&e->job_status, hmap_mix64((uintptr_t)j), &pr);
+         s != NULL; s = hmap_next(&pr)) {
+        if (s->job == j)
+            return s;
+    }
+    return NULL;
+}
+
+int job_set_status(struct engine *e, struct job *j, uint32_t num, uint32_t den)
+{
+    struct job_status *s = status_find(e, j);
+    if (num == 0 && den == 0) {
+        if (s != NULL) {
+            hmap_remove(&e->job_status, s, hmap_mix64((uintptr_t)j));
+            free(s);
+            j->flags &= (uint8_t)~JOB_STATUS;
+        }
+        return 0;
+    }
+    if (s == NULL) {
+        s = malloc(sizeof *s);
+        if (s == NULL)
+            return -1;
+        s->job = j;
+        if (hmap_insert(&e->job_status, s, hmap_mix64((uintptr_t)j)) != 0) {
+            free(s);
+            return -1;
+        }
+        j->flags |= JOB_STATUS;
+    }
+    s->num = num;
+    s->den = den;
+    return 0;
+}
+
+void job_status(const struct engine *e, const struct job *j, uint32_t *num, uint32_t *den)
+{
+    const struct job_status *s = status_find(e, j);
+    *num = s != NULL ? s->num : 0;
+    *den = s != NULL ? s->den : 0;
 }
 
 void job_detach(struct engine *e, struct job *j)
@@ -432,7 +493,7 @@ void job_cancel(struct engine *e, struct job *j)
     }
     /* the worker finishes it; its results then go nowhere and it is never retried */
     while (job_has_waiters(j))
-        job_remove_waiter(waiter_of(j->waiters.next));
+        job_remove_waiter(j->waiters);
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
     j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
@@ -466,7 +527,9 @@ void job_free(struct engine *e, struct job *j)
     if ((j->flags & JOB_EXT) && e->ext.job_freed != NULL)
         e->ext.job_freed(e, j);
     while (job_has_waiters(j))
-        job_remove_waiter(waiter_of(j->waiters.next));
+        job_remove_waiter(j->waiters);
+    if (j->flags & JOB_STATUS)
+        job_set_status(e, j, 0, 0);
     e->njobs--;
     e->job_bytes -= job_size(j);
     blob_unref(job_blob(j)); /* frees the job too, unless a write still holds the payload */
