@@ -76,7 +76,8 @@ static int is_dash(const char *u, size_t ulen) { return ulen == 1 && u[0] == '-'
  * key repeats (equal keys would share one probe sequence and cost O(jobs with that key) per
  * lookup): the oldest live job of each unique (JOB_UHEAD) under the unique alone, which answers
  * GET_STATUS_UNIQUE across functions; the other jobs with that unique (other functions) under
- * the function and the unique, linked in a ring behind their head (job.unode, oldest first);
+ * the function and the unique, linked in a ring behind their head (oldest first; the ring's nodes
+ * are in a side table, engine->unique_rings, as few uniques are shared by several functions);
  * "-" jobs under the function and the payload. When a head goes, the next oldest takes its
  * slot: every operation is O(1) expected however many functions share a unique. */
 
@@ -154,6 +155,74 @@ struct job *job_find_unique(const struct engine *e, const struct func *f, const 
     return NULL;
 }
 
+/* struct ring_node links a job into the ring of the live jobs of every function with its unique
+ * (engine->unique_rings, JOB_RING): only jobs whose unique another function's live job shares
+ * have one, so a job costs no ring link in the common case. */
+struct ring_node {
+    struct job *job;       /* the job */
+    struct list_node link; /* the ring, oldest first from the JOB_UHEAD job; never alone */
+};
+
+/* ring_of returns j's ring node, or NULL when j shares its unique with no other function. */
+static struct ring_node *ring_of(const struct engine *e, const struct job *j)
+{
+    if (!(j->flags & JOB_RING))
+        return NULL;
+    struct hmap_probe pr;
+    for (struct ring_node *r = hmap_first(&e->unique_rings, hmap_mix64((uintptr_t)j), &pr);
+         r != NULL; r = hmap_next(&pr)) {
+        if (r->job == j)
+            return r;
+    }
+    return NULL;
+}
+
+/* ring_new gives j a ring node linked to itself (inserted in engine->unique_rings); NULL when
+ * out of memory. */
+static struct ring_node *ring_new(struct engine *e, struct job *j)
+{
+    struct ring_node *r = malloc(sizeof *r);
+    if (r == NULL)
+        return NULL;
+    r->job = j;
+    list_node_init(&r->link);
+    if (hmap_insert(&e->unique_rings, r, hmap_mix64((uintptr_t)j)) != 0) {
+        free(r);
+        return NULL;
+    }
+    j->flags |= JOB_RING;
+    return r;
+}
+
+/* ring_free unlinks and frees node r; when one job is left on the ring, its node goes too. */
+static void ring_free(struct engine *e, struct ring_node *r)
+{
+    struct list_node *other = r->link.next;
+    list_del(&r->link);
+    hmap_remove(&e->unique_rings, r, hmap_mix64((uintptr_t)r->job));
+    r->job->flags &= (uint8_t)~JOB_RING;
+    free(r);
+    if (other != &r->link && !list_linked(other))
+        ring_free(e, container_of(other, struct ring_node, link));
+}
+
+/* ring_join links j, which has no ring node, last on the ring of head (giving head a node if it
+ * has none). Returns 0 or -1 when out of memory (nothing changed). */
+static int ring_join(struct engine *e, struct job *head, struct job *j)
+{
+    struct ring_node *h = ring_of(e, head), *r;
+    int fresh = h == NULL;
+    if (fresh && (h = ring_new(e, head)) == NULL)
+        return -1;
+    if ((r = ring_new(e, j)) == NULL) {
+        if (fresh)
+            ring_free(e, h);
+        return -1;
+    }
+    list_push_back(&h->link, &r->link); /* the newest, last */
+    return 0;
+}
+
 /* unique_link adds j (not yet in the index) to the unique index: its unique's head, or the
  * newest of its ring. Returns 0, or -1 when out of memory (j is then not in the index). */
 static int unique_link(struct engine *e, struct job *j)
@@ -165,12 +234,14 @@ static int unique_link(struct engine *e, struct job *j)
                            : job_find_unique_any(e, job_unique(j), j->unique_len);
     if (head == NULL && !is_dash(job_unique(j), j->unique_len))
         j->flags |= JOB_UHEAD;
+    if (head != NULL && ring_join(e, head, j) != 0)
+        return -1;
     if (hmap_insert(&e->jobs_by_unique, j, job_unique_hash(e, j)) != 0) {
         j->flags &= (uint8_t)~JOB_UHEAD;
+        if (head != NULL)
+            ring_free(e, ring_of(e, j));
         return -1;
     }
-    if (head != NULL)
-        list_push_back(&head->unode, &j->unode); /* the newest, last */
     return 0;
 }
 
@@ -181,26 +252,30 @@ static void unique_unlink(struct engine *e, struct job *j)
     if (!has_unique_entry(j))
         return;
     uint64_t h = job_unique_hash(e, j);
-    if (!(j->flags & JOB_UHEAD) || list_empty(&j->unode)) {
+    struct ring_node *r = ring_of(e, j);
+    if (!(j->flags & JOB_UHEAD) || r == NULL) {
         hmap_remove(&e->jobs_by_unique, j, h);
     } else {
-        struct job *next = container_of(j->unode.next, struct job, unode);
+        struct job *next = container_of(r->link.next, struct ring_node, link)->job;
         hmap_remove(&e->jobs_by_unique, next, job_unique_hash(e, next));
         hmap_replace(&e->jobs_by_unique, j, next, h);
         next->flags |= JOB_UHEAD;
     }
     j->flags &= (uint8_t)~JOB_UHEAD;
-    list_del(&j->unode);
+    if (r != NULL)
+        ring_free(e, r);
 }
 
 int job_check_uniques(const struct engine *e, char *err, size_t errlen)
 {
-    size_t entries = 0, ringed = 0, members = 0;
+    size_t entries = 0, ringed = 0, members = 0, rings = 0;
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
     for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+        if (j->flags & JOB_RING)
+            rings++;
         if (!has_unique_entry(j)) {
-            if (list_linked(&j->unode) || (j->flags & JOB_UHEAD))
+            if (ring_of(e, j) != NULL || (j->flags & (JOB_UHEAD | JOB_RING)))
                 return engine_check_fail(err, errlen, "job %" PRIu64 " without a unique is in "
                                          "a ring", j->id);
             continue;
@@ -213,7 +288,7 @@ int job_check_uniques(const struct engine *e, char *err, size_t errlen)
             return engine_check_fail(err, errlen, "job %" PRIu64 " not found by its function "
                                      "and unique", j->id);
         if (is_dash(job_unique(j), j->unique_len)) {
-            if (list_linked(&j->unode) || (j->flags & JOB_UHEAD))
+            if (ring_of(e, j) != NULL || (j->flags & (JOB_UHEAD | JOB_RING)))
                 return engine_check_fail(err, errlen, "job %" PRIu64 " with the unique - is in "
                                          "a ring", j->id);
             continue;
@@ -226,9 +301,14 @@ int job_check_uniques(const struct engine *e, char *err, size_t errlen)
             return engine_check_fail(err, errlen, "job %" PRIu64 " heads a ring but is not "
                                      "found by its unique", j->id);
         members++;
-        list_for_each(n, &j->unode) {
-            const struct job *m = container_of(n, struct job, unode);
-            if ((m->flags & JOB_UHEAD) || !same_unique(m, job_unique(j), j->unique_len) ||
+        const struct ring_node *r = ring_of(e, j);
+        if ((j->flags & JOB_RING) && r == NULL)
+            return engine_check_fail(err, errlen, "job %" PRIu64 " has lost its ring", j->id);
+        if (r == NULL)
+            continue;
+        list_for_each(n, &r->link) {
+            const struct job *m = container_of(n, struct ring_node, link)->job;
+            if ((m->flags & JOB_UHEAD) || !(m->flags & JOB_RING) || !same_unique(m, job_unique(j), j->unique_len) ||
                 job_find_id(e, m->id) != m)
                 return engine_check_fail(err, errlen, "job %" PRIu64 " is in the ring of "
                                          "another unique", m->id);
@@ -238,6 +318,9 @@ int job_check_uniques(const struct engine *e, char *err, size_t errlen)
     if (entries != e->jobs_by_unique.count)
         return engine_check_fail(err, errlen, "%zu jobs have a unique entry, %zu indexed",
                                  entries, e->jobs_by_unique.count);
+    if (rings != e->unique_rings.count)
+        return engine_check_fail(err, errlen, "%zu jobs are in a ring, %zu ring nodes", rings,
+                                 e->unique_rings.count);
     if (members != ringed)
         return engine_check_fail(err, errlen, "%zu jobs have a unique, %zu are in rings", ringed,
                                  members);
@@ -285,7 +368,6 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     j->id = id ? id : e->next_id++;
     if (hmap_insert(&e->jobs_by_id, j, hmap_mix64(j->id)) != 0)
         goto fail;
-    list_node_init(&j->unode);
     if (unique_link(e, j) != 0) {
         hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
         goto fail;

@@ -44,6 +44,8 @@ enum {
     JOB_STORED = 1u << 1,     /* added to the durable store; done must be called */
     JOB_EXT = 1u << 2,        /* has side state of a feature of engine.ext (job_freed is called) */
     JOB_UHEAD = 1u << 3,      /* the oldest live job with its unique (engine->jobs_by_unique) */
+    JOB_RING = 1u << 6,       /* shares its unique with a live job of another function: has a
+                                 node in engine->unique_rings (job.c) */
     JOB_STATUS = 1u << 7,     /* has a WORK_STATUS entry in engine->job_status (job_set_status) */
 };
 
@@ -68,9 +70,6 @@ struct job {
     struct func *func;        /* the function */
     struct waiter *waiters;   /* foreground clients attached: the newest, first of the ring
                                  waiter.jnode; NULL when none (job_for_each_waiter) */
-    struct list_node unode;   /* the ring of the live jobs of every function with its unique,
-                                 oldest first from the JOB_UHEAD one; alone (linked to itself)
-                                 for the uniques "" and "-" */
     struct worker *worker;    /* the worker running it, or NULL */
     double since;             /* engine_now when it last became ready (JOB_READY) or was
                                  assigned (JOB_RUNNING): queue wait and run time */
