@@ -128,7 +128,8 @@ struct engine_ext {
     /* job_left: j leaves a place a feature keeps (state is JOB_FAILED or JOB_WAITING of
      * job.h) for JOB_LIMBO (job_detach): the feature takes it out of its place. */
     void (*job_left)(struct engine *e, struct job *j, int state);
-    /* job_gone: j is being freed without having completed (job_free, after job_detach). */
+    /* job_gone: j is being freed without having completed (job_free, after job_detach); a
+     * feature installs it only while it has work for it (jobx: while a job waits for one). */
     void (*job_gone)(struct engine *e, struct job *j);
     /* check[i]: a feature's invariant check, run by engine_check after the core's own: 0, or
      * -1 with a description in err (engine_check_fail). */

@@ -99,7 +99,7 @@ static struct job *create(struct engine *e, const struct submit_req *rq, struct 
 /* place stores, hands to its waiter, defers or queues j, just created for rq. */
 static enum submit_result place(struct engine *e, const struct submit_req *rq, struct job *j)
 {
-    int future = rq->due > engine_now(e);
+    int future = rq->due > 0 && rq->due > engine_now(e); /* (most submits: due 0, no clock) */
     if (rq->background && e->durable.add != NULL) {
         /* the reply and the job's first run (unless it waits) wait until it is durable */
         char meta[SUBMIT_META_MAX];

@@ -36,7 +36,7 @@ static int hook(struct engine *e, int on)
     e->ext.job_failed = on ? jobx_job_failed : NULL;
     e->ext.job_completed = on ? jobx_job_done : NULL;
     e->ext.job_left = on ? jobx_job_left : NULL;
-    e->ext.job_gone = on ? jobx_job_gone : NULL;
+    e->ext.job_gone = NULL; /* installed while some job waits for another (jobx_wait) */
     e->ext.job_freed = on ? jobx_job_freed : NULL;
     e->ext.job_revive = on ? jobx_retry_job : NULL; /* a submit joining a dead letter revives it */
     e->ext.wait_refused = on ? jobx_may_wait : NULL; /* a submit's after list: this module's */
@@ -493,6 +493,7 @@ int jobx_wait(struct engine *e, struct job *j, const uint64_t *after, size_t n)
                 free(p);
                 goto fail;
             }
+            e->ext.job_gone = jobx_job_gone; /* a job freed may fail what waits for it */
         }
         struct jobx_edge *ed = &r->edges[r->nedges++];
         ed->pre = p;
@@ -553,7 +554,11 @@ void jobx_job_done(struct engine *e, struct job *j)
 void jobx_job_gone(struct engine *e, struct job *j)
 {
     struct jobx *x = jobx_of(e);
-    if (x == NULL || x->deps.count == 0 || pre_find(x, j->id) == NULL)
+    if (x == NULL || x->deps.count == 0) {
+        e->ext.job_gone = NULL; /* nothing waits: freeing a job costs no call until jobx_wait */
+        return;
+    }
+    if (pre_find(x, j->id) == NULL)
         return;
     /* a work list of the jobs that failed, so a long chain takes no stack */
     uint64_t *work = NULL;

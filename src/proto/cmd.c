@@ -575,7 +575,7 @@ const struct engine_sink cmd_sink = {sink_wake,   sink_assign,  sink_no_job,
 static void store_held(struct engine *e, void *owner)
 {
     (void)e;
-    ((struct peer_ack *)owner)->peer->pending_acks++;
+    peer_ack_peer(owner)->pending_acks++;
 }
 
 /* acked_text writes a held admin 'submit' reply: OK HANDLE, or the store's error as an ERR line
@@ -596,11 +596,10 @@ static void acked_text(struct peer *p, const char *handle, const char *error)
 
 static void store_acked(struct engine *e, void *owner, uint64_t id, const char *error)
 {
-    const struct peer_ack *a = owner;
-    struct peer *p = a->peer;
+    struct peer *p = peer_ack_peer(owner);
     char h[JOB_HANDLE_BUF];
     struct proto_arg ca = {h, job_handle_id(e, id, h)};
-    if (a->text) {
+    if (peer_ack_text(owner)) {
         h[ca.len] = '\0';
         acked_text(p, h, error);
     } else if (error != NULL) {

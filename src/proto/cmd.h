@@ -30,8 +30,8 @@ void cmd_peer_gone(struct peer *p);
 /* cmd_store_sink is how the store answers held submits (store.h): a held reply counts in the
  * peer's pending_acks; a due one sends JOB_CREATED or a QUEUE_ERROR (an admin 'submit': OK
  * HANDLE or ERR QUEUE_ERROR) and resumes the peer once none is left; the end of the replay
- * resumes the peers whose submits waited for it (PEER_WAIT_REPLAY). The owners are struct
- * peer_ack (peer_ack_owner). */
+ * resumes the peers whose submits waited for it (PEER_WAIT_REPLAY). The owners are made by
+ * peer_ack_owner. */
 extern const struct store_sink cmd_store_sink;
 
 #ifdef __cplusplus

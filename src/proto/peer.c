@@ -87,8 +87,6 @@ void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int loc
     list_node_init(&p->waiters);
     list_node_init(&p->listing_node);
     p->eng = e;
-    p->ack[0] = (struct peer_ack){p, 0};
-    p->ack[1] = (struct peer_ack){p, 1};
     p->fd = fd;
     snprintf(p->ip, sizeof p->ip, "%s", ip ? ip : "-");
     p->listener = "-";

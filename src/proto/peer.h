@@ -81,15 +81,6 @@ struct peer_ops {
                                        p->out, peer.c) */
 };
 
-/* struct peer_ack is an owner of replies the store holds until a job is durable (store.h's
- * opaque owner): the peer they go to, and the protocol they are written in when due. A peer
- * has one of each (peer.ack), so its binary and admin replies keep their order. */
-struct peer_ack {
-    struct peer *peer;    /* the peer the held replies go to */
-    int text;             /* 1: an admin line (OK HANDLE, or ERR QUEUE_ERROR ...); 0: a binary
-                             packet (JOB_CREATED, or ERROR QUEUE_ERROR) */
-};
-
 /* struct peer is one connection's protocol state. */
 struct peer {
     struct engine *eng;   /* owner */
@@ -111,13 +102,10 @@ struct peer {
     uint64_t seq;         /* attach order (engine->peer_seq), for the 'workers' listing */
     uint32_t cursors;     /* 'workers' listings whose next row is this peer */
     uint32_t pending_acks; /* replies held until the store has written their batch */
-    struct peer_ack ack[2]; /* the store's owners of those replies: [0] binary, [1] admin text
-                               (peer_init sets them) */
     size_t held;          /* bytes of in's allocation plus out's unsent bytes plus tr_held,
                              as counted in eng->buffered (0 once closing) */
     size_t tr_held;       /* bytes its transport holds (TLS: a partial record, OpenSSL's
                              buffers in use; transport.h's held), set by the shell */
-    uint8_t kinds;        /* what it did: bit 1 << PEER_KIND_* (peer_mark) */
     char ip[48];          /* peer address as text, for 'workers' */
     /* Who it is, for access rules. Set by the shell; the engine only reads them. */
     const char *listener; /* the listener's name (struct listener.name: "127.0.0.1:4730",
@@ -130,6 +118,7 @@ struct peer {
                              under (acl.c), 0 for none; whoever changes ip, listener or
                              cert_names after a request was handled must set it to 0 */
     uint8_t acl_class;    /* its class under that policy (ACL_NO_CLASS: uncached) */
+    uint8_t kinds;        /* what it did: bit 1 << PEER_KIND_* (peer_mark) */
     uint64_t acl_mask;    /* the policy's principals it is (acl.c) */
 };
 
@@ -154,9 +143,20 @@ static inline void peer_mark(struct peer *p, enum peer_kind k)
 /* peer_kind_name writes what p did ("client", "worker+admin", "none") into out (32 bytes). */
 const char *peer_kind_name(const struct peer *p, char *out);
 
-/* peer_ack_owner returns the owner of p's replies held by the store, written as admin lines
- * when text, else as binary packets. */
-static inline void *peer_ack_owner(struct peer *p, int text) { return &p->ack[text ? 1 : 0]; }
+/* peer_ack_owner returns the owner of p's replies held by the store (store.h's opaque owner),
+ * written as admin lines when text, else as binary packets: p's address, plus one byte for
+ * text (an odd address, which no peer has). A peer has one owner of each kind, so its binary
+ * and admin replies each keep their order. peer_ack_peer and peer_ack_text decode it. */
+static inline void *peer_ack_owner(struct peer *p, int text) { return (char *)p + (text ? 1 : 0); }
+
+/* peer_ack_peer returns the peer of an owner made by peer_ack_owner. */
+static inline struct peer *peer_ack_peer(const void *owner)
+{
+    return (struct peer *)((uintptr_t)owner & ~(uintptr_t)1);
+}
+
+/* peer_ack_text returns 1 if an owner made by peer_ack_owner writes admin lines, else 0. */
+static inline int peer_ack_text(const void *owner) { return (int)((uintptr_t)owner & 1); }
 
 /* peer_init prepares p for engine e with the socket number and printable address. */
 void peer_init(struct peer *p, struct engine *e, int fd, const char *ip, int local);

@@ -110,6 +110,30 @@ class EngineTest : public ::testing::Test {
     }
 };
 
+// A handle is the prefix, ':' and the job number in decimal, for every length of number
+// (job_handle_id writes two digits at a time from the end after counting them).
+TEST_F(EngineTest, HandleIsPrefixColonAndDecimalNumber)
+{
+    std::vector<uint64_t> ids = {0, 1, 9, 10, 11, 99, 100, 101, 12345, UINT64_MAX, UINT64_MAX - 1};
+    for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10) {
+        ids.push_back(p * 10 - 1);
+        ids.push_back(p * 10);
+        ids.push_back(p * 10 + 1);
+    }
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 1000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        ids.push_back(x >> (i % 64));
+    }
+    for (uint64_t id : ids) {
+        char h[JOB_HANDLE_BUF], want[JOB_HANDLE_BUF];
+        size_t n = job_handle_id(&f.eng, id, h);
+        int wn = snprintf(want, sizeof want, "H:t:%llu", (unsigned long long)id);
+        ASSERT_EQ(n, (size_t)wn) << id;
+        ASSERT_STREQ(h, want) << id;
+    }
+}
+
 TEST_F(EngineTest, SubmitGrabCompleteDeliversResult)
 {
     peer *c = f.connect();
