@@ -145,17 +145,22 @@ static int same_unique(const struct job *j, const char *u, size_t ulen)
     return j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0;
 }
 
-struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen)
+/* find_head returns the head of unique u whose any_hash is h, or NULL. */
+static struct job *find_head(const struct engine *e, const char *u, size_t ulen, uint64_t h)
 {
-    if (ulen == 0 || is_dash(u, ulen))
-        return NULL;
     struct hmap_probe pr;
-    for (struct job *j = hmap_first(&e->jobs_by_unique, any_hash(e, u, ulen), &pr); j != NULL;
-         j = hmap_next(&pr)) {
+    for (struct job *j = hmap_first(&e->jobs_by_unique, h, &pr); j != NULL; j = hmap_next(&pr)) {
         if ((j->flags & JOB_UHEAD) && same_unique(j, u, ulen))
             return j;
     }
     return NULL;
+}
+
+struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen)
+{
+    if (ulen == 0 || is_dash(u, ulen))
+        return NULL;
+    return find_head(e, u, ulen, any_hash(e, u, ulen));
 }
 
 struct job *job_find_unique(const struct engine *e, const struct func *f, const char *u,
@@ -255,14 +260,19 @@ static int unique_link(struct engine *e, struct job *j)
 {
     if (!has_unique_entry(j))
         return 0;
-    struct job *head = is_dash(job_unique(j), j->unique_len)
-                           ? NULL
-                           : job_find_unique_any(e, job_unique(j), j->unique_len);
-    if (head == NULL && !is_dash(job_unique(j), j->unique_len))
-        j->flags |= JOB_UHEAD;
+    struct job *head = NULL;
+    uint64_t h = 0;
+    if (!is_dash(job_unique(j), j->unique_len)) {
+        h = any_hash(e, job_unique(j), j->unique_len); /* hashed once: the head's key */
+        head = find_head(e, job_unique(j), j->unique_len, h);
+        if (head == NULL)
+            j->flags |= JOB_UHEAD;
+    }
+    if (!(j->flags & JOB_UHEAD))
+        h = job_unique_hash(e, j);
     if (head != NULL && ring_join(e, head, j) != 0)
         return -1;
-    if (hmap_insert(&e->jobs_by_unique, j, job_unique_hash(e, j)) != 0) {
+    if (hmap_insert(&e->jobs_by_unique, j, h) != 0) {
         j->flags &= (uint8_t)~JOB_UHEAD;
         if (head != NULL)
             ring_free(e, ring_of(e, j));
