@@ -156,11 +156,53 @@ static struct job *find_head(const struct engine *e, const char *u, size_t ulen,
     return NULL;
 }
 
+/* The last lookup of a unique's head, so that a submit, which looks its unique up (a miss, as
+ * a rule) and then creates the job, does not hash and probe it again to link the job: valid
+ * while no engine's unique index changed since (unique_gen), for the same engine and bytes. */
+#define MEMO_MAX 32
+static uint64_t unique_gen = 1; /* bumped by every change of a unique index (unique_changed) */
+static struct {
+    const struct engine *e; /* the engine looked in (an engine made later at the same address
+                               has no unique entry before a change, but another seed) */
+    uint64_t seed;          /* its hash seed */
+    uint64_t gen;           /* unique_gen then */
+    uint64_t h;             /* the unique's any_hash */
+    struct job *head;       /* what was found */
+    size_t ulen;            /* bytes in u */
+    char u[MEMO_MAX];       /* the unique */
+} memo;
+
+/* unique_changed invalidates the memo: call after each change of a unique index. */
+static void unique_changed(void) { unique_gen++; }
+
+/* memo_find returns 1 with *h and *head set when the memo holds unique u of e. */
+static int memo_find(const struct engine *e, const char *u, size_t ulen, uint64_t *h,
+                     struct job **head)
+{
+    if (memo.e != e || memo.gen != unique_gen || memo.seed != e->seed || memo.ulen != ulen ||
+        memcmp(memo.u, u, ulen) != 0)
+        return 0;
+    *h = memo.h;
+    *head = memo.head;
+    return 1;
+}
+
 struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen)
 {
     if (ulen == 0 || is_dash(u, ulen))
         return NULL;
-    return find_head(e, u, ulen, any_hash(e, u, ulen));
+    uint64_t h = any_hash(e, u, ulen);
+    struct job *head = find_head(e, u, ulen, h);
+    if (ulen <= MEMO_MAX) {
+        memo.e = e;
+        memo.seed = e->seed;
+        memo.gen = unique_gen;
+        memo.h = h;
+        memo.head = head;
+        memo.ulen = ulen;
+        memcpy(memo.u, u, ulen);
+    }
+    return head;
 }
 
 struct job *job_find_unique(const struct engine *e, const struct func *f, const char *u,
@@ -263,8 +305,10 @@ static int unique_link(struct engine *e, struct job *j)
     struct job *head = NULL;
     uint64_t h = 0;
     if (!is_dash(job_unique(j), j->unique_len)) {
-        h = any_hash(e, job_unique(j), j->unique_len); /* hashed once: the head's key */
-        head = find_head(e, job_unique(j), j->unique_len, h);
+        if (!memo_find(e, job_unique(j), j->unique_len, &h, &head)) {
+            h = any_hash(e, job_unique(j), j->unique_len); /* hashed once: the head's key */
+            head = find_head(e, job_unique(j), j->unique_len, h);
+        }
         if (head == NULL)
             j->flags |= JOB_UHEAD;
     }
@@ -278,6 +322,7 @@ static int unique_link(struct engine *e, struct job *j)
             ring_free(e, ring_of(e, j));
         return -1;
     }
+    unique_changed();
     return 0;
 }
 
@@ -289,6 +334,7 @@ static void unique_unlink(struct engine *e, struct job *j)
         return;
     uint64_t h = job_unique_hash(e, j);
     struct ring_node *r = ring_of(e, j);
+    unique_changed();
     if (!(j->flags & JOB_UHEAD) || r == NULL) {
         hmap_remove(&e->jobs_by_unique, j, h);
     } else {
