@@ -547,6 +547,8 @@ static void build_admin(struct reader *r, struct bytes *out)
         "schedule add s%d @every 1s f%d --unique u%d --priority high", "schedule list",
         "schedule remove s%d", "schedule add bad 99 * * * * f p", "schedule", "schedule add",
         "SCHEDULE LIST extra",
+        /* broadcast functions (broadcast.h) */
+        "broadcast f%d on", "broadcast f%d off", "broadcast list", "broadcast f%d", "broadcast",
         /* dependencies (jobx.h) */
         "submit f%d x", "submit f%d --after %H y", "submit f%d --after %H,%H --priority low z",
         "submit f%d --unique u%d --after %H", "submit", "submit f%d --after H:x:1 p",

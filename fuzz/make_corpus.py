@@ -215,6 +215,14 @@ def connection_seeds():
         drain(0) + raw(1, pkt(CAN_DO, "f0") + pkt(PRE_SLEEP)) + clock(6) + clock(6) + drain(1) + \
         raw(1, pkt(GRAB_JOB)) + drain(1) + raw(0, b"schedule remove s2\nschedule list\n") + \
         drain(0)
+    s["broadcast"] = cfg() + raw(0, b"broadcast f0 on\nbroadcast f1 on\nbroadcast list\n") + \
+        raw(1, pkt(CAN_DO, "f0") + pkt(CAN_DO, "f1") + pkt(PRE_SLEEP)) + \
+        raw(2, pkt(CAN_DO, "f0")) + \
+        raw(0, pkt(SUBMIT_JOB_BG, "f0", "", "a") + pkt(SUBMIT_JOB, "f0", "", "fg") +
+            pkt(SUBMIT_JOB_BG, "f1", "", "b")) + drain(1) + \
+        raw(1, pkt(GRAB_JOB) + pkt(WORK_COMPLETE, "H:f:4", "") + pkt(CANT_DO, "f1") +
+            pkt(GRAB_JOB)) + raw(0, b"broadcast f0 off\nbroadcast list\nstats\n") + \
+        drain(0) + drain(1) + drain(2)
     s["drop_function_with_jobs"] = cfg() + raw(0, pkt(SUBMIT_JOB_BG, "f2", "", "a")) + \
         raw(0, b"drop function f2\nstatus\n") + drain(0)
     s["malformed_packets"] = cfg(packet=1) + raw(0, pkt(0, "x") + pkt(CMD_MAX, "x") +

@@ -82,6 +82,10 @@ struct engine_sink {
 struct metrics_table;
 #define ENGINE_EXT_SLOTS 4
 struct store_record;
+struct submit_req;
+struct submit_out;
+struct worker;
+struct ability;
 /* engine_ext_check_fn is a feature's invariant check (engine_ext.check); engine_ext_destroy_fn
  * frees a feature's state (engine_ext.destroy). */
 typedef int (*engine_ext_check_fn)(const struct engine *e, char *err, size_t errlen);
@@ -136,6 +140,19 @@ struct engine_ext {
     engine_ext_check_fn check[ENGINE_EXT_SLOTS];
     /* destroy[i]: frees a feature's state; engine_destroy calls it once the jobs are freed. */
     engine_ext_destroy_fn destroy[ENGINE_EXT_SLOTS];
+    /* job_broadcast: a submit (job_submit) of rq to f, a broadcast function (func.broadcast):
+     * fan it out to f's workers (or refuse it) and release f; returns the submit's result
+     * (SUBMIT_BROADCAST, SUBMIT_HELD, SUBMIT_BROADCAST_REFUSED with out->why, ...). */
+    int (*job_broadcast)(struct engine *e, struct func *f, const struct submit_req *rq,
+                         struct submit_out *out);
+    /* inbox_take: worker w grabs and its inbox (worker.inbox) is not empty: the next copy as a
+     * new job in limbo, *via the ability it is for; NULL when none is left (worker_take). */
+    struct job *(*inbox_take)(struct engine *e, struct worker *w, struct ability **via);
+    /* worker_letgo: w lets go of its jobs of f (every function if f is NULL: it left, or reset
+     * its abilities), before they are re-queued: its broadcast copies are lost. */
+    void (*worker_letgo)(struct engine *e, struct worker *w, const struct func *f);
+    void *bcast;      /* the broadcast functions (ext/broadcast.h), opaque here; NULL until
+                         attached */
     void *jobx;       /* the retries/dead-letter/dependency state (jobx.h), opaque here; NULL
                          until attached or first used */
     void *recur;      /* the recurring schedules (recur.h), opaque here; NULL when not attached */
@@ -199,7 +216,7 @@ enum { DENIED_SUBMIT = 0, DENIED_CAN_DO, DENIED_ADMIN, DENIED_KINDS };
 /* struct engine_stats counts what the server did, for logs, admin and metrics. Every field is
  * cumulative since the start or the last 'stats reset', incremented in O(1) where the event
  * happens; gauges (what is, not what happened) are kept elsewhere. */
-#define ENGINE_SUBMIT_RESULTS 10 /* at least the number of enum submit_result values (submit.h) */
+#define ENGINE_SUBMIT_RESULTS 12 /* at least the number of enum submit_result values (submit.h) */
 
 struct engine_stats {
     uint64_t connections;   /* peers ever added */
@@ -239,6 +256,12 @@ struct engine_stats {
     uint64_t schedule_coalesced; /* ... of those, joined a live job with their unique */
     uint64_t schedule_refused;   /* schedule firings refused (maxqueue, memory, store) */
     uint64_t functions_evicted;  /* unused functions freed to make room past --max-functions */
+    uint64_t broadcast_jobs;     /* background submits fanned out to a broadcast function's
+                                    workers (ext/broadcast.h) */
+    uint64_t broadcast_unheard;  /* ... of those, with no worker registered: dropped */
+    uint64_t broadcast_delivered; /* broadcast copies handed to their worker (JOB_ASSIGN) */
+    uint64_t broadcast_lost;     /* copies lost: their worker left (or stopped doing the
+                                    function) before finishing them, or its backlog was full */
 };
 
 /* struct engine is the whole pure server state. */

@@ -117,6 +117,7 @@ void func_drop(struct engine *e, struct func *f)
 int func_unused(const struct func *f)
 {
     return f->nworkers == 0 && func_total(f) == 0 && f->parked == 0 && f->woken == 0 &&
+           !f->broadcast &&
            f->max_queue[0] == 0 &&
            f->max_queue[1] == 0 && f->max_queue[2] == 0;
 }

@@ -44,6 +44,8 @@ struct func {
                                         parked as met */
     uint64_t seq;                    /* creation number (engine->func_seq) */
     uint8_t marker;                  /* not a function: a 'status' listing's place in func_list */
+    uint8_t broadcast;               /* a broadcast function (ext/broadcast.h): a submit fans
+                                        out through engine_ext.job_broadcast; keeps f */
     uint32_t check[PRIO_COUNT + 1];  /* scratch for engine_check: future per priority, running */
     uint64_t events[JOB_EVENTS];     /* job events of this function (enum job_event), cumulative
                                         while the function exists (engine.h) */
@@ -97,7 +99,7 @@ struct func *func_get(struct engine *e, const char *name, size_t len, int create
 void func_drop(struct engine *e, struct func *f);
 
 /* func_unused reports whether f holds nothing worth keeping: no worker, no job in any state, no
- * maxqueue limit and no woken worker on its way. */
+ * maxqueue limit, no woken worker on its way and no broadcast setting. */
 int func_unused(const struct func *f);
 
 /* func_release is called when f may have become unused (its last worker, job or limit went):

@@ -132,9 +132,12 @@ static enum submit_result submit(struct engine *e, const struct submit_req *rq,
     enum submit_result res = SUBMIT_CREATED;
     out->job = NULL;
     out->why = NULL;
+    out->id = 0;
     struct func *f = find_func(e, rq, &res);
     if (f == NULL)
         return res;
+    if (f->broadcast && e->ext.job_broadcast != NULL) /* a flag test for every other function */
+        return (enum submit_result)e->ext.job_broadcast(e, f, rq, out);
     struct job *j = job_find_unique(e, f, rq->unique, rq->unique_len, (const char *)rq->data,
                                   rq->data_len);
     if (j != NULL) {
@@ -155,9 +158,10 @@ static enum submit_result submit(struct engine *e, const struct submit_req *rq,
 enum submit_result job_submit(struct engine *e, const struct submit_req *rq,
                               struct submit_out *out)
 {
-    _Static_assert(SUBMIT_WAIT_REFUSED < ENGINE_SUBMIT_RESULTS, "engine_stats.submit_refused");
+    _Static_assert(SUBMIT_BROADCAST_REFUSED < ENGINE_SUBMIT_RESULTS,
+                   "engine_stats.submit_refused");
     enum submit_result res = submit(e, rq, out);
-    if (res >= SUBMIT_BAD_NAME)
+    if (res >= SUBMIT_BAD_NAME && res != SUBMIT_BROADCAST)
         e->stats.submit_refused[res]++;
     return res;
 }

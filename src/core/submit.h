@@ -33,6 +33,11 @@ enum submit_result {
     SUBMIT_STORE_ERROR,     /* the store could not take the job (nothing was created) */
     SUBMIT_WAIT_REFUSED,    /* the job may not wait for its after[] (a limit of the feature
                                that owns waiting: engine_ext.wait_refused; reason in out.why) */
+    SUBMIT_BROADCAST,       /* fanned out to the workers of a broadcast function
+                               (engine_ext.job_broadcast): no job, out.id names it: answer now */
+    SUBMIT_BROADCAST_REFUSED, /* a broadcast function takes only background submits to run
+                               now, without --after: reason in out.why ("CODE Text+in+admin
+                               +form") */
 };
 
 /* Flags of struct submit_req. */
@@ -76,11 +81,15 @@ struct submit_req {
 /* struct submit_out is what job_submit tells its caller besides the result. */
 struct submit_out {
     struct job *job;        /* the job created or joined (CREATED, JOINED, HELD), else NULL */
-    const char *why;        /* SUBMIT_WAIT_REFUSED: the feature's reason, else NULL */
+    const char *why;        /* SUBMIT_WAIT_REFUSED, SUBMIT_BROADCAST_REFUSED: the feature's
+                               reason, else NULL */
+    uint64_t id;            /* SUBMIT_BROADCAST (and SUBMIT_HELD without a job): the handle
+                               number of the broadcast, which no job has */
 };
 
 /* job_submit submits the job rq describes, in this order: the function (found or created:
- * BAD_NAME, TOO_MANY_FUNCTIONS, NO_MEMORY), a live job with the same unique to join (a
+ * BAD_NAME, TOO_MANY_FUNCTIONS, NO_MEMORY), a broadcast function's fan-out
+ * (engine_ext.job_broadcast: BROADCAST, BROADCAST_REFUSED), a live job with the same unique to join (a
  * dead-letter one is brought back through engine_ext.job_revive; a background submit makes a
  * foreground job background, and durable), maxqueue (QUEUE_FULL), the waiting limits
  * (WAIT_REFUSED), the new job, counted in func_count and logged, then for a background job

@@ -2,6 +2,7 @@
 /* worker: abilities, ready rings, idle lists, held GRABs and the scheduling decisions. */
 #include "worker.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,11 @@ void worker_awake(struct engine *e, struct worker *w)
 
 struct job *worker_take(struct engine *e, struct worker *w, struct ability **via)
 {
+    if (!list_empty(&w->inbox) && e->ext.inbox_take != NULL) { /* broadcast copies first */
+        struct job *c = e->ext.inbox_take(e, w, via);
+        if (c != NULL)
+            return c;
+    }
     for (int p = 0; p < PRIO_COUNT; p++) {
         struct list_node *n = list_first(&w->ready[p]);
         if (n == NULL)
@@ -160,7 +166,8 @@ struct job *worker_take(struct engine *e, struct worker *w, struct ability **via
 
 int worker_has_work(const struct worker *w)
 {
-    return !list_empty(&w->ready[0]) || !list_empty(&w->ready[1]) || !list_empty(&w->ready[2]);
+    return !list_empty(&w->ready[0]) || !list_empty(&w->ready[1]) || !list_empty(&w->ready[2]) ||
+           !list_empty(&w->inbox);
 }
 
 /* ------------------------------------------------------------ workers */
@@ -178,6 +185,7 @@ struct worker *worker_new(struct engine *e, struct peer *client)
     list_node_init(&w->parked[1]);
     list_node_init(&w->hnode);
     list_node_init(&w->running);
+    list_node_init(&w->inbox);
     e->nworkers++;
     return w;
 }
@@ -262,6 +270,8 @@ void worker_reset(struct engine *e, struct worker *w)
 /* requeue_jobs re-queues w's running jobs of function f (every function if f is NULL). */
 static void requeue_jobs(struct engine *e, struct worker *w, const struct func *f)
 {
+    if (e->ext.worker_letgo != NULL)
+        e->ext.worker_letgo(e, w, f); /* its broadcast copies of f are lost */
     list_for_each_safe(n, next, &w->running) {
         struct job *j = job_of_qnode(n);
         if (f == NULL || j->func == f)
@@ -290,6 +300,7 @@ void worker_gone(struct engine *e, struct worker *w)
     requeue_jobs(e, w, NULL);
     worker_unhold(e, w);
     worker_awake(e, w);
+    assert(list_empty(&w->inbox));
     e->nworkers--;
     free(w);
 }

@@ -59,6 +59,10 @@ struct worker {
     uint8_t sleeping;                   /* sent PRE_SLEEP and found no work */
     uint8_t noop_sent;                  /* woken with a NOOP since it slept */
     uint8_t late_next;                  /* the slot of late[] written next (the oldest) */
+    struct list_node inbox;             /* broadcast copies waiting for its next GRAB (kept by
+                                           ext/broadcast.c through engine_ext.inbox_take and
+                                           worker_letgo), oldest first; empty for most workers */
+    uint32_t ninbox;                    /* entries in inbox */
     uint64_t late[WORKER_LATE_JOBS];    /* ids of the last jobs re-queued because it passed their
                                            CAN_DO_TIMEOUT (--can-do-timeout=requeue), 0 = none;
                                            a freed job's id is never reused */
@@ -113,10 +117,12 @@ void worker_gone(struct engine *e, struct worker *w);
 
 /* worker_take returns the job worker w should run next and removes it from its queue: highest
  * priority across all w's functions, FIFO within one function, round-robin across functions of
- * the same priority. *via gets the ability it was taken through. NULL if none is ready. O(1). */
+ * the same priority; a broadcast copy waiting in w's inbox (engine_ext.inbox_take) comes before
+ * them all. *via gets the ability it was taken through. NULL if none is ready. O(1). */
 struct job *worker_take(struct engine *e, struct worker *w, struct ability **via);
 
-/* worker_has_work reports whether any of w's functions has a ready job. */
+/* worker_has_work reports whether any of w's functions has a ready job, or a broadcast copy
+ * waits for it. */
 int worker_has_work(const struct worker *w);
 
 /* worker_reclaim is for a WORK_* packet from w about j, which is not running on w: if j was

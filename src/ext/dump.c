@@ -146,6 +146,10 @@ static void load_job(struct engine *e, const struct dump_job *d, char *out, size
     struct submit_out so;
     enum submit_result res = job_submit(e, &rq, &so);
     struct job *j = so.job;
+    if (res == SUBMIT_BROADCAST) { /* a broadcast function's: fanned out, nothing to place */
+        snprintf(out, cap, "OK H %llu\r\n", (unsigned long long)so.id);
+        return;
+    }
     if (res == SUBMIT_JOINED) {
         snprintf(out, cap, "OK EXISTS %llu\r\n", (unsigned long long)j->id);
         return;

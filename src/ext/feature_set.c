@@ -3,6 +3,8 @@
 #include "feature_set.h"
 
 #include "admin.h"
+#include "broadcast.h"
+#include "broadcast_admin.h"
 #include "dump.h"
 #include "engine.h"
 #include "jobx_admin.h"
@@ -18,13 +20,19 @@ int features_attach(struct engine *e)
         return -1;
     if (recur_attach(e) != 0) /* recurring schedules */
         return -1;
+    if (broadcast_attach(e) != 0) /* broadcast functions */
+        return -1;
     if (!first)
         return 0;
     /* their admin commands (admin.h's command table) */
     if (jobx_admin_register(e) != 0 || recur_admin_register(e) != 0 || dump_admin_register(e) != 0)
         return -1;
+    if (broadcast_admin_register(e) != 0)
+        return -1;
     /* their rows of stats, stats json and metrics (metrics.h's counter table) */
     if (metrics_add(e, &jobx_counters) != 0 || metrics_add(e, &recur_counters) != 0)
+        return -1;
+    if (metrics_add(e, &broadcast_counters) != 0)
         return -1;
     return 0;
 }

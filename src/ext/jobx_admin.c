@@ -306,11 +306,11 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
         reply(p, "ERR MEMORY_ALLOCATION_FAILURE Out+of+memory\r\n");
         return;
     }
-    struct job *j;
+    uint64_t id;
     const char *why = NULL;
     /* with a store, the reply waits until the job is durable, as a binary JOB_CREATED does */
     int rc = jobx_submit(e, name, fl, uq, ul, prio, data, dl, ids, (size_t)n,
-                         peer_ack_owner(p, 1), &j, &why);
+                         peer_ack_owner(p, 1), &id, &why);
     free(name);
     if (rc < 0) {
         peer_printf(p, "ERR %s\r\n", why);
@@ -318,14 +318,14 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len)
     }
     if (rc == 0) {
         char h[JOB_HANDLE_BUF];
-        peer_printf(p, "OK %.*s\r\n", (int)job_handle(e, j, h), h);
+        peer_printf(p, "OK %.*s\r\n", (int)job_handle_id(e, id, h), h);
     }
     engine_drain_ready(e); /* a sleeping worker of the function hears of its job */
 }
 
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
-                void *owner, struct job **out, const char **why)
+                void *owner, uint64_t *id, const char **why)
 {
     if (fl > e->cfg->max_function) {
         *why = "ARGUMENT_TOO_LARGE Function+name+too+long";
@@ -344,10 +344,11 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
                             .after = ids, .nafter = n, .owner = owner, .log = "created"};
     struct submit_out so;
     enum submit_result r = job_submit(e, &rq, &so);
-    *out = so.job;
+    *id = so.job != NULL ? so.job->id : so.id;
     switch (r) {
     case SUBMIT_CREATED:
     case SUBMIT_JOINED:
+    case SUBMIT_BROADCAST: /* fanned out: the broadcast's own handle */
         return 0;
     case SUBMIT_HELD:
         return 1;
@@ -364,6 +365,7 @@ int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, siz
         *why = "QUEUE_ERROR Could+not+store+the+job";
         break;
     case SUBMIT_WAIT_REFUSED:
+    case SUBMIT_BROADCAST_REFUSED:
         *why = so.why;
         break;
     case SUBMIT_NO_MEMORY:

@@ -35,13 +35,14 @@ void jobx_admin_submit(struct peer *p, const char *line, size_t len);
  * prio and payload data, waiting for the jobs ids[0..n) (n may be 0: queued at once); a live
  * job of fn with that unique is joined instead (a dead-letter one brought back). With a store
  * the job is recorded (a runnable one is queued once durable) and the reply to owner (NULL for
- * none) is held until then. Returns 0 with the job in *out (answer now), 1 with it in *out
- * when the reply is held for owner (the store's sink answers it: peer_ack_owner), or
+ * none) is held until then. A broadcast function's submit is fanned out instead (broadcast.h).
+ * Returns 0 with the handle number of the job (or of the broadcast) in *id (answer now), 1 with
+ * it in *id when the reply is held for owner (the store's sink answers it: peer_ack_owner), or
  * -1 with *why an admin error ("CODE Text+with+pluses"). The encoder of the admin `submit` and
  * HTTP X-Spur-After; the name is checked where functions are created (func_get). */
 int jobx_submit(struct engine *e, const char *fn, size_t fl, const char *uq, size_t ul,
                 enum job_prio prio, const void *data, size_t dl, const uint64_t *ids, size_t n,
-                void *owner, struct job **out, const char **why);
+                void *owner, uint64_t *id, const char **why);
 
 /* jobx_parse_after reads handles separated by commas (or spaces) in list[0..len) into ids:
  * each a live job not in the dead-letter list, at most JOBX_MAX_AFTER. Returns how many, or -1

@@ -324,6 +324,7 @@ static int submit(struct engine *e, const struct recur_entry *x, const char **wh
         return 0;
     case SUBMIT_CREATED:
     case SUBMIT_HELD: /* (not without an owner) */
+    case SUBMIT_BROADCAST: /* a broadcast function's: fanned out to its workers */
         return 0;
     case SUBMIT_QUEUE_FULL:
         *why = "job queue is full (maxqueue)";

@@ -137,10 +137,29 @@ static int due_time(struct engine *e, const struct pb_packet *pkt, const struct 
     return 0;
 }
 
-/* submit_refused answers a submit that job_submit refused, in the binary protocol. */
-static void submit_refused(struct peer *p, enum submit_result r)
+/* send_admin_error sends an ERROR packet from a reason in admin form ("CODE Text+in+admin+form",
+ * as engine_ext's features give them): the code, and the text with its '+' as spaces. */
+static void send_admin_error(struct peer *p, const char *why)
+{
+    char code[64], text[256];
+    size_t i = 0, k = 0;
+    for (; why[i] != '\0' && why[i] != ' ' && i < sizeof code - 1; i++)
+        code[i] = why[i];
+    code[i] = '\0';
+    for (i += why[i] == ' '; why[i] != '\0' && k < sizeof text - 1; i++)
+        text[k++] = why[i] == '+' ? ' ' : why[i];
+    text[k] = '\0';
+    peer_send_error(p, code, text);
+}
+
+/* submit_refused answers a submit that job_submit refused, in the binary protocol (why: the
+ * feature's reason of SUBMIT_BROADCAST_REFUSED). */
+static void submit_refused(struct peer *p, enum submit_result r, const char *why)
 {
     switch (r) {
+    case SUBMIT_BROADCAST_REFUSED: /* a foreground or deferred submit to a broadcast function */
+        send_admin_error(p, why);
+        break;
     case SUBMIT_BAD_NAME:
         peer_send_error(p, PROTO_ERR_INVALID_ARGUMENT, "Function name has a NUL byte");
         break;
@@ -193,10 +212,15 @@ static void submit(struct peer *p, const struct pb_packet *pkt)
     }
     struct submit_out out;
     enum submit_result r = job_submit(e, &rq, &out);
-    if (r == SUBMIT_CREATED || r == SUBMIT_JOINED)
+    if (r == SUBMIT_CREATED || r == SUBMIT_JOINED) {
         send_handle(p, CMD_JOB_CREATED, e, out.job);
-    else if (r != SUBMIT_HELD) /* HELD: the store's sink answers once it is durable */
-        submit_refused(p, r);
+    } else if (r == SUBMIT_BROADCAST) { /* fanned out: the broadcast's own handle */
+        char h[JOB_HANDLE_BUF];
+        struct proto_arg a = {h, job_handle_id(e, out.id, h)};
+        peer_send(p, CMD_JOB_CREATED, &a, 1);
+    } else if (r != SUBMIT_HELD) { /* HELD: the store's sink answers once it is durable */
+        submit_refused(p, r, out.why);
+    }
 }
 
 /* send_status answers GET_STATUS (STATUS_RES) or GET_STATUS_UNIQUE (STATUS_RES_UNIQUE, which also

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "engine.h"
 #include "acl.h"
+#include "broadcast.h"
 #include "job.h"
 #include "jobx.h"
 #include "jobx_admin.h"
@@ -261,6 +262,7 @@ static unsigned error_status(const struct proto_arg *code)
         {PROTO_ERR_ARGUMENT_TOO_LARGE, MHD_HTTP_BAD_REQUEST},
         {PROTO_ERR_INVALID_ARGUMENT, MHD_HTTP_BAD_REQUEST},
         {PROTO_ERR_PERMISSION_DENIED, MHD_HTTP_FORBIDDEN}, /* --policy */
+        {BROADCAST_ERR_CODE, MHD_HTTP_BAD_REQUEST}, /* a foreground submit to a broadcast one */
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (code->len == strlen(map[i].code) && memcmp(code->ptr, map[i].code, code->len) == 0)
@@ -645,18 +647,18 @@ static void submit_after(struct req *r)
     }
     uint64_t ids[JOBX_MAX_AFTER];
     const char *why = NULL;
-    struct job *j = NULL;
+    uint64_t id = 0;
     int n = jobx_parse_after(e, r->after, strlen(r->after), ids, &why);
     if (e->replaying)
         why = "BUSY The+stored+jobs+are+being+loaded";
     int rc = why == NULL && n >= 0
                  ? jobx_submit(e, fn, strlen(fn), uq, strlen(uq), prio, body,
-                               (size_t)(end - body), ids, (size_t)n, peer_ack_owner(p, 0), &j,
+                               (size_t)(end - body), ids, (size_t)n, peer_ack_owner(p, 0), &id,
                                &why)
                  : -1;
     if (rc >= 0) {
         if (rc == 0) { /* else held: JOB_CREATED comes once the job is durable (drain) */
-            job_handle(e, j, r->handle);
+            job_handle_id(e, id, r->handle);
             finish(r, MHD_HTTP_OK, "JOB_CREATED");
         }
         engine_drain_ready(e);

@@ -2,6 +2,7 @@
 /* options: spurd's option tables, assembled for the generic parser (config.c, opt.c). */
 #include "options.h"
 
+#include "broadcast_opt.h"
 #include "config.h"
 #include "http_opt.h"
 #include "jobx_opt.h"
@@ -17,6 +18,7 @@ const struct opt_table *const options_tables[] = {
     &http_options,
     &jobx_options,
     &recur_options,
+    &broadcast_options,
     &store_sqlite_options,
     &store_pg_options,
     NULL,

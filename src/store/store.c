@@ -576,6 +576,11 @@ int store_ack(struct engine *e, struct job *j, void *who)
     return hold(mgr(e), j->id, who, 0, 0, 0);
 }
 
+int store_ack_id(struct engine *e, uint64_t id, void *who)
+{
+    return hold(mgr(e), id, who, 0, 0, 0);
+}
+
 int store_update(struct engine *e, struct job *j, double due, const char *meta, size_t meta_len)
 {
     struct store *st = mgr(e);

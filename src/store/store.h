@@ -114,6 +114,10 @@ int store_record_del(struct engine *e, int kind, const char *key, size_t klen);
  * while owner waits on the store). Returns 0 or -1. */
 int store_ack(struct engine *e, struct job *j, void *owner);
 
+/* store_ack_id holds a reply about handle number id, which no job has (a broadcast,
+ * ext/broadcast.h), to owner behind owner's held replies. Returns 0 or -1. */
+int store_ack_id(struct engine *e, uint64_t id, void *owner);
+
 /* store_restored_id returns the id a job stored as id has here, during the replay or takeover
  * that restores it: a job taken over from another server whose id this server has not reached
  * gets a new one (docs/HA.md), and what names it (a waiting job's meta "after") is translated

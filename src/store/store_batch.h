@@ -41,6 +41,7 @@ struct store_rec {
 
 /* Kinds of durable records (struct store_record); STORE_REC_KINDS bounds them. */
 enum { STORE_REC_SCHEDULE = 1, STORE_REC_RETRY = 2, STORE_REC_KINDS = 8 };
+enum { STORE_REC_BROADCAST = 5 }; /* a broadcast function (ext/broadcast.h): key FUNC, value "on" */
 
 /* struct store_record is a small durable key/value record that is not a job (a schedule, a retry
  * policy), written in the same transaction as the jobs of its batch. Pointers are borrowed as in

@@ -926,6 +926,9 @@ void config_free(struct config *c)
     free(c->schedules);
     c->schedules = NULL;
     c->nschedules = 0;
+    for (int i = 0; i < c->nbroadcast; i++)
+        free(c->broadcast[i]);
+    c->nbroadcast = 0;
     free(c->schedule_tz);
     c->schedule_tz = NULL;
     for (int i = 0; i < c->ntakeover; i++)

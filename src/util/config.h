@@ -17,6 +17,7 @@ struct opt_table;
 #define CONFIG_MAX_ADMIN_ALLOW 32 /* --admin-allow may be given this many times (ACL_MAX_ADMIN) */
 #define CONFIG_MAX_TAKEOVER 16 /* --takeover may be given this many times */
 #define CONFIG_MAX_FILE_LINE 4096 /* longest config-file line, newline included */
+#define CONFIG_MAX_BROADCAST 256 /* --broadcast may be given this many times */
 #define CONFIG_MAX_RETRY 256 /* --retry may be given this many times */
 #define STORE_TIMEOUT_DEFAULT 10.0 /* --store-timeout: seconds a batch may take, and a stop waits */
 
@@ -170,6 +171,11 @@ struct config {
                                         to it at start), NULL for the process's TZ */
     int schedule_catchup;            /* --schedule-catchup: 0 skip (default), 1 once */
     size_t max_schedules;            /* --max-schedules: schedules at once (default 10000) */
+
+    /* broadcast functions (ext/broadcast.h) */
+    char *broadcast[CONFIG_MAX_BROADCAST]; /* --broadcast=FUNC names (escaped form), in order */
+    int nbroadcast;                  /* entries in broadcast */
+    size_t broadcast_backlog;        /* --broadcast-backlog: copies that may wait for one worker */
 };
 
 /* enum config_help_section is a part of the --help text (struct opt's section). */

@@ -373,10 +373,10 @@ TEST_F(JobxTest, SubmitChecksTheFunctionNameLikeABinarySubmit)
                             string(f.cfg.max_function, 'f'), string(f.cfg.max_function + 1, 'f'),
                             ""};
     for (const string &n : names) {
-        job *j = nullptr;
+        uint64_t id = 0;
         const char *why = nullptr;
         int rc = jobx_submit(&f.eng, n.data(), n.size(), "", 0, PRIO_NORMAL, "d", 1, nullptr, 0,
-                             nullptr, &j, &why);
+                             nullptr, &id, &why);
         bool ok = !n.empty() && n.size() <= f.cfg.max_function && func_name_ok(n.data(), n.size());
         EXPECT_EQ(rc == 0, ok) << n;
         if (!ok) {

@@ -260,7 +260,8 @@ TEST_F(MetricsTest, MetricsAddRefusesPastItsTables)
     size_t added = 0;
     while (added < ENGINE_EXT_COUNTERS && metrics_add(&sh.eng, &tables[added]) == 0)
         added++;
-    EXPECT_EQ(added, (size_t)ENGINE_EXT_COUNTERS - 2); // FakeShell added jobx's and recur's
+    EXPECT_EQ(added, (size_t)ENGINE_EXT_COUNTERS - 3); // FakeShell added jobx's, recur's and
+                                                       // broadcast's
     EXPECT_EQ(metrics_add(&sh.eng, &tables[added]), -1);
 }
 

@@ -151,6 +151,9 @@ STATS_SCHEMA = obj({
     "retry": obj({k: COUNT for k in ["retries_total", "failed_jobs", "failed_dropped_total",
                                      "waiting_jobs"]}),
     "schedules": obj({k: COUNT for k in ["count", "fired", "coalesced", "refused"]}),
+    "broadcast": obj({k: COUNT for k in ["jobs_total", "unheard_total", "copies_delivered_total",
+                                         "copies_lost_total", "refused_total", "copies_waiting",
+                                         "functions"]}),
 })
 STATUS_SCHEMA = obj({"functions": {"type": "array", "items": obj({
     "function": {"type": "string"}, "total": COUNT, "running": COUNT,
