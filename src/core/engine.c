@@ -74,6 +74,8 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     hmap_init(&e->abilities);
     hmap_init(&e->jobs_by_id);
     hmap_init(&e->jobs_by_unique);
+    hmap_init(&e->job_status);
+    hmap_init(&e->unique_rings);
     /* handle numbers start from the clock (2^24 per second of the epoch), so a restarted server
      * never hands out a number an earlier run used unless it outran 16M jobs a second */
     e->next_id = ((uint64_t)time(NULL) << 24) | 1;
@@ -99,6 +101,8 @@ void engine_destroy(struct engine *e)
             e->ext.destroy[i](e);
     hmap_free(&e->jobs_by_id);
     hmap_free(&e->jobs_by_unique);
+    hmap_free(&e->job_status);
+    hmap_free(&e->unique_rings);
     heap_free(&e->timers);
     func_free_all(e);
     hmap_free(&e->abilities);

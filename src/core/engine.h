@@ -362,9 +362,13 @@ struct engine {
     struct list_node jobs;        /* every job in handle-number order (job.anode) */
     uint64_t func_seq;            /* creation number of the next new function */
     struct hmap jobs_by_unique;   /* struct job by unique, one entry per job: the oldest of a
-                                     unique (JOB_UHEAD, heading the ring job.unode of the others)
-                                     by the unique alone, for GET_STATUS_UNIQUE; the others by
+                                     unique (JOB_UHEAD, heading the ring of the others) by the
+                                     unique alone, for GET_STATUS_UNIQUE; the others by
                                      function and unique; "-" by function and payload */
+    struct hmap unique_rings;     /* the ring nodes of the jobs whose unique is shared by
+                                     several functions (JOB_RING), by job pointer (job.c) */
+    struct hmap job_status;       /* struct job_status by job pointer: the last WORK_STATUS of
+                                     the jobs that have one (JOB_STATUS; job_set_status) */
     struct heap timers;           /* epoch due times and CAN_DO_TIMEOUT deadlines */
     uint64_t next_id;             /* handle number of the next new job */
     uint64_t seed;                /* hash seed */

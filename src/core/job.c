@@ -12,6 +12,7 @@
 #include "esc.h"
 #include "func.h"
 #include "list.h"
+#include "slab.h"
 #include "worker.h"
 
 /* decimal_len returns how many decimal digits v has (1 for 0). */
@@ -108,7 +109,8 @@ static int is_dash(const char *u, size_t ulen) { return ulen == 1 && u[0] == '-'
  * key repeats (equal keys would share one probe sequence and cost O(jobs with that key) per
  * lookup): the oldest live job of each unique (JOB_UHEAD) under the unique alone, which answers
  * GET_STATUS_UNIQUE across functions; the other jobs with that unique (other functions) under
- * the function and the unique, linked in a ring behind their head (job.unode, oldest first);
+ * the function and the unique, linked in a ring behind their head (oldest first; the ring's nodes
+ * are in a side table, engine->unique_rings, as few uniques are shared by several functions);
  * "-" jobs under the function and the payload. When a head goes, the next oldest takes its
  * slot: every operation is O(1) expected however many functions share a unique. */
 
@@ -150,17 +152,64 @@ static int same_unique(const struct job *j, const char *u, size_t ulen)
     return j->unique_len == ulen && memcmp(job_unique(j), u, ulen) == 0;
 }
 
-struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen)
+/* find_head returns the head of unique u whose any_hash is h, or NULL. */
+static struct job *find_head(const struct engine *e, const char *u, size_t ulen, uint64_t h)
 {
-    if (ulen == 0 || is_dash(u, ulen))
-        return NULL;
     struct hmap_probe pr;
-    for (struct job *j = hmap_first(&e->jobs_by_unique, any_hash(e, u, ulen), &pr); j != NULL;
-         j = hmap_next(&pr)) {
+    for (struct job *j = hmap_first(&e->jobs_by_unique, h, &pr); j != NULL; j = hmap_next(&pr)) {
         if ((j->flags & JOB_UHEAD) && same_unique(j, u, ulen))
             return j;
     }
     return NULL;
+}
+
+/* The last lookup of a unique's head, so that a submit, which looks its unique up (a miss, as
+ * a rule) and then creates the job, does not hash and probe it again to link the job: valid
+ * while no engine's unique index changed since (unique_gen), for the same engine and bytes. */
+#define MEMO_MAX 32
+static uint64_t unique_gen = 1; /* bumped by every change of a unique index (unique_changed) */
+static struct {
+    const struct engine *e; /* the engine looked in (an engine made later at the same address
+                               has no unique entry before a change, but another seed) */
+    uint64_t seed;          /* its hash seed */
+    uint64_t gen;           /* unique_gen then */
+    uint64_t h;             /* the unique's any_hash */
+    struct job *head;       /* what was found */
+    size_t ulen;            /* bytes in u */
+    char u[MEMO_MAX];       /* the unique */
+} memo;
+
+/* unique_changed invalidates the memo: call after each change of a unique index. */
+static void unique_changed(void) { unique_gen++; }
+
+/* memo_find returns 1 with *h and *head set when the memo holds unique u of e. */
+static int memo_find(const struct engine *e, const char *u, size_t ulen, uint64_t *h,
+                     struct job **head)
+{
+    if (memo.e != e || memo.gen != unique_gen || memo.seed != e->seed || memo.ulen != ulen ||
+        memcmp(memo.u, u, ulen) != 0)
+        return 0;
+    *h = memo.h;
+    *head = memo.head;
+    return 1;
+}
+
+struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen)
+{
+    if (ulen == 0 || is_dash(u, ulen))
+        return NULL;
+    uint64_t h = any_hash(e, u, ulen);
+    struct job *head = find_head(e, u, ulen, h);
+    if (ulen <= MEMO_MAX) {
+        memo.e = e;
+        memo.seed = e->seed;
+        memo.gen = unique_gen;
+        memo.h = h;
+        memo.head = head;
+        memo.ulen = ulen;
+        memcpy(memo.u, u, ulen);
+    }
+    return head;
 }
 
 struct job *job_find_unique(const struct engine *e, const struct func *f, const char *u,
@@ -186,23 +235,101 @@ struct job *job_find_unique(const struct engine *e, const struct func *f, const 
     return NULL;
 }
 
+/* struct ring_node links a job into the ring of the live jobs of every function with its unique
+ * (engine->unique_rings, JOB_RING): only jobs whose unique another function's live job shares
+ * have one, so a job costs no ring link in the common case. */
+struct ring_node {
+    struct job *job;       /* the job */
+    struct list_node link; /* the ring, oldest first from the JOB_UHEAD job; never alone */
+};
+
+/* ring_of returns j's ring node, or NULL when j shares its unique with no other function. */
+static struct ring_node *ring_of(const struct engine *e, const struct job *j)
+{
+    if (!(j->flags & JOB_RING))
+        return NULL;
+    struct hmap_probe pr;
+    for (struct ring_node *r = hmap_first(&e->unique_rings, hmap_mix64((uintptr_t)j), &pr);
+         r != NULL; r = hmap_next(&pr)) {
+        if (r->job == j)
+            return r;
+    }
+    return NULL;
+}
+
+/* ring_new gives j a ring node linked to itself (inserted in engine->unique_rings); NULL when
+ * out of memory. */
+static struct ring_node *ring_new(struct engine *e, struct job *j)
+{
+    struct ring_node *r = malloc(sizeof *r);
+    if (r == NULL)
+        return NULL;
+    r->job = j;
+    list_node_init(&r->link);
+    if (hmap_insert(&e->unique_rings, r, hmap_mix64((uintptr_t)j)) != 0) {
+        free(r);
+        return NULL;
+    }
+    j->flags |= JOB_RING;
+    return r;
+}
+
+/* ring_free unlinks and frees node r; when one job is left on the ring, its node goes too. */
+static void ring_free(struct engine *e, struct ring_node *r)
+{
+    struct list_node *other = r->link.next;
+    list_del(&r->link);
+    hmap_remove(&e->unique_rings, r, hmap_mix64((uintptr_t)r->job));
+    r->job->flags &= (uint8_t)~JOB_RING;
+    free(r);
+    if (other != &r->link && !list_linked(other))
+        ring_free(e, container_of(other, struct ring_node, link));
+}
+
+/* ring_join links j, which has no ring node, last on the ring of head (giving head a node if it
+ * has none). Returns 0 or -1 when out of memory (nothing changed). */
+static int ring_join(struct engine *e, struct job *head, struct job *j)
+{
+    struct ring_node *h = ring_of(e, head), *r;
+    int fresh = h == NULL;
+    if (fresh && (h = ring_new(e, head)) == NULL)
+        return -1;
+    if ((r = ring_new(e, j)) == NULL) {
+        if (fresh)
+            ring_free(e, h);
+        return -1;
+    }
+    list_push_back(&h->link, &r->link); /* the newest, last */
+    return 0;
+}
+
 /* unique_link adds j (not yet in the index) to the unique index: its unique's head, or the
  * newest of its ring. Returns 0, or -1 when out of memory (j is then not in the index). */
 static int unique_link(struct engine *e, struct job *j)
 {
     if (!has_unique_entry(j))
         return 0;
-    struct job *head = is_dash(job_unique(j), j->unique_len)
-                           ? NULL
-                           : job_find_unique_any(e, job_unique(j), j->unique_len);
-    if (head == NULL && !is_dash(job_unique(j), j->unique_len))
-        j->flags |= JOB_UHEAD;
-    if (hmap_insert(&e->jobs_by_unique, j, job_unique_hash(e, j)) != 0) {
+    struct job *head = NULL;
+    uint64_t h = 0;
+    if (!is_dash(job_unique(j), j->unique_len)) {
+        if (!memo_find(e, job_unique(j), j->unique_len, &h, &head)) {
+            h = any_hash(e, job_unique(j), j->unique_len); /* hashed once: the head's key */
+            head = find_head(e, job_unique(j), j->unique_len, h);
+        }
+        if (head == NULL)
+            j->flags |= JOB_UHEAD;
+    }
+    if (!(j->flags & JOB_UHEAD))
+        h = job_unique_hash(e, j);
+    if (head != NULL && ring_join(e, head, j) != 0)
+        return -1;
+    if (hmap_insert(&e->jobs_by_unique, j, h) != 0) {
         j->flags &= (uint8_t)~JOB_UHEAD;
+        if (head != NULL)
+            ring_free(e, ring_of(e, j));
         return -1;
     }
-    if (head != NULL)
-        list_push_back(&head->unode, &j->unode); /* the newest, last */
+    unique_changed();
     return 0;
 }
 
@@ -213,26 +340,31 @@ static void unique_unlink(struct engine *e, struct job *j)
     if (!has_unique_entry(j))
         return;
     uint64_t h = job_unique_hash(e, j);
-    if (!(j->flags & JOB_UHEAD) || list_empty(&j->unode)) {
+    struct ring_node *r = ring_of(e, j);
+    unique_changed();
+    if (!(j->flags & JOB_UHEAD) || r == NULL) {
         hmap_remove(&e->jobs_by_unique, j, h);
     } else {
-        struct job *next = container_of(j->unode.next, struct job, unode);
+        struct job *next = container_of(r->link.next, struct ring_node, link)->job;
         hmap_remove(&e->jobs_by_unique, next, job_unique_hash(e, next));
         hmap_replace(&e->jobs_by_unique, j, next, h);
         next->flags |= JOB_UHEAD;
     }
     j->flags &= (uint8_t)~JOB_UHEAD;
-    list_del(&j->unode);
+    if (r != NULL)
+        ring_free(e, r);
 }
 
 int job_check_uniques(const struct engine *e, char *err, size_t errlen)
 {
-    size_t entries = 0, ringed = 0, members = 0;
+    size_t entries = 0, ringed = 0, members = 0, rings = 0;
     struct hmap_iter it;
     hmap_iter_init(&it, &e->jobs_by_id);
     for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+        if (j->flags & JOB_RING)
+            rings++;
         if (!has_unique_entry(j)) {
-            if (list_linked(&j->unode) || (j->flags & JOB_UHEAD))
+            if (ring_of(e, j) != NULL || (j->flags & (JOB_UHEAD | JOB_RING)))
                 return engine_check_fail(err, errlen, "job %" PRIu64 " without a unique is in "
                                          "a ring", j->id);
             continue;
@@ -245,7 +377,7 @@ int job_check_uniques(const struct engine *e, char *err, size_t errlen)
             return engine_check_fail(err, errlen, "job %" PRIu64 " not found by its function "
                                      "and unique", j->id);
         if (is_dash(job_unique(j), j->unique_len)) {
-            if (list_linked(&j->unode) || (j->flags & JOB_UHEAD))
+            if (ring_of(e, j) != NULL || (j->flags & (JOB_UHEAD | JOB_RING)))
                 return engine_check_fail(err, errlen, "job %" PRIu64 " with the unique - is in "
                                          "a ring", j->id);
             continue;
@@ -258,9 +390,14 @@ int job_check_uniques(const struct engine *e, char *err, size_t errlen)
             return engine_check_fail(err, errlen, "job %" PRIu64 " heads a ring but is not "
                                      "found by its unique", j->id);
         members++;
-        list_for_each(n, &j->unode) {
-            const struct job *m = container_of(n, struct job, unode);
-            if ((m->flags & JOB_UHEAD) || !same_unique(m, job_unique(j), j->unique_len) ||
+        const struct ring_node *r = ring_of(e, j);
+        if ((j->flags & JOB_RING) && r == NULL)
+            return engine_check_fail(err, errlen, "job %" PRIu64 " has lost its ring", j->id);
+        if (r == NULL)
+            continue;
+        list_for_each(n, &r->link) {
+            const struct job *m = container_of(n, struct ring_node, link)->job;
+            if ((m->flags & JOB_UHEAD) || !(m->flags & JOB_RING) || !same_unique(m, job_unique(j), j->unique_len) ||
                 job_find_id(e, m->id) != m)
                 return engine_check_fail(err, errlen, "job %" PRIu64 " is in the ring of "
                                          "another unique", m->id);
@@ -270,6 +407,9 @@ int job_check_uniques(const struct engine *e, char *err, size_t errlen)
     if (entries != e->jobs_by_unique.count)
         return engine_check_fail(err, errlen, "%zu jobs have a unique entry, %zu indexed",
                                  entries, e->jobs_by_unique.count);
+    if (rings != e->unique_rings.count)
+        return engine_check_fail(err, errlen, "%zu jobs are in a ring, %zu ring nodes", rings,
+                                 e->unique_rings.count);
     if (members != ringed)
         return engine_check_fail(err, errlen, "%zu jobs have a unique, %zu are in rings", ringed,
                                  members);
@@ -291,12 +431,15 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     size_t dl = ulen + rlen + dlen;
     if (dl > UINT32_MAX)
         return NULL;
-    struct job *j = malloc(sizeof *j + sizeof(struct blob) + dl);
+    /* a small job in a slab block sized to 8 bytes (no malloc header, no 16-byte rounding) */
+    size_t size = sizeof(struct job) + sizeof(struct blob) + dl;
+    int slab = size <= SLAB_MAX;
+    struct job *j = slab ? slab_alloc(size) : malloc(size);
     if (j == NULL)
         return NULL;
     memset(j, 0, sizeof *j);
     struct blob *b = job_blob(j);
-    blob_embed(b, (uint32_t)sizeof *j, (uint32_t)dl);
+    blob_embed(b, (uint32_t)sizeof *j | (slab ? BLOB_SLAB : 0), (uint32_t)dl);
     if (ulen)
         memcpy(b->data, u, ulen);
     if (rlen)
@@ -314,14 +457,12 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     j->id = id ? id : e->next_id++;
     if (hmap_insert(&e->jobs_by_id, j, hmap_mix64(j->id)) != 0)
         goto fail;
-    list_node_init(&j->unode);
     if (unique_link(e, j) != 0) {
         hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
         goto fail;
     }
     /* handle-number order: a new job goes last; only a restored one may need a short walk */
     list_node_init(&j->qnode);
-    list_node_init(&j->waiters);
     struct list_node *after = e->jobs.prev;
     while (after != &e->jobs && (container_of(after, struct job, anode)->state == JOB_MARKER ||
                                  container_of(after, struct job, anode)->id > j->id))
@@ -331,7 +472,7 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     e->job_bytes += job_size(j);
     return j;
 fail:
-    free(j);
+    blob_unref(b); /* frees the job */
     return NULL;
 }
 
@@ -359,13 +500,20 @@ int job_add_waiter(struct job *j, struct peer *client, struct list_node *list)
         return -1;
     w->job = j;
     w->client = client;
-    list_push_front(&j->waiters, &w->jnode);
+    if (j->waiters == NULL)
+        list_node_init(&w->jnode);
+    else
+        list_insert_after(j->waiters->jnode.prev, &w->jnode); /* before the newest */
+    j->waiters = w; /* the newest first */
     list_push_front(list, &w->pnode);
     return 0;
 }
 
 void job_remove_waiter(struct waiter *w)
 {
+    struct job *j = w->job;
+    if (j->waiters == w)
+        j->waiters = w->jnode.next == &w->jnode ? NULL : waiter_of(w->jnode.next);
     list_del(&w->jnode);
     list_del(&w->pnode);
     free(w);
@@ -374,9 +522,64 @@ void job_remove_waiter(struct waiter *w)
 uint32_t job_nwaiters(const struct job *j)
 {
     uint32_t n = 0;
-    list_for_each(it, &j->waiters)
+    job_for_each_waiter(w, j)
         n++;
     return n;
+}
+
+/* struct job_status is a job's last WORK_STATUS (engine->job_status). */
+struct job_status {
+    const struct job *job; /* the job */
+    uint32_t num;          /* numerator */
+    uint32_t den;          /* denominator */
+};
+
+/* status_find returns j's entry in engine->job_status, or NULL. */
+static struct job_status *status_find(const struct engine *e, const struct job *j)
+{
+    if (!(j->flags & JOB_STATUS))
+        return NULL;
+    struct hmap_probe pr;
+    for (struct job_status *s = hmap_first(&e->job_status, hmap_mix64((uintptr_t)j), &pr);
+         s != NULL; s = hmap_next(&pr)) {
+        if (s->job == j)
+            return s;
+    }
+    return NULL;
+}
+
+int job_set_status(struct engine *e, struct job *j, uint32_t num, uint32_t den)
+{
+    struct job_status *s = status_find(e, j);
+    if (num == 0 && den == 0) {
+        if (s != NULL) {
+            hmap_remove(&e->job_status, s, hmap_mix64((uintptr_t)j));
+            free(s);
+            j->flags &= (uint8_t)~JOB_STATUS;
+        }
+        return 0;
+    }
+    if (s == NULL) {
+        s = malloc(sizeof *s);
+        if (s == NULL)
+            return -1;
+        s->job = j;
+        if (hmap_insert(&e->job_status, s, hmap_mix64((uintptr_t)j)) != 0) {
+            free(s);
+            return -1;
+        }
+        j->flags |= JOB_STATUS;
+    }
+    s->num = num;
+    s->den = den;
+    return 0;
+}
+
+void job_status(const struct engine *e, const struct job *j, uint32_t *num, uint32_t *den)
+{
+    const struct job_status *s = status_find(e, j);
+    *num = s != NULL ? s->num : 0;
+    *den = s != NULL ? s->den : 0;
 }
 
 void job_detach(struct engine *e, struct job *j)
@@ -477,7 +680,7 @@ void job_cancel(struct engine *e, struct job *j)
     }
     /* the worker finishes it; its results then go nowhere and it is never retried */
     while (job_has_waiters(j))
-        job_remove_waiter(waiter_of(j->waiters.next));
+        job_remove_waiter(j->waiters);
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);
     j->flags &= (uint8_t)~(JOB_STORED | JOB_BACKGROUND);
@@ -513,7 +716,9 @@ void job_free(struct engine *e, struct job *j)
     if ((j->flags & JOB_LIFE) && e->ext.life_freed != NULL)
         e->ext.life_freed(e, j);
     while (job_has_waiters(j))
-        job_remove_waiter(waiter_of(j->waiters.next));
+        job_remove_waiter(j->waiters);
+    if (j->flags & JOB_STATUS)
+        job_set_status(e, j, 0, 0);
     e->njobs--;
     e->job_bytes -= job_size(j);
     blob_unref(job_blob(j)); /* frees the job too, unless a write still holds the payload */

@@ -45,13 +45,16 @@ enum {
     JOB_EXT = 1u << 2,        /* has side state of a feature of engine.ext (job_freed is called) */
     JOB_UHEAD = 1u << 3,      /* the oldest live job with its unique (engine->jobs_by_unique) */
     JOB_LIFE = 1u << 4,       /* has a per-job timeout or time to live (engine.ext.life_*) */
+    JOB_RING = 1u << 6,       /* shares its unique with a live job of another function: has a
+                                 node in engine->unique_rings (job.c) */
+    JOB_STATUS = 1u << 7,     /* has a WORK_STATUS entry in engine->job_status (job_set_status) */
 };
 
 /* struct waiter links one foreground submit to its job (a client may have several). */
 struct waiter {
     struct job *job;      /* the job waited on */
     struct peer *client;  /* the client connection (opaque: handed to the sink) */
-    struct list_node jnode; /* the job's list of waiters (job.waiters), newest first */
+    struct list_node jnode; /* the ring of the job's waiters, newest (job.waiters) first */
     struct list_node pnode; /* the client's list of waiters (job_add_waiter), newest first */
     uint64_t status_slot; /* the client's unsent WORK_STATUS of this job (outq_put_slot), or 0 */
 };
@@ -66,15 +69,11 @@ struct job {
                                  markers of 'show jobs' listings) */
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
-    struct list_node waiters; /* foreground clients attached (waiter.jnode), newest first */
-    struct list_node unode;   /* the ring of the live jobs of every function with its unique,
-                                 oldest first from the JOB_UHEAD one; alone (linked to itself)
-                                 for the uniques "" and "-" */
+    struct waiter *waiters;   /* foreground clients attached: the newest, first of the ring
+                                 waiter.jnode; NULL when none (job_for_each_waiter) */
     struct worker *worker;    /* the worker running it, or NULL */
     double since;             /* engine_now when it last became ready (JOB_READY) or was
                                  assigned (JOB_RUNNING): queue wait and run time */
-    uint32_t num;             /* last WORK_STATUS numerator */
-    uint32_t den;             /* last WORK_STATUS denominator */
     uint32_t timer;           /* heap position: due time (JOB_FUTURE), CAN_DO_TIMEOUT or job
                                  timeout deadline (JOB_RUNNING), time to live (JOB_READY with
                                  JOB_LIFE) */
@@ -204,14 +203,32 @@ static inline struct waiter *waiter_of_pnode(const struct list_node *n)
 
 /* job_has_waiters reports whether any foreground client waits on j; job_many_waiters whether
  * two or more do. O(1). */
-static inline int job_has_waiters(const struct job *j) { return !list_empty(&j->waiters); }
+static inline int job_has_waiters(const struct job *j) { return j->waiters != NULL; }
 static inline int job_many_waiters(const struct job *j)
 {
-    return job_has_waiters(j) && j->waiters.next->next != &j->waiters;
+    return j->waiters != NULL && j->waiters->jnode.next != &j->waiters->jnode;
 }
+
+/* job_next_waiter returns the waiter after w in j's ring, or NULL after the oldest. */
+static inline struct waiter *job_next_waiter(const struct job *j, const struct waiter *w)
+{
+    return w->jnode.next == &j->waiters->jnode ? NULL : waiter_of(w->jnode.next);
+}
+
+/* job_for_each_waiter walks j's waiters (struct waiter *w), newest first. The body must not
+ * remove one. */
+#define job_for_each_waiter(w, j) \
+    for (struct waiter *w = (j)->waiters; w != NULL; w = job_next_waiter((j), w))
 
 /* job_nwaiters counts the foreground clients attached to j. */
 uint32_t job_nwaiters(const struct job *j);
+
+/* job_set_status records a worker's WORK_STATUS numerator and denominator for j (a side table:
+ * few jobs ever get one); 0/0 forgets it. Returns 0, or -1 when out of memory (then j reads 0/0). */
+int job_set_status(struct engine *e, struct job *j, uint32_t num, uint32_t den);
+
+/* job_status reads j's last WORK_STATUS into num and den (0 and 0 without one). O(1) expected. */
+void job_status(const struct engine *e, const struct job *j, uint32_t *num, uint32_t *den);
 
 /* job_detach takes j out of its ready queue, the timer heap or its worker's running list, into
  * JOB_LIMBO, keeping the function's counters right. */

@@ -348,7 +348,7 @@ void worker_gone(struct engine *e, struct worker *w)
 void worker_requeue(struct engine *e, struct job *j)
 {
     job_detach(e, j);
-    j->num = j->den = 0;
+    job_set_status(e, j, 0, 0);
     if (!job_has_waiters(j) && !(j->flags & JOB_BACKGROUND)) {
         func_count(e, j->func, JOB_EV_ABANDONED, j->prio);
         job_log(e, j, "abandoned: no client waits");

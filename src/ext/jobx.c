@@ -277,7 +277,7 @@ int jobx_job_failed(struct engine *e, struct job *j, const char *err, size_t len
     r->last_failed = now;
     jobx_set_error(e, r, err, len);
     job_detach(e, j);
-    j->num = j->den = 0;
+    job_set_status(e, j, 0, 0);
     if (r->attempts <= p->count) {
         double at = now + jobx_delay(p, r->attempts, uniform(x));
         if (job_defer(e, j, at) == 0) {
@@ -305,7 +305,7 @@ int jobx_bury(struct engine *e, struct job *j, const char *err, size_t len)
     r->last_failed = now;
     jobx_set_error(e, r, err, len);
     job_detach(e, j);
-    j->num = j->den = 0;
+    job_set_status(e, j, 0, 0);
     bury(e, x, j, r);
     return 0;
 }

@@ -305,7 +305,7 @@ static void life_expired(struct engine *e, struct job *j)
     if (job_has_waiters(j)) {
         e->sink.job_failed(e, j); /* WORK_FAIL to its foreground clients */
         while (job_has_waiters(j))
-            job_remove_waiter(waiter_of(j->waiters.next));
+            job_remove_waiter(j->waiters);
     }
     if (!(j->flags & JOB_BACKGROUND) || e->cfg->expired_drop) {
         job_log(e, j, "expired: dropped");

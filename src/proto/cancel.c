@@ -30,8 +30,8 @@ int cancel_option(struct peer *p, const struct pb_packet *pkt)
 /* waits_on reports whether client p is among j's waiters. O(j's waiters). */
 static int waits_on(const struct job *j, const struct peer *p)
 {
-    list_for_each(it, &j->waiters) {
-        if (waiter_of(it)->client == p)
+    job_for_each_waiter(w, j) {
+        if (w->client == p)
             return 1;
     }
     return 0;

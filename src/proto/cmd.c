@@ -235,8 +235,10 @@ static void send_status(struct peer *p, const struct pb_packet *pkt, const struc
     if (j != NULL) {
         known = "1";
         running = j->state == JOB_RUNNING ? "1" : "0";
-        snprintf(num, sizeof num, "%u", j->num);
-        snprintf(den, sizeof den, "%u", j->den);
+        uint32_t n, d;
+        job_status(p->eng, j, &n, &d);
+        snprintf(num, sizeof num, "%u", n);
+        snprintf(den, sizeof den, "%u", d);
         snprintf(clients, sizeof clients, "%u", job_nwaiters(j));
     }
     struct proto_arg a[6] = {{pkt->arg[0], pkt->len[0]}, {known, 1}, {running, 1},
@@ -428,15 +430,13 @@ static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
         args[i] = (struct proto_arg){pkt->arg[i], pkt->len[i]};
     if (cmd == CMD_WORK_STATUS) {
         /* a client that has not read the last status gets this one instead (peer_send_status) */
-        list_for_each(it, &j->waiters) {
-            struct waiter *w = waiter_of(it);
+        job_for_each_waiter(w, j) {
             peer_send_status(w->client, args, n, &w->status_slot);
         }
         return;
     }
     if (!pkt->info->has_data) {
-        list_for_each(it, &j->waiters) {
-            struct waiter *w = waiter_of(it);
+        job_for_each_waiter(w, j) {
             peer_send(w->client, cmd, args, n);
         }
         return;
@@ -444,8 +444,7 @@ static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
     if (job_many_waiters(j) && pkt->data_len >= OUTQ_SHARE_MIN) {
         struct blob *b = blob_from(pkt->data, pkt->data_len);
         if (b != NULL) {
-            list_for_each(it, &j->waiters) {
-                struct waiter *w = waiter_of(it);
+            job_for_each_waiter(w, j) {
                 peer_send_ref(w->client, cmd, args, n, b, 0, b->len);
             }
             blob_unref(b);
@@ -453,8 +452,7 @@ static void forward(struct job *j, uint32_t cmd, const struct pb_packet *pkt)
         }
     }
     args[n] = (struct proto_arg){pkt->data, pkt->data_len};
-    list_for_each(it, &j->waiters) {
-        struct waiter *w = waiter_of(it);
+    job_for_each_waiter(w, j) {
         peer_send(w->client, cmd, args, n + 1);
     }
 }
@@ -477,8 +475,8 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     enum job_event ev = JOB_EV_COMPLETED;
     switch (pkt->cmd) {
     case CMD_WORK_STATUS:
-        j->num = parse_u32(pkt->arg[1], pkt->len[1]);
-        j->den = parse_u32(pkt->arg[2], pkt->len[2]);
+        job_set_status(e, j, parse_u32(pkt->arg[1], pkt->len[1]),
+                       parse_u32(pkt->arg[2], pkt->len[2]));
         forward(j, CMD_WORK_STATUS, pkt);
         return;
     case CMD_WORK_DATA:
@@ -493,8 +491,7 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     case CMD_WORK_EXCEPTION: {
         ev = JOB_EV_EXCEPTION;
         struct proto_arg a[2] = {{pkt->arg[0], pkt->len[0]}, {pkt->data, pkt->data_len}};
-        list_for_each(it, &j->waiters) {
-            struct waiter *w = waiter_of(it);
+        job_for_each_waiter(w, j) {
             if (w->client->flags & PEER_EXCEPTIONS)
                 peer_send(w->client, CMD_WORK_EXCEPTION, a, 2);
             else
@@ -615,8 +612,7 @@ static void sink_job_failed(struct engine *e, const struct job *j)
 {
     char h[JOB_HANDLE_BUF];
     struct proto_arg a = {h, job_handle(e, j, h)};
-    list_for_each(it, &j->waiters) {
-        const struct waiter *w = waiter_of(it);
+    job_for_each_waiter(w, j) {
         peer_send(w->client, CMD_WORK_FAIL, &a, 1);
     }
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "slab.h"
+
 struct blob *blob_new(size_t cap)
 {
     if (cap > UINT32_MAX)
@@ -36,6 +38,10 @@ void blob_unref(struct blob *b)
     if (b == NULL)
         return;
     assert(b->refs > 0);
-    if (--b->refs == 0)
+    if (--b->refs != 0)
+        return;
+    if (b->base & BLOB_SLAB)
+        slab_free((char *)b - (b->base & ~BLOB_SLAB));
+    else
         free((char *)b - b->base);
 }

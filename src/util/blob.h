@@ -16,9 +16,13 @@ struct blob {
     uint32_t refs; /* owners; freed when it drops to 0 */
     uint32_t len;  /* bytes in use */
     uint32_t cap;  /* bytes allocated after the header */
-    uint32_t base; /* offset of the header from the start of its allocation (0 unless embedded) */
+    uint32_t base; /* offset of the header from the start of its allocation (0 unless embedded),
+                      with BLOB_SLAB set when the allocation came from slab_alloc */
     char data[];   /* the bytes */
 };
+
+/* BLOB_SLAB in blob.base: the allocation is freed with slab_free (slab.h), not free. */
+#define BLOB_SLAB 0x80000000u
 
 /* blob_new allocates a blob with room for cap bytes, len 0 and one reference; NULL on failure. */
 struct blob *blob_new(size_t cap);
@@ -27,7 +31,7 @@ struct blob *blob_new(size_t cap);
 struct blob *blob_from(const void *p, size_t n);
 
 /* blob_embed initialises a blob header placed base bytes into a larger allocation; the whole
- * allocation is freed when the last reference goes. */
+ * allocation is freed when the last reference goes (base | BLOB_SLAB: with slab_free). */
 static inline void blob_embed(struct blob *b, uint32_t base, uint32_t cap)
 {
     b->refs = 1;

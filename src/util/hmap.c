@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define HMAP_STEP 128 /* old slots moved per insert or removal during a rebuild, at least */
 #define REMOVED 1u    /* the tag of a removed slot (it has no object) */
@@ -246,13 +247,37 @@ void hmap_free(struct hmap *m)
     hmap_init(m);
 }
 
+/* load64 / load32 read unaligned little words (in the host's order: hashes never leave the
+ * process). */
+static inline uint64_t load64(const unsigned char *b)
+{
+    uint64_t w;
+    memcpy(&w, b, sizeof w);
+    return w;
+}
+
+static inline uint64_t load32(const unsigned char *b)
+{
+    uint32_t w;
+    memcpy(&w, b, sizeof w);
+    return w;
+}
+
 uint64_t hmap_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
+    /* eight bytes a step, each folded in by a multiply and a shift; the 1 to 7 left over read as
+     * two overlapping words (or three bytes), the length mixed in, the whole finished by
+     * hmap_mix64: about 4 instructions a word where FNV-1a took 4 a byte */
     const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull ^ seed;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
+    uint64_t h = seed ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull);
+    for (; n >= 8; b += 8, n -= 8) {
+        h = (h ^ load64(b)) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
     }
+    if (n >= 4)
+        h ^= (load32(b) | load32(b + n - 4) << 32) * 0x94d049bb133111ebull;
+    else if (n > 0)
+        h ^= ((uint64_t)b[0] | (uint64_t)b[n / 2] << 8 | (uint64_t)b[n - 1] << 16) *
+             0x94d049bb133111ebull;
     return hmap_mix64(h);
 }

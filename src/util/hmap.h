@@ -91,7 +91,7 @@ void *hmap_iter_next(struct hmap_iter *it);
 /* hmap_free frees the slot arrays (not the objects). */
 void hmap_free(struct hmap *m);
 
-/* hmap_hash_bytes hashes n bytes (64-bit FNV-1a mixed with a seed). */
+/* hmap_hash_bytes hashes n bytes with a seed (a word at a time, finished by hmap_mix64). */
 uint64_t hmap_hash_bytes(const void *p, size_t n, uint64_t seed);
 
 /* hmap_mix64 scrambles an integer key into a well-distributed hash. */

@@ -67,8 +67,8 @@ struct Core {
             [](engine *e, peer *w) { self(e)->note("no_job " + self(e)->name(w)); },
             [](engine *e, const job *j) {
                 string s = "failed " + job_payload_str(j);
-                list_for_each(it, &j->waiters)
-                    s += " " + self(e)->name(waiter_of(it)->client);
+                job_for_each_waiter(w, j)
+                    s += " " + self(e)->name(w->client);
                 self(e)->note(s);
             },
             [](const engine *e, const peer *p) {
