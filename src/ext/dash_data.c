@@ -203,7 +203,8 @@ struct row {
     double key;
 };
 
-static int sort_desc; /* the direction of the sort in progress (the loop is single-threaded) */
+static int sort_desc;    /* the direction of the sort in progress (the loop is single-threaded) */
+static int sort_by_name; /* the sort in progress is by name */
 
 static int name_cmp(const struct func *a, const struct func *b)
 {
@@ -215,10 +216,10 @@ static int name_cmp(const struct func *a, const struct func *b)
 static int row_cmp(const void *pa, const void *pb)
 {
     const struct row *a = pa, *b = pb;
-    int c = (a->key > b->key) - (a->key < b->key);
-    if (c == 0)
-        c = name_cmp(a->f, b->f);
-    return sort_desc ? -c : c;
+    int c = sort_by_name ? name_cmp(a->f, b->f) : (a->key > b->key) - (a->key < b->key);
+    if (sort_desc)
+        c = -c;
+    return c != 0 ? c : name_cmp(a->f, b->f); /* ties by name, always ascending */
 }
 
 /* contains reports whether name[0..len) holds pat (ASCII case ignored). */
@@ -331,6 +332,7 @@ int dash_json_overview(const struct engine *e, double now, const struct dash_que
         n++;
     }
     sort_desc = q->desc;
+    sort_by_name = q->sort == DASH_SORT_NAME;
     qsort(rows, n, sizeof *rows, row_cmp);
     size_t limit = q->limit < 1 ? 1 : q->limit > DASH_PAGE_MAX ? DASH_PAGE_MAX : q->limit;
     struct out o = out_init(b, max);

@@ -280,14 +280,13 @@ const charts = {
 
 // chart draws series (name, values; null: no value) against times t as an SVG line chart.
 function chart(title, t, series, fmt) {
-  const W = 600, H = 160, L = 56, B = 18;
+  const W = 600, H = 200, L = 64, B = 20;
   let max = 0;
   for (const [, v] of series) for (const x of v) if (x !== null && x > max) max = x;
   if (max <= 0) max = 1;
   const t1 = t.length ? t[t.length - 1] : 0, t0 = t1 - 900;
   const X = (x) => L + (x - t0) / 900 * (W - L - 4), Y = (y) => 4 + (1 - y / max) * (H - B - 8);
-  const g = svg("svg", {viewBox: "0 0 " + W + " " + H, class: "chart", role: "img",
-                        preserveAspectRatio: "none"});
+  const g = svg("svg", {viewBox: "0 0 " + W + " " + H, class: "chart", role: "img"});
   const ti = svg("title");
   ti.textContent = title + ": latest " + series.map(([n, v]) => n + " " + fmt(v.length ? v[v.length - 1] : null)).join(", ");
   g.append(ti);
