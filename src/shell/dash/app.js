@@ -261,7 +261,7 @@ const overview = {
 const charts = {
   render(main) {
     main.append(el("h2", {text: "Charts"}),
-                el("p", {class: "muted", text: "The last 15 minutes, one sample a second, kept by the server."}));
+                el("p", {class: "muted", text: "Up to the last 15 minutes, one sample a second, kept by the server."}));
     this.box = el("div", {class: "charts"});
     main.append(this.box);
   },
@@ -284,8 +284,10 @@ function chart(title, t, series, fmt) {
   let max = 0;
   for (const [, v] of series) for (const x of v) if (x !== null && x > max) max = x;
   if (max <= 0) max = 1;
-  const t1 = t.length ? t[t.length - 1] : 0, t0 = t1 - 900;
-  const X = (x) => L + (x - t0) / 900 * (W - L - 4), Y = (y) => 4 + (1 - y / max) * (H - B - 8);
+  // the time axis spans the history kept (15 minutes once the server has run that long)
+  const t1 = t.length ? t[t.length - 1] : 0;
+  const span = Math.min(900, Math.max(60, t.length ? t1 - t[0] : 0)), t0 = t1 - span;
+  const X = (x) => L + (x - t0) / span * (W - L - 4), Y = (y) => 4 + (1 - y / max) * (H - B - 8);
   const g = svg("svg", {viewBox: "0 0 " + W + " " + H, class: "chart", role: "img"});
   const ti = svg("title");
   ti.textContent = title + ": latest " + series.map(([n, v]) => n + " " + fmt(v.length ? v[v.length - 1] : null)).join(", ");
@@ -299,7 +301,7 @@ function chart(title, t, series, fmt) {
   };
   lab(L - 4, 12, fmt(max), "end");
   lab(L - 4, H - B, "0", "end");
-  lab(L, H - 4, "−15 min", "start");
+  lab(L, H - 4, "−" + (span >= 120 ? Math.round(span / 60) + " min" : Math.round(span) + " s"), "start");
   lab(W - 2, H - 4, "now", "end");
   series.forEach(([, v], k) => {
     let d = "", pen = false;
