@@ -306,6 +306,7 @@ function chart(title, t, series, fmt) {
   series.forEach(([, v], k) => {
     let d = "", pen = false;
     v.forEach((y, i) => {
+      if (i > 0 && t[i] - t[i - 1] > 3) pen = false; // no samples meanwhile (a stopped server)
       if (y === null) { pen = false; return; }
       d += (pen ? "L" : "M") + X(t[i]).toFixed(1) + " " + Y(y).toFixed(1);
       pen = true;
