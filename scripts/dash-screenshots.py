@@ -88,7 +88,6 @@ a = Conn(addr)
 a.admin("retry thumbnail 1 0\n")
 a.admin("schedule add nightly-report 0 3 * * * report --priority low {\"day\":1}\n")
 a.admin("schedule add cleanup @every 15m cleanup-tmp --unique cleanup {}\n")
-a.admin("maxqueue resize 0 5000 0\n")
 threads = [threading.Thread(target=worker, args=(b"resizer-%d" % i, [b"resize"], 0.004))
            for i in range(3)]
 threads += [threading.Thread(target=worker, args=(b"mailer", [b"send-mail"], 0.02)),
@@ -102,6 +101,8 @@ c = Conn(addr)
 c.send_packet(SUBMIT_JOB_BG, b"extract", b"batch-42", b"x")
 h = c.expect(JOB_CREATED)
 a.admin("submit load --after %s --unique load-42 -- {}\n" % h.decode())
+time.sleep(2)
+a.admin("maxqueue resize 0 5000 0\n")  # (the function exists now)
 time.sleep(seconds)
 
 opts = Options()

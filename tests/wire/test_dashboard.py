@@ -434,3 +434,22 @@ def test_narrow_window_and_keyboard(dash_factory, browser, tmp_path):
     wait_dom(browser, lambda b: "1 of 1" in b.find_element(By.TAG_NAME, "caption").text,
              "the filtered table")
     shot(browser, tmp_path, "narrow")
+
+
+@browser_only
+def test_the_page_stays_live_within_the_http_limits(dash_factory, browser):
+    """--http-max-connections, --http-idle-timeout and --http-request-timeout small: the
+    browser's kept-alive connections are closed under it between refreshes, and the page
+    goes on refreshing."""
+    d = dash_factory("--http-max-connections=4", "--http-idle-timeout=1",
+                     "--http-request-timeout=2")
+    c = d.server.connect()
+    submit(c, b"limited")
+    browser.get(d.url + "/")
+    wait_dom(browser, lambda b: (row_cells(b, "limited") or {}).get("queued") == "1", "1 queued")
+    for n in (2, 3):  # each change is seen after an idle close of the previous connection
+        time.sleep(1.5)
+        submit(c, b"limited")
+        wait_dom(browser, lambda b: (row_cells(b, "limited") or {}).get("queued") == str(n),
+                 "%d queued" % n)
+    assert "Live" in browser.find_element(By.ID, "conn").text
