@@ -538,7 +538,8 @@ static int schedule_row(void *arg, const struct recur_view *v)
     struct sched_list *l = arg;
     const struct schedule *s = v->s;
     item(l->o, &l->first,
-         json_pack("{sosssosIsIsIsoss}", "name", jtext(s->name, strlen(s->name)), "spec", s->spec,
+         json_pack("{sosososIsIsIsoss}", "name", jtext(s->name, strlen(s->name)), "spec",
+                   jtext(s->spec, strlen(s->spec)),
                    "function", jtext(s->func, strlen(s->func)), "next", (json_int_t)v->next,
                    "runs", (json_int_t)v->runs, "last", (json_int_t)v->last, "unique",
                    jtext(s->unique, strlen(s->unique)), "priority",

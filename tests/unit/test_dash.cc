@@ -180,4 +180,14 @@ TEST_F(DashTest, FunctionDetailAndMissingThings)
     v = doc([&](buf *b) { return dash_json_schedules(&sh.eng, b, 0); });
     EXPECT_EQ(json_array_size(json_object_get(v, "schedules")), 0u);
     json_decref(v);
+    char err[256];
+    const char *text = "s<1> @every 1h f\xff p";
+    ASSERT_EQ(recur_add(&sh.eng, text, strlen(text), 0, err, sizeof err), RECUR_ADDED) << err;
+    v = doc([&](buf *b) { return dash_json_schedules(&sh.eng, b, 0); });
+    json_t *s0 = json_array_get(json_object_get(v, "schedules"), 0);
+    EXPECT_STREQ(json_string_value(json_object_get(s0, "name")), "s<1>");
+    EXPECT_STREQ(json_string_value(json_object_get(s0, "spec")), "@every 1h");
+    EXPECT_STREQ(json_string_value(json_object_get(s0, "function")), "f\\xff");
+    EXPECT_EQ(json_integer_value(json_object_get(s0, "runs")), 0);
+    json_decref(v);
 }
