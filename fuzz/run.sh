@@ -39,6 +39,11 @@ cat >"$build/spur_config.h" <<EOF
 #define VERSION PACKAGE_VERSION
 EOF
 
+# The web dashboard's assets, as the build embeds them (src/include.am), for shell/dash.c.
+mkdir -p "$build/src/shell"
+sh "$top/scripts/embed-assets.sh" "$build/src/shell/dash_assets.inc" "$top/src/shell/dash/index.html" \
+    "$top/src/shell/dash/app.js" "$top/src/shell/dash/app.css"
+
 # Headers that pull in libev, directly or through another src header, until nothing changes.
 ev_headers=$(cd "$top/src" && for h in */*.h; do grep -q '#include <ev.h>' "$h" && basename "$h"; done || true)
 while :; do

@@ -17,7 +17,7 @@
 set -e
 BUILD="build-essential autoconf automake libtool pkg-config libev-dev libjansson-dev libsqlite3-dev libsystemd-dev libmicrohttpd-dev libpq-dev libssl-dev"
 QUICKSTART="gearman-tools netcat-openbsd"
-TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist procps debootstrap sqlite3"
+TEST="openssl googletest libgtest-dev python3 python3-pytest prometheus python3-prometheus-client gearman-job-server gearman-tools netcat-openbsd curl clang libclang-rt-14-dev libgearman-client-perl php-cli php-gearman libgearman-dev libgearman-doc libboost-program-options-dev iproute2 postgresql tmux tzdata python3-pytest-xdist procps debootstrap sqlite3 chromium chromium-driver python3-selenium"
 PACKAGE="debhelper dpkg-dev fakeroot lintian systemd gearman-tools python3 procps"
 BENCH="gearman-job-server beanstalkd python3 gnuplot-nox postgresql openssl"
 want="$BUILD"

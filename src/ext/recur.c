@@ -687,3 +687,16 @@ static const struct metrics_row counter_rows[] = {
 
 const struct metrics_table recur_counters = {counter_rows,
                                              sizeof counter_rows / sizeof counter_rows[0]};
+
+void recur_each(const struct engine *e, int (*fn)(void *arg, const struct recur_view *v),
+                void *arg)
+{
+    if (S(e) == NULL)
+        return;
+    list_for_each(it, &S(e)->all) {
+        const struct recur_entry *x = entry_of(it);
+        struct recur_view v = {&x->s, x->owed ? (int64_t)x->key : x->s.next, x->runs, x->last};
+        if (fn(arg, &v) != 0)
+            return;
+    }
+}

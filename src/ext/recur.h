@@ -21,6 +21,7 @@ extern "C" {
 struct engine;
 struct peer;
 struct recur;
+struct schedule;
 
 /* What recur_add says. */
 enum recur_add_result {
@@ -85,6 +86,19 @@ int recur_admin_register(struct engine *e);
 /* recur_check verifies that the heap and the map agree: every schedule in both, at its due
  * time, counted. Returns 0, or -1 with a description in err. O(n). */
 int recur_check(const struct engine *e, char *err, size_t errlen);
+
+/* struct recur_view is one schedule as recur_each shows it (borrowed for the call). */
+struct recur_view {
+    const struct schedule *s; /* its parsed form: name, spec, function, unique, priority */
+    int64_t next;             /* when it fires next (an owed catch-up: when it was owed), -1 never */
+    uint64_t runs;            /* firings since it was added */
+    int64_t last;             /* the last firing, -1 none */
+};
+
+/* recur_each calls fn(arg, v) for every schedule of e, in order of addition (the order of
+ * `schedule list`), until fn returns non-zero. O(schedules). */
+void recur_each(const struct engine *e, int (*fn)(void *arg, const struct recur_view *v),
+                void *arg);
 
 /* recur_format_time writes t (seconds since the epoch) as UTC ISO 8601 ("2026-03-29T01:00:00Z")
  * into out (at least 32 bytes), or "-" for a negative t. Returns out. */

@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "dash.h"
 #include "engine.h"
 #include "acl.h"
 #include "broadcast.h"
@@ -831,6 +832,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             *upload_size = 0;
             return MHD_YES;
         }
+        enum MHD_Result drc;
+        if (dash_answer(h->dash, h->cfg, mc, url, &drc)) /* GET /, /dash/... */
+            return drc;
         const struct http_route *rt = find_route(url);
         if (rt != NULL)
             return answer_page(h, mc, rt);
@@ -970,7 +974,14 @@ struct http *http_new(struct engine *e, const struct config *cfg, char *err, siz
     h->req_gone = req_gone;
     list_node_init(&h->dirty);
     list_node_init(&h->all);
+    h->dash = dash_new(e);
+    if (h->dash == NULL) {
+        snprintf(err, errlen, "out of memory");
+        free(h);
+        return NULL;
+    }
     if (http_mhd_start(h, on_request, on_completed, err, errlen) != 0) {
+        dash_free(h->dash);
         free(h);
         return NULL;
     }
@@ -994,6 +1005,7 @@ void http_destroy(struct http *h)
     http_mhd_stop(h); /* frees the requests (on_completed) */
     while (!list_empty(&h->all))
         req_free(container_of(list_first(&h->all), struct req, anode));
+    dash_free(h->dash);
     free(h);
 }
 

@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "dash.h"
+
 /* arm points the timer at libmicrohttpd's next timeout (at_once: now). */
 static void arm(struct http_ev *w, int at_once)
 {
@@ -41,6 +43,15 @@ static void timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
     arm(w, 0);
 }
 
+/* sample_cb adds a sample to the dashboard's history. */
+static void sample_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct http_ev *w = t->data;
+    dash_tick(w->h->dash);
+}
+
 int http_ev_start(struct http_ev *w, struct http *h, struct ev_loop *loop, char *err,
                   size_t errlen)
 {
@@ -60,6 +71,9 @@ int http_ev_start(struct http_ev *w, struct http *h, struct ev_loop *loop, char 
     ev_io_start(loop, &w->gone_io);
     ev_timer_init(&w->timer, timer_cb, 0., 0.);
     w->timer.data = w;
+    ev_timer_init(&w->sample, sample_cb, 1., 1.);
+    w->sample.data = w;
+    ev_timer_start(loop, &w->sample);
     h->kick = kick;
     h->kick_arg = w;
     return 0;
@@ -72,6 +86,7 @@ void http_ev_stop(struct http_ev *w)
     ev_io_stop(w->loop, &w->mhd_io);
     ev_io_stop(w->loop, &w->gone_io);
     ev_timer_stop(w->loop, &w->timer);
+    ev_timer_stop(w->loop, &w->sample);
     w->h->kick = NULL;
     w->h->kick_arg = NULL;
     w->h = NULL;

@@ -23,6 +23,7 @@ struct http_ev {
     ev_io gone_io;         /* a waiting request's socket hung up, or a kept-alive
                               connection's next request began */
     ev_timer timer;        /* libmicrohttpd's next timeout, or work to do at once (kick) */
+    ev_timer sample;       /* once a second: the dashboard's history (dash_tick) */
 };
 
 /* http_ev_start has loop watch h through w (h's kick is pointed at w). Returns 0, or -1 with a

@@ -26,6 +26,7 @@ struct engine;
 #define HTTP_TEXT_PLAIN "text/plain; charset=utf-8"
 
 struct http;
+struct dash;
 
 /* http_gone_fn handles a disconnect reported on gone_fd for a waiting request (the event's
  * data as the API registered it). */
@@ -50,6 +51,7 @@ struct http {
                                   resumed): whoever runs it (http_ev.c) runs it soon; NULL when
                                   the caller drives it by hand (unit tests, the fuzzer) */
     void *kick_arg;            /* kick's argument */
+    struct dash *dash;         /* the web dashboard (dash.h): GET / and /dash/..., its history */
 };
 
 /* http_log_limit rate-limits the front-end's log lines about clients. */
