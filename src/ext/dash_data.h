@@ -56,9 +56,9 @@ struct dash_query {
 typedef size_t (*dash_marks_fn)(const struct engine *e, const struct func *f, const char **marks,
                                 size_t max);
 
-/* dash_func_marks is the overview's hook for the marks of a function: the flow-control
- * feature (pause, limits: issue 30) sets it where it is attached. NULL: no marks (the
- * column stays empty). */
+/* dash_func_marks is the overview's hook for the marks of a function: features_attach sets it
+ * to flow control's flow_marks ("paused", "limited"). NULL: no marks (the column stays
+ * empty). */
 extern dash_marks_fn dash_func_marks;
 
 /* struct dash_sampler is the history the charts draw, sampled once a second by the shell. */

@@ -5,6 +5,7 @@
 #include "admin.h"
 #include "broadcast.h"
 #include "broadcast_admin.h"
+#include "dash_data.h"
 #include "dump.h"
 #include "engine.h"
 #include "flow.h"
@@ -28,6 +29,7 @@ int features_attach(struct engine *e)
         return -1;
     if (flow_attach(e) != 0) /* flow control: limits, weights, pause */
         return -1;
+    dash_func_marks = flow_marks; /* the dashboard marks paused and limited functions */
     if (lifetime_attach(e) != 0) /* per-job timeouts and times to live (after jobx_store) */
         return -1;
     if (!first)

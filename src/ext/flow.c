@@ -831,3 +831,16 @@ int flow_attach(struct engine *e)
     e->ext.record_each[STORE_REC_FLOW] = record_each;
     return 0;
 }
+
+size_t flow_marks(const struct engine *e, const struct func *f, const char **marks, size_t max)
+{
+    struct flow_settings s;
+    if (f->flow == NULL || !flow_get(e, f->name, f->name_len, &s))
+        return 0;
+    size_t n = 0;
+    if (s.paused && n < max)
+        marks[n++] = "paused";
+    if ((s.concurrency || s.key_concurrency || s.rate.count || s.key_rate.count) && n < max)
+        marks[n++] = "limited";
+    return n;
+}

@@ -98,6 +98,11 @@ int flow_get(const struct engine *e, const char *name, size_t len, struct flow_s
  * applies them again). Returns 0, or -1 with a message in err. */
 int flow_apply_config(struct engine *e, char *err, size_t errlen);
 
+/* flow_marks writes the dashboard's marks of f (dash_data.h's dash_marks_fn): "paused" while
+ * it is paused, "limited" while it has a concurrency, rate or key limit. Returns how many (at
+ * most max). */
+size_t flow_marks(const struct engine *e, const struct func *f, const char **marks, size_t max);
+
 /* flow_held counts the ready jobs of ff's function held back now, by reason: [0] paused, [1] a
  * concurrency limit, [2] a rate limit, [3] a key limit. */
 void flow_held(const struct flow_func *ff, uint32_t held[4]);

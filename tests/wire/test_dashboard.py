@@ -222,6 +222,21 @@ def test_overview_json_is_paged_sorted_and_filtered_over_10000_functions(dash_fa
     assert d.api("overview?limit=100000")["page"]["limit"] == 500  # bounded page
 
 
+def test_overview_marks_paused_and_limited_functions(dash_factory):
+    d = dash_factory()
+    a = d.server.connect()
+    for line in (b"create function plain\n", b"pause held\n", b"limit capped concurrency 2\n"):
+        a.send(line)
+        assert a.read_line(timeout=DEADLINE) == b"OK\r\n"
+    marks = lambda: {f["name"]: f["marks"] for f in d.api("overview?limit=500")["functions"]}
+    poll(lambda: marks().get("capped") == ["limited"], "the limited mark")
+    m = marks()
+    assert m["held"] == ["paused"] and m["plain"] == []
+    a.send(b"resume held\n")
+    assert a.read_line(timeout=DEADLINE) == b"OK\r\n"
+    poll(lambda: "held" not in marks() or marks()["held"] == [], "the paused mark gone")
+
+
 def test_job_lookup_and_waiting_json(dash_factory):
     d = dash_factory()
     c = d.server.connect()
