@@ -11,6 +11,7 @@
 #include "job.h"
 #include "jobx.h"
 #include "log.h"
+#include "meta_text.h"
 #include "store.h"
 #include "store_batch.h"
 
@@ -76,37 +77,6 @@ size_t jobx_meta_write(const struct engine *e, const struct job *j, char *out, s
     return k;
 }
 
-/* find returns the position just after `"key"` and the colon (spaces allowed) in m, or NULL. */
-static const char *find(const char *m, size_t len, const char *key)
-{
-    size_t kl = strlen(key);
-    const char *end = m + len;
-    for (const char *p = m; p + kl + 2 <= end; p++) {
-        if (*p != '"' || memcmp(p + 1, key, kl) != 0 || p[kl + 1] != '"')
-            continue;
-        const char *q = p + kl + 2;
-        while (q < end && (*q == ' ' || *q == '\t'))
-            q++;
-        if (q < end && *q == ':') {
-            q++;
-            while (q < end && (*q == ' ' || *q == '\t'))
-                q++;
-            return q;
-        }
-    }
-    return NULL;
-}
-
-static double number(const char *p, const char *end)
-{
-    char b[40];
-    size_t n = 0;
-    while (p < end && n < sizeof b - 1 && strchr("0123456789.eE+-", *p) != NULL)
-        b[n++] = *p++;
-    b[n] = '\0';
-    return n ? strtod(b, NULL) : 0;
-}
-
 static int hexval(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
@@ -149,7 +119,7 @@ int jobx_meta_read(const char *meta, size_t len, int *failed, uint32_t *attempts
 {
     const char *end = meta + len, *p;
     char st[16];
-    if ((p = find(meta, len, "state")) == NULL)
+    if ((p = meta_find(meta, len, "state")) == NULL)
         return -1;
     size_t sl = string(p, end, st, sizeof st);
     if (sl == 6 && memcmp(st, "failed", 6) == 0)
@@ -158,11 +128,11 @@ int jobx_meta_read(const char *meta, size_t len, int *failed, uint32_t *attempts
         *failed = 0;
     else
         return -1;
-    double a = (p = find(meta, len, "attempts")) != NULL ? number(p, end) : 0;
+    double a = (p = meta_find(meta, len, "attempts")) != NULL ? meta_number(p, end) : 0;
     *attempts = a > 0 && a < 4e9 ? (uint32_t)a : 0;
-    *first_at = (p = find(meta, len, "first_at")) != NULL ? number(p, end) : 0;
-    *last_at = (p = find(meta, len, "last_at")) != NULL ? number(p, end) : 0;
-    *errlen = (p = find(meta, len, "error")) != NULL ? string(p, end, err, cap) : 0;
+    *first_at = (p = meta_find(meta, len, "first_at")) != NULL ? meta_number(p, end) : 0;
+    *last_at = (p = meta_find(meta, len, "last_at")) != NULL ? meta_number(p, end) : 0;
+    *errlen = (p = meta_find(meta, len, "error")) != NULL ? string(p, end, err, cap) : 0;
     return 0;
 }
 
@@ -182,7 +152,7 @@ static void persist(struct engine *e, struct job *j, double due)
  * JOBX_MAX_AFTER); returns how many, -1 when there is none or it is malformed. */
 static int read_after(const char *meta, size_t len, uint64_t *ids)
 {
-    const char *end = meta + len, *p = find(meta, len, "after");
+    const char *end = meta + len, *p = meta_find(meta, len, "after");
     if (p == NULL || p >= end || *p != '[')
         return -1;
     int n = 0;
@@ -248,7 +218,7 @@ static int job_restored(struct engine *e, struct job *j, const char *meta, size_
                         double when)
 {
     (void)when;
-    const char *st = find(meta, len, "state");
+    const char *st = meta_find(meta, len, "state");
     if (st != NULL && meta + len - st >= 9 && memcmp(st, "\"waiting\"", 9) == 0)
         return restore_waiting(e, j, meta, len);
     int failed;

@@ -12,6 +12,7 @@
 #include "job.h"
 #include "jobx.h"
 #include "log.h"
+#include "meta_text.h"
 #include "store.h"
 #include "submit.h"
 
@@ -138,43 +139,11 @@ size_t lifetime_meta_write(const struct engine *e, const struct job *j, char *ou
     return k;
 }
 
-/* key returns the position just after `"name":` (spaces allowed around the colon) in m, or
- * NULL. */
-static const char *key(const char *m, size_t len, const char *name)
-{
-    size_t kl = strlen(name);
-    const char *end = m + len;
-    for (const char *p = m; p + kl + 2 <= end; p++) {
-        if (*p != '"' || memcmp(p + 1, name, kl) != 0 || p[kl + 1] != '"')
-            continue;
-        const char *q = p + kl + 2;
-        while (q < end && *q == ' ')
-            q++;
-        if (q < end && *q == ':') {
-            for (q++; q < end && *q == ' '; q++)
-                ;
-            return q;
-        }
-    }
-    return NULL;
-}
-
-/* number reads the decimal number at p (before end), 0 for none. */
-static double number(const char *p, const char *end)
-{
-    char b[40];
-    size_t n = 0;
-    while (p < end && n < sizeof b - 1 && strchr("0123456789.eE+-", *p) != NULL)
-        b[n++] = *p++;
-    b[n] = '\0';
-    return n ? strtod(b, NULL) : 0;
-}
-
 int lifetime_meta_read(const char *meta, size_t len, uint32_t *timeout_ms, double *expires)
 {
     const char *p, *end = meta + len;
-    double t = (p = key(meta, len, "timeout_ms")) != NULL ? number(p, end) : 0;
-    double x = (p = key(meta, len, "expires_at")) != NULL ? number(p, end) : 0;
+    double t = (p = meta_find(meta, len, "timeout_ms")) != NULL ? meta_number(p, end) : 0;
+    double x = (p = meta_find(meta, len, "expires_at")) != NULL ? meta_number(p, end) : 0;
     *timeout_ms = t >= 1 && t <= UINT32_MAX ? (uint32_t)t : 0;
     *expires = x > 0 && x < 1e12 ? x : 0;
     return *timeout_ms != 0 || *expires > 0;

@@ -12,6 +12,7 @@ extern "C" {
 #include "heap.h"
 #include "hmap.h"
 #include "list.h"
+#include "meta_text.h"
 #include "slab.h"
 }
 
@@ -459,4 +460,24 @@ TEST(Slab, BlobInASlabBlockIsFreedByItsLastReference)
     blob_unref(b);
     EXPECT_EQ(memcmp(b->data, "payload", 7), 0); /* still held */
     blob_unref(b); /* freed through slab_free (ASan reports a wrong free) */
+}
+
+// meta_find finds a key of a stored job's meta object, spaces or tabs around its colon; a key
+// that is only a prefix of another, or a value that looks like the key, is not it.
+TEST(MetaText, FindsKeysAndReadsNumbers)
+{
+    std::string m = "{\"attempts_x\":9,\"attempts\" :\t3,\"s\":\"attempts\",\"at\":1.5e3}";
+    const char *end = m.data() + m.size();
+    const char *p = meta_find(m.data(), m.size(), "attempts");
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(meta_number(p, end), 3);
+    p = meta_find(m.data(), m.size(), "at");
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(meta_number(p, end), 1500);
+    EXPECT_EQ(meta_find(m.data(), m.size(), "missing"), nullptr);
+    EXPECT_EQ(meta_find(m.data(), 5, "attempts_x"), nullptr) << "only within len";
+    std::string nul("\"n\":\0\0", 6); // a NUL where the number should be reads as none
+    p = meta_find(nul.data(), nul.size(), "n");
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(meta_number(p, nul.data() + nul.size()), 0);
 }
