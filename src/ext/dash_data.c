@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "docout.h"
 #include "engine.h"
 #include "func.h"
 #include "job.h"
@@ -24,64 +25,16 @@ static const char *const prio_name[PRIO_COUNT] = {"high", "normal", "low"};
 
 /* ------------------------------------------------------------ output */
 
-/* struct out is a bounded output buffer that remembers its first failure. */
-struct out {
-    struct buf *b; /* where the document goes */
-    size_t start;  /* buf_len(b) before it */
-    size_t max;    /* bytes it may take, 0 = no limit */
-    int err;       /* 0, METRICS_NO_MEMORY or METRICS_TOO_LARGE */
-};
-
-static struct out out_init(struct buf *b, size_t max)
-{
-    struct out o = {b, buf_len(b), max, 0};
-    return o;
-}
-
-static void put(struct out *o, const char *s, size_t n)
-{
-    if (o->err)
-        return;
-    if (o->max != 0 && buf_len(o->b) - o->start + n > o->max)
-        o->err = METRICS_TOO_LARGE;
-    else if (n > 0 && buf_append(o->b, s, n) != 0)
-        o->err = METRICS_NO_MEMORY;
-}
-
-static void puts_(struct out *o, const char *s)
-{
-    put(o, s, strlen(s));
-}
-
-static int dump_cb(const char *s, size_t n, void *arg)
-{
-    struct out *o = arg;
-    put(o, s, n);
-    return o->err ? -1 : 0;
-}
-
-/* dump appends v (taken; NULL means out of memory) as compact JSON. */
-static void dump(struct out *o, json_t *v)
-{
-    if (v == NULL) {
-        if (!o->err)
-            o->err = METRICS_NO_MEMORY;
-        return;
-    }
-    if (!o->err && json_dump_callback(v, dump_cb, o, JSON_COMPACT | JSON_ENCODE_ANY |
-                                                         JSON_REAL_PRECISION(15)) != 0 &&
-        !o->err)
-        o->err = METRICS_NO_MEMORY;
-    json_decref(v);
-}
+/* dump appends v (taken; NULL means out of memory) as compact JSON, reals to 15 digits. */
+static void dump(struct docout *o, json_t *v) { docout_json(o, v, 15); }
 
 /* item appends v as the next item of a list (a comma before all but the first). */
-static void item(struct out *o, int *first, json_t *v)
+static void item(struct docout *o, int *first, json_t *v)
 {
     if (!*first)
-        puts_(o, ",");
+        docout_puts(o, ",");
     *first = 0;
-    dump(o, v);
+    docout_json(o, v, 15);
 }
 
 /* jtext returns the bytes s[0..len) as a JSON string of valid UTF-8 (metrics_sanitize). */
@@ -182,8 +135,8 @@ void dash_sample(struct dash_sampler *s, const struct engine *e, double now)
 
 int dash_json_series(const struct dash_sampler *s, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
-    puts_(&o, "{\"interval\":1,\"samples\":[");
+    struct docout o = docout_init(b, max);
+    docout_puts(&o, "{\"interval\":1,\"samples\":[");
     int first = 1;
     for (size_t i = 0; i < series_len(&s->ring) && !o.err; i++) {
         const struct series_sample *x = series_at(&s->ring, i);
@@ -191,7 +144,7 @@ int dash_json_series(const struct dash_sampler *s, struct buf *b, size_t max)
                                    (json_int_t)x->queued, (json_int_t)x->running,
                                    jreal(x->wait_p99)));
     }
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
@@ -335,17 +288,17 @@ int dash_json_overview(const struct engine *e, double now, const struct dash_que
     sort_by_name = q->sort == DASH_SORT_NAME;
     qsort(rows, n, sizeof *rows, row_cmp);
     size_t limit = q->limit < 1 ? 1 : q->limit > DASH_PAGE_MAX ? DASH_PAGE_MAX : q->limit;
-    struct out o = out_init(b, max);
-    puts_(&o, "{\"server\":");
+    struct docout o = docout_init(b, max);
+    docout_puts(&o, "{\"server\":");
     dump(&o, server_summary(e, now));
-    puts_(&o, ",\"page\":");
+    docout_puts(&o, ",\"page\":");
     dump(&o, json_pack("{sIsIsIsb}", "total", (json_int_t)n, "offset", (json_int_t)q->offset,
                        "limit", (json_int_t)limit, "admin", q->admin != 0));
-    puts_(&o, ",\"functions\":[");
+    docout_puts(&o, ",\"functions\":[");
     int first = 1;
     for (size_t i = q->offset; i < n && i < q->offset + limit && !o.err; i++)
         item(&o, &first, func_row(e, rows[i].f));
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     free(rows);
     return o.err;
 }
@@ -390,7 +343,7 @@ static json_t *policy_of(const struct engine *e, const struct func *f)
 int dash_json_function(const struct engine *e, double now, const char *name, size_t len,
                        struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     const struct func *f = NULL;
     list_for_each(it, &e->func_list) { /* O(functions), as the overview */
         const struct func *g = func_of_anode(it);
@@ -400,18 +353,18 @@ int dash_json_function(const struct engine *e, double now, const char *name, siz
         }
     }
     if (f == NULL) {
-        puts_(&o, "{\"found\":false}\n");
+        docout_puts(&o, "{\"found\":false}\n");
         return o.err;
     }
-    puts_(&o, "{\"found\":true,\"function\":");
+    docout_puts(&o, "{\"found\":true,\"function\":");
     dump(&o, func_row(e, f));
-    puts_(&o, ",\"max_queue\":");
+    docout_puts(&o, ",\"max_queue\":");
     dump(&o, json_pack("{sIsIsI}", "high", (json_int_t)f->max_queue[PRIO_HIGH], "normal",
                        (json_int_t)f->max_queue[PRIO_NORMAL], "low",
                        (json_int_t)f->max_queue[PRIO_LOW]));
-    puts_(&o, ",\"retry\":");
+    docout_puts(&o, ",\"retry\":");
     dump(&o, policy_of(e, f));
-    puts_(&o, ",\"workers\":[");
+    docout_puts(&o, ",\"workers\":[");
     int first = 1;
     size_t k = 0;
     list_for_each(it, &f->workers) {
@@ -420,7 +373,7 @@ int dash_json_function(const struct engine *e, double now, const char *name, siz
             break;
         item(&o, &first, worker_row(e, a->worker, f));
     }
-    puts_(&o, "],\"queue_head\":[");
+    docout_puts(&o, "],\"queue_head\":[");
     first = 1;
     k = 0;
     for (int p = 0; p < PRIO_COUNT && k < DASH_QUEUE_HEAD; p++)
@@ -429,7 +382,7 @@ int dash_json_function(const struct engine *e, double now, const char *name, siz
                 break;
             item(&o, &first, job_row(e, container_of(it, struct job, qnode), now));
         }
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
@@ -455,13 +408,13 @@ int dash_json_failed(const struct engine *e, size_t offset, size_t limit, struct
     const struct jobx *x = jobx_of(e);
     if (limit > DASH_PAGE_MAX)
         limit = DASH_PAGE_MAX;
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     dump(&o, json_pack("{sIsIsI}", "total", (json_int_t)jobx_nfailed(e), "offset",
                        (json_int_t)offset, "limit", (json_int_t)limit));
     if (o.err)
         return o.err;
     b->end--; /* the closing brace, taken back: the rows follow */
-    puts_(&o, ",\"jobs\":[");
+    docout_puts(&o, ",\"jobs\":[");
     int first = 1;
     size_t i = 0;
     if (x != NULL)
@@ -471,7 +424,7 @@ int dash_json_failed(const struct engine *e, size_t offset, size_t limit, struct
             if (i++ >= offset)
                 item(&o, &first, failed_row(e, container_of(it, struct jobx_rec, fnode)));
         }
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
@@ -496,13 +449,13 @@ int dash_json_waiting(const struct engine *e, size_t offset, size_t limit, struc
     const struct jobx *x = jobx_of(e);
     if (limit > DASH_PAGE_MAX)
         limit = DASH_PAGE_MAX;
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     dump(&o, json_pack("{sIsIsI}", "total", (json_int_t)jobx_nwaiting(e), "offset",
                        (json_int_t)offset, "limit", (json_int_t)limit));
     if (o.err)
         return o.err;
     b->end--;
-    puts_(&o, ",\"jobs\":[");
+    docout_puts(&o, ",\"jobs\":[");
     int first = 1;
     size_t i = 0;
     if (x != NULL) {
@@ -521,7 +474,7 @@ int dash_json_waiting(const struct engine *e, size_t offset, size_t limit, struc
                            awaited(e, r)));
         }
     }
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
@@ -529,7 +482,7 @@ int dash_json_waiting(const struct engine *e, size_t offset, size_t limit, struc
 
 /* struct sched_list is dash_json_schedules' walk: the output and whether a row was written. */
 struct sched_list {
-    struct out *o;
+    struct docout *o;
     int first;
 };
 
@@ -549,26 +502,26 @@ static int schedule_row(void *arg, const struct recur_view *v)
 
 int dash_json_schedules(const struct engine *e, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
-    puts_(&o, "{\"schedules\":[");
+    struct docout o = docout_init(b, max);
+    docout_puts(&o, "{\"schedules\":[");
     struct sched_list l = {&o, 1};
     if (!o.err)
         recur_each(e, schedule_row, &l);
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
 int dash_json_job(const struct engine *e, double now, const char *key, size_t len, int by_unique,
                   struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     const struct job *j = by_unique ? job_find_unique_any(e, key, len)
                                     : job_find_handle((struct engine *)(uintptr_t)e, key, len);
     if (j == NULL) {
-        puts_(&o, "{\"found\":false}\n");
+        docout_puts(&o, "{\"found\":false}\n");
         return o.err;
     }
-    puts_(&o, "{\"found\":true,\"job\":");
+    docout_puts(&o, "{\"found\":true,\"job\":");
     if (!o.err && metrics_json_job(e, j, b) != 0)
         o.err = METRICS_NO_MEMORY;
     const struct jobx_rec *r = jobx_rec_of(e, j);
@@ -576,12 +529,12 @@ int dash_json_job(const struct engine *e, double now, const char *key, size_t le
     size_t el = 0;
     const char *et = r != NULL ? jobx_error(e, r, eb, &el) : NULL;
     int timed = j->state == JOB_READY || j->state == JOB_RUNNING;
-    puts_(&o, ",\"extra\":");
+    docout_puts(&o, ",\"extra\":");
     dump(&o, json_pack("{sosIsososI}", "age", timed ? json_real(now - j->since) : json_null(),
                        "attempts", (json_int_t)(r != NULL ? r->attempts : 0), "last_error",
                        et != NULL && el > 0 ? jtext(et, el) : json_null(), "waits_for",
                        r != NULL && j->state == JOB_WAITING ? awaited(e, r) : json_array(),
                        "dependents", (json_int_t)jobx_ndependents(e, j->id)));
-    puts_(&o, "}\n");
+    docout_puts(&o, "}\n");
     return o.err;
 }

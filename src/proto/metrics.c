@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "esc.h"
 #include "func.h"
+#include "docout.h"
 #include "hist.h"
 #include "job.h"
 #include "peer.h"
@@ -26,43 +27,16 @@ static const char *const event_names[JOB_EVENTS] = {
     "exception", "timed_out", "requeued", "lost",      "cancelled", "abandoned",
 };
 
-struct out;
 struct metrics_src;
-static void rows_text(struct out *o, const struct metrics_src *src);
+static void rows_text(struct docout *o, const struct metrics_src *src);
 static json_t *rows_json(const struct metrics_src *src);
-static void rows_prom(struct out *o, const struct metrics_src *src);
+static void rows_prom(struct docout *o, const struct metrics_src *src);
 
 /* ------------------------------------------------------------ text helpers */
 
-/* struct out is an output buffer with a limit that remembers a failed append. */
-struct out {
-    struct buf *b;
-    int err;      /* 0, METRICS_NO_MEMORY or METRICS_TOO_LARGE */
-    size_t start; /* buf_len(b) before the document */
-    size_t max;   /* bytes the document may take, 0 = no limit */
-};
-
-static struct out out_init(struct buf *b, size_t max)
-{
-    struct out o = {b, 0, buf_len(b), max};
-    return o;
-}
-
-static void put(struct out *o, const char *s, size_t n)
-{
-    if (o->err)
-        return;
-    if (o->max != 0 && buf_len(o->b) - o->start + n > o->max)
-        o->err = METRICS_TOO_LARGE;
-    else if (buf_append(o->b, s, n) != 0)
-        o->err = METRICS_NO_MEMORY;
-}
-
-static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
-
 /* put_name appends name[0..len) escaped for a text line whose fields are separated by spaces
  * (esc.h, ESC_SPACE). */
-static void put_name(struct out *o, const char *name, size_t len)
+static void put_name(struct docout *o, const char *name, size_t len)
 {
     if (o->err)
         return;
@@ -76,15 +50,15 @@ static void put_name(struct out *o, const char *name, size_t len)
 }
 
 /* comma separates the items of a JSON list or object: a comma before all but the first. */
-static void comma(struct out *o, int *first)
+static void comma(struct docout *o, int *first)
 {
     if (!*first)
-        puts_(o, ",");
+        docout_puts(o, ",");
     *first = 0;
 }
 
-static void putf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(struct out *o, const char *fmt, ...)
+static void putf(struct docout *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(struct docout *o, const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
@@ -93,7 +67,7 @@ static void putf(struct out *o, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    put(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    docout_put(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* utf8_len returns the length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one. */
@@ -163,7 +137,7 @@ static char *clean(const char *name, size_t len)
 
 /* put_label appends name[0..len) as a Prometheus label value (between its quotes): valid
  * UTF-8 with \, " and newline escaped. */
-static void put_label(struct out *o, const char *name, size_t len)
+static void put_label(struct docout *o, const char *name, size_t len)
 {
     char *s = clean(name, len);
     if (s == NULL) {
@@ -172,11 +146,11 @@ static void put_label(struct out *o, const char *name, size_t len)
     }
     for (const char *c = s; *c; c++) {
         if (*c == '\\' || *c == '"')
-            put(o, "\\", 1);
+            docout_put(o, "\\", 1);
         if (*c == '\n')
-            put(o, "\\n", 2);
+            docout_put(o, "\\n", 2);
         else
-            put(o, c, 1);
+            docout_put(o, c, 1);
     }
     free(s);
 }
@@ -187,27 +161,27 @@ static uint64_t hist_count(const struct hist *h) { return hist_total(h); }
 
 /* ------------------------------------------------------------ stats (STAT lines) */
 
-static void stat_u(struct out *o, const char *name, uint64_t v)
+static void stat_u(struct docout *o, const char *name, uint64_t v)
 {
     putf(o, "STAT %s %llu\r\n", name, (unsigned long long)v);
 }
 
-static void stat_f(struct out *o, const char *name, double v) { putf(o, "STAT %s %.6f\r\n", name, v); }
+static void stat_f(struct docout *o, const char *name, double v) { putf(o, "STAT %s %.6f\r\n", name, v); }
 
 int metrics_stats_text(const struct engine *e, double now, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     struct engine_snapshot s;
     engine_stats_get(e, &s);
     const struct metrics_src src = {e, &s, now};
     rows_text(&o, &src);
-    puts_(&o, "END\r\n");
+    docout_puts(&o, "END\r\n");
     return o.err;
 }
 
 int metrics_stats_functions(const struct engine *e, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     list_for_each(n, &e->func_list) {
         const struct func *f = func_of_anode(n);
         if (f->marker)
@@ -223,56 +197,38 @@ int metrics_stats_functions(const struct engine *e, struct buf *b, size_t max)
             {"wait_count", hist_count(&f->wait)},      {"run_count", hist_count(&f->run)},
         };
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-            puts_(&o, "STAT ");
+            docout_puts(&o, "STAT ");
             put_name(&o, f->name, f->name_len);
             putf(&o, ":%s %llu\r\n", rows[i].what, (unsigned long long)rows[i].v);
         }
         for (int ev = 0; ev < JOB_EVENTS; ev++) {
-            puts_(&o, "STAT ");
+            docout_puts(&o, "STAT ");
             put_name(&o, f->name, f->name_len);
             putf(&o, ":%s %llu\r\n", event_names[ev], (unsigned long long)f->events[ev]);
         }
-        puts_(&o, "STAT ");
+        docout_puts(&o, "STAT ");
         put_name(&o, f->name, f->name_len);
         putf(&o, ":wait_seconds %.6f\r\n", f->wait.sum);
-        puts_(&o, "STAT ");
+        docout_puts(&o, "STAT ");
         put_name(&o, f->name, f->name_len);
         putf(&o, ":run_seconds %.6f\r\n", f->run.sum);
         if (o.err)
             break;
     }
-    puts_(&o, "END\r\n");
+    docout_puts(&o, "END\r\n");
     return o.err;
 }
 
 /* ------------------------------------------------------------ JSON */
 
-static int dump_cb(const char *buffer, size_t size, void *data)
-{
-    struct out *o = data;
-    put(o, buffer, size);
-    return o->err ? -1 : 0;
-}
-
-/* dump appends v (stolen; NULL means out of memory) to o as compact JSON. */
-static void dump(struct out *o, json_t *v)
-{
-    if (v == NULL) {
-        if (!o->err)
-            o->err = METRICS_NO_MEMORY;
-        return;
-    }
-    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9);
-    if (!o->err && json_dump_callback(v, dump_cb, o, flags) != 0 && !o->err)
-        o->err = METRICS_NO_MEMORY;
-    json_decref(v);
-}
+/* dump appends v (taken; NULL means out of memory) as compact JSON, reals to 9 digits. */
+static void dump(struct docout *o, json_t *v) { docout_json(o, v, 9); }
 
 /* item writes v (and takes it) as the next item of a JSON list; returns o->err. */
-static int item(struct out *o, int *first, json_t *v)
+static int item(struct docout *o, int *first, json_t *v)
 {
     comma(o, first);
-    dump(o, v);
+    docout_json(o, v, 9);
     return o->err;
 }
 
@@ -312,7 +268,7 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
     engine_stats_get(e, &s);
     const struct metrics_src src = {e, &s, now};
     json_t *doc = rows_json(&src);
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     dump(&o, doc);
     if (o.err)
         return o.err;
@@ -320,7 +276,7 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
      * closing brace is taken back, then ,"functions_by_name":{"NAME":{...},...}} */
     assert(buf_len(b) > o.start && b->data[b->end - 1] == '}');
     b->end--;
-    puts_(&o, ",\"functions_by_name\":{");
+    docout_puts(&o, ",\"functions_by_name\":{");
     int first = 1;
     list_for_each(n, &e->func_list) {
         const struct func *f = func_of_anode(n);
@@ -331,21 +287,21 @@ int metrics_json_stats(const struct engine *e, double now, struct buf *b, size_t
             json_object_set_new(fe, event_names[ev], json_integer((json_int_t)f->events[ev]));
         comma(&o, &first);
         dump(&o, jtext(f->name, f->name_len));
-        puts_(&o, ":");
+        docout_puts(&o, ":");
         dump(&o, json_pack("{sososo}", "events", fe, "wait_seconds",
                            jhist(&f->wait, hist_seconds), "run_seconds",
                            jhist(&f->run, hist_seconds)));
         if (o.err)
             return o.err;
     }
-    puts_(&o, "}}\n");
+    docout_puts(&o, "}}\n");
     return o.err;
 }
 
 int metrics_json_status(const struct engine *e, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
-    puts_(&o, "{\"functions\":[");
+    struct docout o = docout_init(b, max);
+    docout_puts(&o, "{\"functions\":[");
     int first = 1;
     list_for_each(n, &e->func_list) {
         const struct func *f = func_of_anode(n);
@@ -361,14 +317,14 @@ int metrics_json_status(const struct engine *e, struct buf *b, size_t max)
         if (item(&o, &first, row) != 0)
             return o.err;
     }
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
 int metrics_json_workers(const struct engine *e, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
-    puts_(&o, "{\"workers\":[");
+    struct docout o = docout_init(b, max);
+    docout_puts(&o, "{\"workers\":[");
     int first = 1;
     list_for_each(n, &e->peers) {
         const struct peer *q = peer_of(n);
@@ -392,7 +348,7 @@ int metrics_json_workers(const struct engine *e, struct buf *b, size_t max)
         if (item(&o, &first, row) != 0)
             return o.err;
     }
-    puts_(&o, "]}\n");
+    docout_puts(&o, "]}\n");
     return o.err;
 }
 
@@ -420,20 +376,20 @@ int metrics_json_job(const struct engine *e, const struct job *j, struct buf *b)
         "retries", (json_int_t)j->retries, "background", (j->flags & JOB_BACKGROUND) != 0,
         "clients", (json_int_t)job_nwaiters(j), "payload_bytes", (json_int_t)job_payload_len(j),
         "memory_bytes", (json_int_t)job_size(j));
-    struct out o = out_init(b, 0);
+    struct docout o = docout_init(b, 0);
     dump(&o, doc);
     return o.err;
 }
 
 /* ------------------------------------------------------------ Prometheus */
 
-static void help(struct out *o, const char *name, const char *type, const char *text)
+static void help(struct docout *o, const char *name, const char *type, const char *text)
 {
     putf(o, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
 /* func_sample appends one sample "name{function="f"[,extra]} value". */
-static void func_sample(struct out *o, const char *name, const struct func *f, const char *extra,
+static void func_sample(struct docout *o, const char *name, const struct func *f, const char *extra,
                         const char *value)
 {
     putf(o, "%s{function=\"", name);
@@ -441,7 +397,7 @@ static void func_sample(struct out *o, const char *name, const struct func *f, c
     putf(o, "\"%s} %s\n", extra, value);
 }
 
-static void func_u(struct out *o, const char *name, const struct func *f, const char *extra,
+static void func_u(struct docout *o, const char *name, const struct func *f, const char *extra,
                    uint64_t v)
 {
     char num[32];
@@ -451,7 +407,7 @@ static void func_u(struct out *o, const char *name, const struct func *f, const 
 
 /* prom_hist appends the samples of one histogram: cumulative _bucket lines, _sum, _count. f is
  * the function of its label, or NULL for none. */
-static void prom_hist(struct out *o, const char *name, const struct func *f, const struct hist *h,
+static void prom_hist(struct docout *o, const char *name, const struct func *f, const struct hist *h,
                       const double *bounds)
 {
     char metric[96], extra[48], num[48];
@@ -483,7 +439,7 @@ static void prom_hist(struct out *o, const char *name, const struct func *f, con
         putf(o, "%s %s\n", metric, num);
 }
 
-static void gauge(struct out *o, const char *name, const char *text, double v)
+static void gauge(struct docout *o, const char *name, const char *text, double v)
 {
     help(o, name, "gauge", text);
     putf(o, "%s %.17g\n", name, v);
@@ -497,7 +453,7 @@ static void gauge(struct out *o, const char *name, const char *text, double v)
 
 int metrics_prometheus(const struct engine *e, double now, struct buf *b, size_t max)
 {
-    struct out o = out_init(b, max);
+    struct docout o = docout_init(b, max);
     struct engine_snapshot s;
     engine_stats_get(e, &s);
 
@@ -901,7 +857,7 @@ static struct metrics_value row_value(const struct metrics_src *src, const struc
 }
 
 /* rows_text appends a STAT line for every row `stats` names. */
-static void rows_text(struct out *o, const struct metrics_src *src)
+static void rows_text(struct docout *o, const struct metrics_src *src)
 {
     size_t n;
     struct placed *v = rows_in(src->e, METRICS_AT_TEXT, &n);
@@ -978,7 +934,7 @@ static json_t *rows_json(const struct metrics_src *src)
 
 /* rows_prom appends the samples of every row `metrics` names, the HELP and TYPE of a family
  * before its first. */
-static void rows_prom(struct out *o, const struct metrics_src *src)
+static void rows_prom(struct docout *o, const struct metrics_src *src)
 {
     static const char *const types[] = {"counter", "gauge", "histogram"};
     size_t n;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "docout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,8 +25,8 @@ struct engine_snapshot;
 struct hist;
 struct job;
 
-#define METRICS_NO_MEMORY (-1)  /* out of memory */
-#define METRICS_TOO_LARGE (-2)  /* the document would pass the byte limit */
+#define METRICS_NO_MEMORY DOCOUT_NO_MEMORY /* out of memory */
+#define METRICS_TOO_LARGE DOCOUT_TOO_LARGE /* the document would pass the byte limit */
 
 /* ------------------------------------------------------------ the counter table
  * Every counter and gauge of `stats`, `stats json` and `metrics` is one struct metrics_row: its
