@@ -108,6 +108,23 @@ def test_can_do_timeout_notifies_opted_in_worker(server):
     old.echo_roundtrip()  # no notice for a worker that did not opt in
 
 
+def test_a_jobs_own_timeout_notifies_opted_in_worker(server):
+    # the per-job timeout (OPTION_REQ job-timeout, JOB-LIFETIME.md) fails the job through the
+    # same path as CAN_DO_TIMEOUT, so an opted-in worker hears of it too
+    w = worker(server)
+    c = server.connect()
+    c.send_packet(OPTION_REQ, b"job-timeout=100")
+    assert c.expect(OPTION_RES) == b"job-timeout=100"
+    c.send_packet(SUBMIT_JOB, b"f", b"", b"x")
+    h = c.expect(JOB_CREATED)
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN) == h + b"\0f\0x"
+    assert c.expect(WORK_FAIL, timeout=30) == h
+    assert w.expect(JOB_CANCELLED, timeout=30) == h
+    w.send_packet(WORK_COMPLETE, h, b"late")  # dropped without a reply
+    w.echo_roundtrip()
+
+
 def test_option_names_are_answered_and_unknown_ones_refused(server):
     c = server.connect()
     for name in (b"cancel-job", b"CANCEL-NOTIFY"):
