@@ -234,12 +234,11 @@ static void check_all(void)
                            j->worker->peer->worker == j->worker,
                        "running job %llu held by a dead worker", (unsigned long long)j->id);
         }
-        list_for_each(it, &j->waiters) {
-            const struct waiter *w = waiter_of(it);
+        job_for_each_waiter(w, j) {
             FUZZ_CHECK(w->job == j, "waiter of another job");
             FUZZ_CHECK(live_peer(w->client), "job %llu waited on by a gone client",
                        (unsigned long long)j->id);
-            FUZZ_CHECK(it->next->prev == it, "waiter links");
+            FUZZ_CHECK(w->jnode.next->prev == &w->jnode, "waiter links");
         }
     }
     FUZZ_CHECK(e->timers.n >= future && e->timers.n <= future + running,
