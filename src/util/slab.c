@@ -51,6 +51,10 @@ static struct page *rooms[CLASSES]; /* per class: the pages with room, the newes
 static size_t npages;               /* pages in use by a class */
 static char *carve, *carve_end;     /* the pages of the newest chunk not handed out yet */
 static struct page *spare;          /* emptied pages (linked through .next) */
+static char **chunks;               /* every chunk allocated: they are kept for the process's
+                                       life, and listed so that they stay reachable (a leak
+                                       checker sees only pointers into them otherwise) */
+static size_t nchunks, chunks_cap;  /* chunks listed; room in the list */
 
 /* page_of returns the page holding block p. */
 static struct page *page_of(const void *p)
@@ -92,9 +96,18 @@ static struct page *page_new(uint32_t size)
         spare = pg->next;
     } else {
         if (carve == carve_end) {
+            if (nchunks == chunks_cap) {
+                size_t cap = chunks_cap ? 2 * chunks_cap : 16;
+                char **n = realloc(chunks, cap * sizeof *n);
+                if (n == NULL)
+                    return NULL;
+                chunks = n;
+                chunks_cap = cap;
+            }
             carve = aligned_alloc(SLAB_PAGE, SLAB_CHUNK);
             if (carve == NULL)
                 return NULL;
+            chunks[nchunks++] = carve;
             carve_end = carve + SLAB_CHUNK;
         }
         pg = (struct page *)(void *)carve;
