@@ -171,3 +171,16 @@ enum submit_result job_submit(struct engine *e, const struct submit_req *rq,
         e->stats.submit_refused[res]++;
     return res;
 }
+
+struct job *job_submit_copy(struct engine *e, struct func *f, enum job_prio prio,
+                            const char *reducer, size_t reducer_len, const void *data,
+                            size_t data_len, const char *log)
+{
+    struct job *j = job_new(e, f, prio, 0, "", 0, reducer, reducer_len, (const char *)data,
+                            data_len);
+    if (j == NULL)
+        return NULL;
+    func_count(e, f, JOB_EV_SUBMITTED, j->prio);
+    job_log(e, j, log);
+    return j;
+}

@@ -108,6 +108,15 @@ struct submit_out {
 enum submit_result job_submit(struct engine *e, const struct submit_req *rq,
                               struct submit_out *out);
 
+/* job_submit_copy creates one copy of a submit that job_submit fanned out (engine_ext.
+ * job_broadcast), when the worker it is for takes it: a job of f with no unique and no client
+ * (nothing re-queues it), the reducer and payload copied, counted as submitted and logged with
+ * log. Returns it in JOB_LIMBO, or NULL when out of memory. The one other place jobs are made
+ * for submissions, so that job_new stays the core submit's. */
+struct job *job_submit_copy(struct engine *e, struct func *f, enum job_prio prio,
+                            const char *reducer, size_t reducer_len, const void *data,
+                            size_t data_len, const char *log);
+
 #ifdef __cplusplus
 }
 #endif

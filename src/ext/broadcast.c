@@ -102,8 +102,9 @@ static struct job *inbox_take(struct engine *e, struct worker *w, struct ability
         struct ability *a = f != NULL ? worker_find(e, w, f) : NULL;
         struct job *j = NULL;
         if (a != NULL)
-            j = job_new(e, f, (enum job_prio)m->prio, 0, "", 0, m->bytes, m->reducer_len,
-                        m->bytes + m->reducer_len, m->data_len);
+            j = job_submit_copy(e, f, (enum job_prio)m->prio, m->bytes, m->reducer_len,
+                                m->bytes + m->reducer_len, m->data_len,
+                                "created: a broadcast copy");
         copy_free(e, w, c);
         if (j == NULL) {
             e->stats.broadcast_lost++;
@@ -111,8 +112,6 @@ static struct job *inbox_take(struct engine *e, struct worker *w, struct ability
         }
         /* a job of its own, foreground without a client: nothing re-queues it (worker_requeue
          * drops it as abandoned), nothing stores or dumps it */
-        func_count(e, f, JOB_EV_SUBMITTED, j->prio);
-        job_log(e, j, "created: a broadcast copy");
         e->stats.broadcast_delivered++;
         *via = a;
         return j;
