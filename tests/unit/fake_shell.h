@@ -22,6 +22,35 @@ extern "C" {
 #include "session.h"
 }
 
+// Packet helpers the unit suites share.
+namespace fake {
+
+// join returns the arguments joined with NUL bytes, as a packet body carries them.
+inline std::string join(std::initializer_list<std::string> parts)
+{
+    std::string s;
+    bool first = true;
+    for (auto &p : parts) {
+        if (!first)
+            s += '\0';
+        s += p;
+        first = false;
+    }
+    return s;
+}
+
+// body_of returns the body of the first packet in s and its command in *cmd ("<none>" when s
+// holds no whole header).
+inline std::string body_of(const std::string &s, uint32_t *cmd)
+{
+    if (s.size() < 12)
+        return "<none>";
+    *cmd = proto_get32(s.data() + 4);
+    return s.substr(12, proto_get32(s.data() + 8));
+}
+
+} // namespace fake
+
 struct FakeShell {
     config cfg;
     engine eng;

@@ -21,18 +21,7 @@ using std::string;
 
 namespace {
 
-string join(std::initializer_list<string> parts)
-{
-    string s;
-    bool first = true;
-    for (auto &p : parts) {
-        if (!first)
-            s += '\0';
-        s += p;
-        first = false;
-    }
-    return s;
-}
+using fake::join;
 
 // packets splits s into (command, body) pairs.
 std::vector<std::pair<uint32_t, string>> packets(const string &s)

@@ -17,6 +17,8 @@ using std::string;
 
 namespace {
 
+using fake::join;
+
 struct Pkt {
     uint32_t cmd;
     std::vector<string> args; // body split on NUL
@@ -45,19 +47,6 @@ std::vector<Pkt> parse(const string &s)
     }
     EXPECT_EQ(off, s.size());
     return out;
-}
-
-string join(std::initializer_list<string> parts)
-{
-    string s;
-    bool first = true;
-    for (auto &p : parts) {
-        if (!first)
-            s += '\0';
-        s += p;
-        first = false;
-    }
-    return s;
 }
 
 } // namespace

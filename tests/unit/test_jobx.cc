@@ -21,18 +21,7 @@ using std::string;
 
 namespace {
 
-string join(std::initializer_list<string> parts)
-{
-    string s;
-    bool first = true;
-    for (auto &p : parts) {
-        if (!first)
-            s += '\0';
-        s += p;
-        first = false;
-    }
-    return s;
-}
+using fake::join;
 
 // err_of returns the failure text of record r.
 string err_of(const engine *e, const jobx_rec *r)

@@ -20,27 +20,8 @@ using std::string;
 
 namespace {
 
-string join(std::initializer_list<string> parts)
-{
-    string s;
-    bool first = true;
-    for (auto &p : parts) {
-        if (!first)
-            s += '\0';
-        s += p;
-        first = false;
-    }
-    return s;
-}
-
-// body_of returns the body of the first packet in s and its command in *cmd.
-string body_of(const string &s, uint32_t *cmd)
-{
-    if (s.size() < 12)
-        return "<none>";
-    *cmd = proto_get32(s.data() + 4);
-    return s.substr(12, proto_get32(s.data() + 8));
-}
+using fake::join;
+using fake::body_of;
 
 } // namespace
 
