@@ -402,19 +402,28 @@ static json_t *failed_row(const struct engine *e, const struct jobx_rec *r)
                      jtext(et != NULL ? et : "", et != NULL ? el : 0));
 }
 
+/* page_open starts a page of a job list: {"total","offset","limit" (capped at DASH_PAGE_MAX,
+ * written back to *limit), "jobs":[ — the rows and "]}" follow. Returns o->err. */
+static int page_open(struct docout *o, size_t total, size_t offset, size_t *limit)
+{
+    if (*limit > DASH_PAGE_MAX)
+        *limit = DASH_PAGE_MAX;
+    dump(o, json_pack("{sIsIsI}", "total", (json_int_t)total, "offset", (json_int_t)offset,
+                      "limit", (json_int_t)*limit));
+    if (o->err)
+        return o->err;
+    o->b->end--; /* the closing brace, taken back: the rows follow */
+    docout_puts(o, ",\"jobs\":[");
+    return o->err;
+}
+
 int dash_json_failed(const struct engine *e, size_t offset, size_t limit, struct buf *b,
                      size_t max)
 {
     const struct jobx *x = jobx_of(e);
-    if (limit > DASH_PAGE_MAX)
-        limit = DASH_PAGE_MAX;
     struct docout o = docout_init(b, max);
-    dump(&o, json_pack("{sIsIsI}", "total", (json_int_t)jobx_nfailed(e), "offset",
-                       (json_int_t)offset, "limit", (json_int_t)limit));
-    if (o.err)
+    if (page_open(&o, jobx_nfailed(e), offset, &limit) != 0)
         return o.err;
-    b->end--; /* the closing brace, taken back: the rows follow */
-    docout_puts(&o, ",\"jobs\":[");
     int first = 1;
     size_t i = 0;
     if (x != NULL)
@@ -447,15 +456,9 @@ int dash_json_waiting(const struct engine *e, size_t offset, size_t limit, struc
                       size_t max)
 {
     const struct jobx *x = jobx_of(e);
-    if (limit > DASH_PAGE_MAX)
-        limit = DASH_PAGE_MAX;
     struct docout o = docout_init(b, max);
-    dump(&o, json_pack("{sIsIsI}", "total", (json_int_t)jobx_nwaiting(e), "offset",
-                       (json_int_t)offset, "limit", (json_int_t)limit));
-    if (o.err)
+    if (page_open(&o, jobx_nwaiting(e), offset, &limit) != 0)
         return o.err;
-    b->end--;
-    docout_puts(&o, ",\"jobs\":[");
     int first = 1;
     size_t i = 0;
     if (x != NULL) {
