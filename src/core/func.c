@@ -181,6 +181,8 @@ void func_wake_now(struct engine *e, struct func *f)
     if (list_empty(&f->workers) || e->shutting_down || e->replaying)
         return;
     int limit = e->cfg->worker_wakeup;
+    int missed = f->missed != 0;
+    f->missed = 0;
     if (f->flow != NULL) {
         /* under flow control: one worker per job that may start now (read again each time,
          * as a held GRAB starts one at once), no storm */
@@ -194,7 +196,10 @@ void func_wake_now(struct engine *e, struct func *f)
          * then one worker per ready job that no woken worker is coming for yet */
         while (worker_serve_held(e, f))
             ;
-        while (f->woken < func_ready(f) && worker_wake_one(e, f))
+        /* after a NOOP went unanswered past its grace, every sleeper once (gearmand's rule):
+         * workers that do not answer (busy elsewhere, stuck, or many idle ones) then cost the
+         * job one grace in all, not one each */
+        while ((missed || f->woken < func_ready(f)) && func_ready(f) > 0 && worker_wake_one(e, f))
             ;
         return;
     }

@@ -36,6 +36,8 @@ struct func {
     struct list_node workers;        /* those workers (ability.fnode), oldest first */
     struct list_node wake;           /* engine->ready: waiting for engine_drain_ready */
     uint32_t wakes;                  /* func_wake calls since the last drain */
+    uint32_t missed;                 /* NOOPs of this function unanswered past their grace
+                                        since the last drain (worker_expire_wakes) */
     struct list_node anode;          /* engine->func_list, in creation order */
     struct list_node unode;          /* engine->func_idle while unused (func_release), so
                                         it can be evicted past --max-functions */

@@ -130,8 +130,10 @@ void worker_expire_wakes(struct engine *e, double now)
         w->woken_for = NULL;
         if (f != NULL) {
             f->woken--;
-            if (e->cfg->worker_wakeup < 0) /* --worker-wakeup=N never wakes again for a job */
+            if (e->cfg->worker_wakeup < 0) { /* --worker-wakeup=N never wakes again for a job */
+                f->missed++;
                 func_wake(e, f);
+            }
             func_release(e, f);
         }
     }

@@ -742,6 +742,49 @@ TEST_F(HeldGrabTest, AnUnansweredNoopStopsCountingAfterTheGrace)
     EXPECT_EQ(f.eng.held.next != &f.eng.held, true);
 }
 
+TEST_F(HeldGrabTest, AfterAMissedNoopEverySleeperIsWokenOnce)
+{
+    // three sleepers that ignore NOOP, then one that answers: a job costs one grace, not three
+    peer *c = f.connect();
+    std::vector<peer *> deaf;
+    for (int i = 0; i < 3; i++) {
+        deaf.push_back(f.connect());
+        send(deaf.back(), CMD_CAN_DO, "f");
+        send(deaf.back(), CMD_PRE_SLEEP, "");
+    }
+    peer *w = f.connect();
+    send(w, CMD_CAN_DO, "f");
+    send(w, CMD_PRE_SLEEP, "");
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "x");
+    EXPECT_EQ(recv(deaf[0]).size(), 1u) << "the sleeper that waited longest is woken first";
+    EXPECT_TRUE(recv(deaf[1]).empty());
+    EXPECT_TRUE(recv(w).empty());
+    f.clock += WORKER_WAKE_GRACE;
+    engine_run_timers(&f.eng, f.clock);
+    engine_drain_ready(&f.eng);
+    EXPECT_EQ(recv(deaf[1]).size(), 1u) << "after the grace every other sleeper is woken";
+    EXPECT_EQ(recv(deaf[2]).size(), 1u);
+    auto r = recv(w);
+    ASSERT_EQ(r.size(), 1u) << "the live one too, in the same grace";
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_NOOP);
+    send(w, CMD_GRAB_JOB_UNIQ, "");
+    r = recv(w);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].cmd, (uint32_t)CMD_JOB_ASSIGN_UNIQ);
+    send(w, CMD_WORK_COMPLETE, std::string(r[0].args[0]) + std::string(1, '\0'));
+    send(w, CMD_PRE_SLEEP, "");
+    // the next job, while the deaf ones still count as coming: w is woken when their grace ends
+    submit(c, CMD_SUBMIT_JOB_BG, "f", "", "y");
+    engine_drain_ready(&f.eng);
+    EXPECT_TRUE(recv(w).empty()) << "three NOOPs are still on their way for one job";
+    f.clock += WORKER_WAKE_GRACE;
+    engine_run_timers(&f.eng, f.clock);
+    engine_drain_ready(&f.eng);
+    EXPECT_EQ(recv(w).size(), 1u) << "one grace later, not one grace per deaf sleeper";
+    for (peer *d : deaf)
+        EXPECT_TRUE(recv(d).empty()) << "a NOOP each, until they grab again";
+}
+
 TEST_F(HeldGrabTest, OnlyAWorkerOfTheFunctionIsAssigned)
 {
     peer *c = f.connect();
