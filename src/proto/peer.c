@@ -225,13 +225,14 @@ int peer_write_name(struct peer *p, const char *name, size_t len, unsigned flags
 /* mark_write says when p's output with this packet is written: a worker's next job, and the
  * result a client waits on, go out first in this loop iteration; other replies later in it. A
  * client with more jobs in flight gets its replies batched, so one write carries many
- * (conn_mark_dirty). */
+ * (conn_mark_dirty); so does the JOB_CREATED of a client's foreground job, which its result
+ * (or --reply-batch) carries: one write and one wake-up of the client per job, not two. */
 static void mark_write(struct peer *p, uint32_t cmd)
 {
     uint32_t f = proto_cmd_flags(cmd);
     if (!(f & PROTO_F_TO_WORKER) && !list_empty(&p->waiters) &&
-        p->waiters.next->next != &p->waiters)
-        return; /* lazy: a client with more jobs in flight */
+        (cmd == CMD_JOB_CREATED || p->waiters.next->next != &p->waiters))
+        return; /* lazy: a client with a job in flight */
     p->flags |= (f & PROTO_F_URGENT) ? PEER_URGENT : PEER_NOW;
 }
 

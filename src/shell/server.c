@@ -347,7 +347,8 @@ static void lazy_cb(struct ev_loop *loop, ev_idle *w, int revents)
     (void)revents;
     struct server *s = w->data;
     ev_idle_stop(loop, w);
-    if (s->eng.nrunning == 0) {
+    if (s->eng.nrunning == 0 && list_empty(&s->eng.woken)) {
+        /* no job runs and no woken worker is on its way: no result can carry them */
         flush_lazy(s);
         return;
     }

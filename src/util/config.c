@@ -666,7 +666,8 @@ static const struct opt config_rows[] = {
      .parse = OPT_P_LONG, .field = OPT_F_DOUBLE, .off = F(reply_batch), .lo = 0, .hi = 1000000,
      .scale = 1e6, .def = 0.0002, .err = "invalid --reply-batch '%s' (microseconds, 0..1000000)",
      .help = "a client waiting on several jobs may have its replies held up\n"
-              "to US microseconds while jobs run, to write them together\n"
+              "to US microseconds while jobs run, to write them together, and\n"
+              "a foreground job's JOB_CREATED may wait for its result as long\n"
               "(default 200; 0 = write in every loop iteration)",
      .section = CONFIG_HELP_SPUR, .rank = 430},
     {.name = "can-do-timeout", .arg = "WHAT",

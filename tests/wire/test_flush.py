@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, SUBMIT_JOB, WORK_COMPLETE,
-                          packet)
+from gearman_wire import (CAN_DO, GRAB_JOB, JOB_ASSIGN, JOB_CREATED, NOOP, PRE_SLEEP, SUBMIT_JOB,
+                          WORK_COMPLETE, packet)
 
 
 def test_result_reaches_a_client_with_more_jobs_in_flight(server):
@@ -72,6 +72,39 @@ def test_batched_result_waits_at_most_the_reply_batch_while_jobs_run(server_fact
     assert 0.8 <= time.monotonic() - start < 4.0, "held for batching, then written"
     w2.send_packet(WORK_COMPLETE, h2, b"r2")   # nothing runs now: written when the input runs dry
     assert c.expect(WORK_COMPLETE, timeout=0.5) == h2 + b"\0r2"
+
+
+def test_job_created_of_a_foreground_job_comes_with_its_result(server_factory):
+    # --reply-batch=1000000 (1 s): the JOB_CREATED of the client's one job waits while the job
+    # runs, and goes out with its result, long before the second is up
+    srv = server_factory("--reply-batch=1000000")
+    c, w = srv.connect(), srv.connect()
+    w.send_packet(CAN_DO, b"flush-j")
+    w.send_packet(PRE_SLEEP)
+    c.send_packet(SUBMIT_JOB, b"flush-j", b"", b"x")
+    w.expect(NOOP)                     # the submit was handled
+    c.assert_silent(0.1)               # its JOB_CREATED is held
+    w.send_packet(GRAB_JOB)
+    h = w.expect(JOB_ASSIGN).split(b"\0")[0]
+    start = time.monotonic()
+    w.send_packet(WORK_COMPLETE, h, b"r")
+    assert c.expect(JOB_CREATED, timeout=5) == h
+    assert c.expect(WORK_COMPLETE, timeout=5) == h + b"\0r"
+    assert time.monotonic() - start < 0.8, "written with the result, not when the batch ended"
+
+
+def test_job_created_of_a_long_job_waits_at_most_the_reply_batch(server_factory):
+    srv = server_factory("--reply-batch=300000")
+    c, w = srv.connect(), srv.connect()
+    w.send_packet(CAN_DO, b"flush-k")
+    w.send_packet(PRE_SLEEP)
+    start = time.monotonic()
+    c.send_packet(SUBMIT_JOB, b"flush-k", b"", b"x")
+    w.expect(NOOP)
+    h = c.expect(JOB_CREATED, timeout=5)       # no result comes: the batch's time is up
+    assert time.monotonic() - start >= 0.25
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN).split(b"\0")[0] == h
 
 
 @pytest.mark.parametrize("batch", ["0", "200", "100000"])
