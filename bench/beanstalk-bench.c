@@ -12,6 +12,12 @@
  *              in one write); a client's slot frees when the worker's delete is acknowledged.
  *              Latency is the put to that DELETED: receive and acknowledge, one hop less than a
  *              Gearman round trip (beanstalkd never tells the producer).
+ *   drain      spur-bench's drain: --clients connections put --jobs jobs (--window in flight
+ *              each) and nothing consumes until every put is acknowledged; then --workers
+ *              connections reserve/delete them all (timed: the drain rate). With --server-pid,
+ *              the server's VmRSS before the first put and once every put is acknowledged gives
+ *              its resident bytes per queued job; its `stats` must list no job afterwards.
+ *              Defaults as spur-bench's drain: 1,000,000 jobs, 4 clients, 4 workers, window 64.
  *
  * Every body is 64 bytes (--payload-size) generated from the job's number, which it carries in
  * its first 16 bytes, so a worker checks that it got a job of this run, whole, and only once. */
@@ -27,6 +33,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,7 +41,7 @@
 
 /* struct opts holds the command line. */
 struct opts {
-    const char *scenario; /* bg-submit or rt */
+    const char *scenario; /* bg-submit, rt or drain */
     const char *host;     /* server address */
     int port;             /* server port */
     long jobs;            /* jobs to put */
@@ -42,7 +49,7 @@ struct opts {
     int workers;          /* consumer connections (rt) */
     int window;           /* puts in flight per producer */
     int payload;          /* body bytes, at least 16 */
-    int server_pid;       /* sample the server's CPU time, or 0 */
+    int server_pid;       /* sample the server's CPU time (and VmRSS in drain), or 0 */
     const char *label;    /* copied into RESULT as server= */
     double timeout;       /* wall-time bound of the run, seconds */
     double stall;         /* give up after this long without a reply */
@@ -66,8 +73,8 @@ struct bconn {
     int pending;     /* consumer: replies awaited (DELETED, RESERVED) */
 };
 
-/* global run state */
-static struct opts o = {"rt", "127.0.0.1", 11300, 20000, 1, 1, 1, 64, 0, "beanstalkd", 600, 15};
+/* global run state; the counts at -1 take the scenario's default (parse) */
+static struct opts o = {"rt", "127.0.0.1", 11300, -1, -1, -1, -1, 64, 0, "beanstalkd", 600, 15};
 static long next_job;       /* the next job number to put */
 static long done;           /* jobs finished */
 static long reserved_total; /* RESERVED replies received */
@@ -131,6 +138,27 @@ static double server_cpu(void)
     if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* server_rss returns the server's VmRSS in bytes (/proc/PID/status), or -1. */
+static long long server_rss(void)
+{
+    if (o.server_pid <= 0)
+        return -1;
+    char path[64], line[256];
+    long long kb = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", o.server_pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kb = strtoll(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
 }
 
 /* body fills b with job j's payload: its number in 16 digits, then bytes derived from it. */
@@ -217,7 +245,7 @@ static void producer_line(struct bconn *c, const char *line, double now)
     long j = c->fifo[c->fhead];
     c->fhead = (c->fhead + 1) % (size_t)o.window;
     c->fcount--;
-    if (strcmp(o.scenario, "bg-submit") == 0)
+    if (strcmp(o.scenario, "rt") != 0) /* bg-submit, or drain's queueing phase */
         finish(j, now);
 }
 
@@ -339,12 +367,15 @@ static double pct(double p)
 
 static void usage(void)
 {
-    puts("Usage: beanstalk-bench [--scenario=rt|bg-submit] [--port=N] [--host=IPV4] [--jobs=N]\n"
-         "  [--clients=N] [--workers=N] [--window=N] [--payload-size=N] [--server-pid=PID]\n"
-         "  [--label=TEXT] [--timeout=S] [--stall=S]\n"
-         "A load generator for beanstalkd: pipelined put (bg-submit), or put with reserve/delete\n"
-         "workers (rt). Prints a RESULT line like spur-bench's. Exit 0 ok, 1 anomalies or\n"
-         "unfinished, 2 usage or setup error.");
+    puts("Usage: beanstalk-bench [--scenario=rt|bg-submit|drain] [--port=N] [--host=IPV4]\n"
+         "  [--jobs=N] [--clients=N] [--workers=N] [--window=N] [--payload-size=N]\n"
+         "  [--server-pid=PID] [--label=TEXT] [--timeout=S] [--stall=S]\n"
+         "A load generator for beanstalkd: pipelined put (bg-submit), put with reserve/delete\n"
+         "workers (rt), or put them all, then reserve/delete them all (drain: drain jobs/s and,\n"
+         "with --server-pid, the server's RSS per queued job). Defaults: rt and bg-submit 20000\n"
+         "jobs, 1 client, 1 worker, window 1; drain 1000000 jobs, 4 clients, 4 workers, window\n"
+         "64; payload 64 bytes. Prints a RESULT line like spur-bench's. Exit 0 ok, 1 anomalies\n"
+         "or unfinished, 2 usage or setup error.");
 }
 
 static void parse(int argc, char **argv)
@@ -372,34 +403,49 @@ static void parse(int argc, char **argv)
         else if (strncmp(a, "--stall=", 8) == 0) o.stall = atof(v);
         else die("unknown argument '%s' (see --help)", a);
     }
-    int rt = strcmp(o.scenario, "rt") == 0;
-    if (!rt && strcmp(o.scenario, "bg-submit") != 0)
-        die("--scenario must be rt or bg-submit");
-    if (o.jobs < 1 || o.clients < 1 || o.window < 1 || (rt && o.workers < 1) || o.payload < 16 ||
+    int rt = strcmp(o.scenario, "rt") == 0, drain = strcmp(o.scenario, "drain") == 0;
+    int bg = strcmp(o.scenario, "bg-submit") == 0;
+    if (!rt && !drain && !bg)
+        die("--scenario must be rt, bg-submit or drain");
+    if (o.jobs < 0)
+        o.jobs = drain ? 1000000 : 20000;
+    if (o.clients < 0)
+        o.clients = drain ? 4 : 1;
+    if (o.workers < 0)
+        o.workers = drain ? 4 : 1;
+    if (o.window < 0)
+        o.window = drain ? 64 : 1;
+    if (o.jobs < 1 || o.clients < 1 || o.window < 1 || (!bg && o.workers < 1) || o.payload < 16 ||
         o.payload > 60000 || o.timeout <= 0 || o.stall <= 0)
         die("counts must be positive; --payload-size 16..60000");
-    if (!rt)
+    if (bg)
         o.workers = 0;
 }
 
-/* run drives the loop until every job finished or a bound is hit; returns 1 if finished. */
-static int run(double *t0, double *t1)
+/* start_conns sends the first commands of connections [from, to): each producer's --window
+ * puts, each consumer's reserve. */
+static void start_conns(int from, int to, double now)
 {
-    struct epoll_event evs[64];
-    double start = now_s(), last = start;
-    *t0 = start;
-    for (int i = 0; i < nconns; i++) {
+    for (int i = from; i < to; i++) {
         struct bconn *c = &conns[i];
         if (c->worker) {
             out_append(c, "reserve\r\n", 9);
             c->pending = 1;
         } else {
             for (int k = 0; k < o.window; k++)
-                put_next(c, start);
+                put_next(c, now);
         }
         flush_out(c);
     }
-    while (done < o.jobs) {
+}
+
+/* loop_until drives the loop until done reaches target, or a bound is hit (--timeout since
+ * start, --stall without a reply). Returns 1 if reached, with *t_end its time. */
+static int loop_until(long target, double start, double *t_end)
+{
+    struct epoll_event evs[64];
+    double last = now_s();
+    while (done < target) {
         int n = epoll_wait(epfd, evs, 64, 200);
         double now = now_s();
         if (n > 0)
@@ -417,8 +463,146 @@ static int run(double *t0, double *t1)
         if (now - start > o.timeout || now - last > o.stall || anomalies > 100000)
             return 0;
     }
-    *t1 = now_s();
+    *t_end = now_s();
     return 1;
+}
+
+/* run drives rt or bg-submit until every job finished or a bound is hit; returns 1 if finished. */
+static int run(double *t0, double *t1)
+{
+    *t0 = now_s();
+    start_conns(0, nconns, *t0);
+    return loop_until(o.jobs, *t0, t1);
+}
+
+/* struct drain_result is what the drain scenario measured. */
+struct drain_result {
+    long queued;          /* puts acknowledged (INSERTED) */
+    double q_secs;        /* the queueing phase: first put to the last INSERTED */
+    double d_secs;        /* the drain phase: first reserve to the last DELETED */
+    double cpu[3];        /* server CPU seconds: start, queued, drained (-1 unknown) */
+    long long rss[3];     /* server VmRSS bytes: before, queued, drained (-1 unknown) */
+    long left;            /* jobs the server's stats still lists after the drain, -1 unknown */
+};
+
+/* stats_value returns the number after "\nKEY: " in a stats reply, or -1. */
+static long stats_value(const char *yaml, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\n%s: ", key);
+    const char *p = strstr(yaml, pat);
+    return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* server_jobs_left asks the server's `stats`, on a new connection, how many jobs it still holds
+ * (ready, reserved, delayed or buried). Returns that number, or -1 if it cannot tell. */
+static long server_jobs_left(void)
+{
+    static char buf[RBUF];
+    int fd = connect_to();
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    struct timeval tv = {5, 0}; /* a bound on every read */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t len = 0;
+    long left = -1, body_len = -1;
+    const char *eol = NULL;
+    if (write(fd, "stats\r\n", 7) == 7) {
+        while (len < sizeof buf - 1) {
+            ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            buf[len] = 0;
+            if (eol == NULL && (eol = strstr(buf, "\r\n")) != NULL &&
+                sscanf(buf, "OK %ld", &body_len) != 1)
+                break;
+            if (eol != NULL && body_len >= 0 && len >= (size_t)(eol - buf) + 2 + (size_t)body_len)
+                break;
+        }
+    }
+    close(fd);
+    if (eol != NULL && body_len >= 0 && len >= (size_t)(eol - buf) + 2 + (size_t)body_len) {
+        static const char *const keys[] = {"current-jobs-ready", "current-jobs-reserved",
+                                           "current-jobs-delayed", "current-jobs-buried"};
+        left = 0;
+        for (size_t i = 0; i < sizeof keys / sizeof *keys && left >= 0; i++) {
+            long v = stats_value(eol, keys[i]);
+            left = v < 0 ? -1 : left + v;
+        }
+    }
+    return left;
+}
+
+/* run_drain queues every job with the producers alone (sampling the server's RSS before the
+ * first put and once every put is acknowledged), then lets the consumers reserve and delete
+ * them all. Returns 1 if every job was queued and drained. */
+static int run_drain(struct drain_result *r)
+{
+    double t0 = now_s(), tq = t0, t2 = t0;
+    r->rss[1] = r->rss[2] = -1;
+    r->cpu[1] = r->cpu[2] = -1;
+    r->d_secs = 0;
+    r->left = -1;
+    r->rss[0] = server_rss();
+    r->cpu[0] = server_cpu();
+    start_conns(0, o.clients, t0);
+    int ok = loop_until(o.jobs, t0, &tq);
+    r->queued = done;
+    r->q_secs = (ok ? tq : now_s()) - t0;
+    r->cpu[1] = server_cpu();
+    if (!ok)
+        return 0;
+    r->rss[1] = server_rss();
+    /* second phase: the consumers finish every job again, each once */
+    memset(seen, 0, (size_t)o.jobs);
+    done = 0;
+    double td = now_s();
+    start_conns(o.clients, nconns, td);
+    ok = loop_until(o.jobs, t0, &t2);
+    r->d_secs = (ok ? t2 : now_s()) - td;
+    r->cpu[2] = server_cpu();
+    if (ok) {
+        r->left = server_jobs_left();
+        if (r->left != 0)
+            anomaly("the server's stats lists %ld jobs after the drain", r->left);
+    }
+    r->rss[2] = server_rss();
+    return ok;
+}
+
+/* report_drain prints the drain's summary and its RESULT line, with spur-bench drain's keys. */
+static void report_drain(const struct drain_result *r, int ok)
+{
+    double qs = r->q_secs > 0 ? r->q_secs : 1e-9, ds = r->d_secs > 0 ? r->d_secs : 1e-9;
+    long drained = r->queued == o.jobs ? done : 0;
+    printf("beanstalk-bench drain: queued %ld of %ld jobs of %d bytes on %d connections (window "
+           "%d) in %.3f s: %.0f jobs/s; drained %ld with %d workers in %.3f s: %.0f jobs/s\n",
+           r->queued, o.jobs, o.payload, o.clients, o.window, qs, (double)r->queued / qs, drained,
+           o.workers, ds, (double)drained / ds);
+    int has_rss = r->rss[0] >= 0 && r->rss[1] >= 0;
+    double per = has_rss ? (double)(r->rss[1] - r->rss[0]) / (double)o.jobs : 0;
+    if (has_rss)
+        printf("  server RSS: %.1f MiB before, %.1f MiB queued, %.1f MiB drained: %.0f bytes per "
+               "queued job\n", (double)r->rss[0] / 1048576.0, (double)r->rss[1] / 1048576.0,
+               (double)r->rss[2] / 1048576.0, per);
+    printf("RESULT scenario=drain server=%s queue_jobs_per_s=%.0f", o.label,
+           (double)r->queued / qs);
+    if (r->cpu[0] >= 0 && r->cpu[1] >= 0 && r->queued > 0)
+        printf(" queue_cpu_us_per_job=%.2f", (r->cpu[1] - r->cpu[0]) * 1e6 / (double)r->queued);
+    else
+        printf(" queue_cpu_us_per_job=n/a");
+    printf(" jobs=%ld jobs_per_s=%.0f", drained, (double)drained / ds);
+    if (r->cpu[1] >= 0 && r->cpu[2] >= 0 && drained > 0)
+        printf(" cpu_us_per_job=%.2f", (r->cpu[2] - r->cpu[1]) * 1e6 / (double)drained);
+    else
+        printf(" cpu_us_per_job=n/a");
+    if (has_rss)
+        printf(" rss_before=%lld rss_queued=%lld rss_drained=%lld rss_bytes_per_job=%.0f",
+               r->rss[0], r->rss[1], r->rss[2], per);
+    else
+        printf(" rss_bytes_per_job=n/a");
+    printf(" queue_left=%ld anomalies=%ld status=%s\n", r->left > 0 ? r->left : 0, anomalies,
+           ok ? "ok" : "incomplete");
 }
 
 int main(int argc, char **argv)
@@ -444,6 +628,12 @@ int main(int argc, char **argv)
             die("out of memory");
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev);
+    }
+    if (strcmp(o.scenario, "drain") == 0) {
+        struct drain_result r;
+        int ok = run_drain(&r);
+        report_drain(&r, ok);
+        return ok && anomalies == 0 ? 0 : 1;
     }
     double cpu0 = server_cpu(), t0 = 0, t1 = 0;
     int ok = run(&t0, &t1);

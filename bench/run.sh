@@ -4,10 +4,11 @@
 # of medians with spurd/gearmand ratios. By default it runs the shapes users deploy (1x1-w1,
 # 4x4-w1, 4x4-w32, idle100, bg-4x64) in two conditions: quiet (the machine as it is) and busy (one
 # CPU hog per core at normal priority, started and killed by this script). beanstalkd is driven
-# by beanstalk-bench (pipelined put, reserve/delete). bg-submit also runs against answer-server,
-# the answer-only ceiling. With --tls, bg-submit, rt-latency and rt-throughput also run over TLS
-# against spurd --ssl (spurd-tls) and gearmand --ssl (gearmand-tls), with certificates made by
-# the openssl CLI in the output directory. Builds nothing: point it at binaries.
+# by beanstalk-bench (pipelined put, reserve/delete), in the shapes and drain. bg-submit also
+# runs against answer-server, the answer-only ceiling. With --tls, bg-submit, rt-latency and
+# rt-throughput also run over TLS against spurd --ssl (spurd-tls) and gearmand --ssl
+# (gearmand-tls), with certificates made by the openssl CLI in the output directory. Builds
+# nothing: point it at binaries.
 #
 # Every server listens on 127.0.0.1 only, on a free port, and is started fresh for every run of
 # every scenario (so queued jobs, connections and memory from one run never leak into the next).
@@ -68,7 +69,9 @@ Runs spur-bench scenarios against spurd and gearmand; prints medians and spurd/g
                                       table's 'vs ceiling' column is spurd / answer-only
                         beanstalkd    beanstalkd -l 127.0.0.1 (Debian's), driven by
                                       beanstalk-bench; runs the shapes but idle100 (it has
-                                      no idle-worker equivalent); 'vs bs' = spurd / beanstalkd
+                                      no idle-worker equivalent), and drain (the same jobs,
+                                      payload, clients, window and workers: RSS per queued
+                                      job, drain jobs/s); 'vs bs' = spurd / beanstalkd
                         spurd-tls     spurd --ssl (its certificate from the run's CA)
                         gearmand-tls  gearmand --ssl; Debian's gearmand accepts --ssl but is
                                       built without TLS: reported n/a, with the reason
@@ -129,8 +132,9 @@ fi
 answer_only_runs() { case $1 in bg-submit|bg-4x64) return 0 ;; esac; return 1; }
 # tls_runs SCENARIO says whether the TLS kinds take part in it.
 tls_runs() { case $1 in bg-submit|rt-latency|rt-throughput) return 0 ;; esac; return 1; }
-# beanstalk_runs SCENARIO says whether beanstalkd takes part in it (the shapes it can express).
-beanstalk_runs() { case $1 in 1x1-w1|4x4-w1|4x4-w32|bg-4x64) return 0 ;; esac; return 1; }
+# beanstalk_runs SCENARIO says whether beanstalkd takes part in it (the shapes it can express,
+# and drain).
+beanstalk_runs() { case $1 in 1x1-w1|4x4-w1|4x4-w32|bg-4x64|drain) return 0 ;; esac; return 1; }
 # takes_part SERVER SCENARIO says whether SERVER runs SCENARIO.
 takes_part() {
     if [ "$1" = answer-only ]; then answer_only_runs "$2"; return; fi
@@ -154,6 +158,9 @@ shape_args() {
                  sb_args=(--clients=1 --workers=1 --window=1 --idle-workers=100 --jobs=10000) ;;
         bg-4x64) sb_scenario=bg-submit; sb_args=(--clients=4 --window=64 --jobs=200000)
                  bs_args=(--scenario=bg-submit --clients=4 --window=64 --jobs=200000) ;;
+        # spur-bench drain's defaults (4 clients, window 64, 4 workers, 64 bytes); --jobs from
+        # --drain-jobs (extra, below) for both
+        drain) bs_args=(--scenario=drain --clients=4 --window=64 --workers=4 --payload-size=64) ;;
     esac
 }
 case ",$conditions," in
@@ -269,7 +276,8 @@ for sc0 in "${scenario_list[@]}"; do
                 for a in "${bench_args[@]}"; do
                     case $a in --jobs=*|--payload-size=*|--stall=*) bs_extra+=("$a") ;; esac
                 done
-                timeout --kill-after=10 $((t + 30)) "$BEANSTALK_BENCH" "${bs_args[@]}" "${bs_extra[@]}" \
+                timeout --kill-after=10 $((t + 30)) "$BEANSTALK_BENCH" "${bs_args[@]}" "${extra[@]}" \
+                    "${bs_extra[@]}" \
                     --port="$srv_port" --server-pid="$srv_pid" --label="$srv" --timeout="$t" \
                     >"$dir/bench.out" 2>"$dir/bench.err"
             else
