@@ -564,7 +564,8 @@ static int run_drain(struct drain_result *r)
     if (ok) {
         r->left = server_jobs_left();
         if (r->left != 0)
-            anomaly("the server's stats lists %ld jobs after the drain", r->left);
+            anomaly("the server's stats lists %ld job%s after the drain", r->left,
+                    r->left == 1 ? "" : "s");
     }
     r->rss[2] = server_rss();
     return ok;

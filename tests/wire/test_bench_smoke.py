@@ -5,6 +5,7 @@ Functional only: nothing here asserts on speed. The bench binary comes from SPUR
 $SPUR_BUILDDIR/bench/spur-bench (set by `make check`).
 """
 import os
+import socket
 import subprocess
 import time
 
@@ -248,3 +249,134 @@ def test_run_sh_shapes_quiet_and_busy_with_beanstalkd(tmp_path):
             break
         assert time.monotonic() < deadline, "a CPU hog outlived run.sh"
         time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- beanstalkd drain
+
+@pytest.fixture
+def beanstalkd():
+    """Debian's beanstalkd on a free loopback port (in memory), with its beanstalk-bench.
+    Yields (port, process, bench path)."""
+    import shutil
+    builddir = os.environ.get("SPUR_BUILDDIR")
+    if not builddir:
+        pytest.skip("set SPUR_BUILDDIR (run through `make check`)")
+    binary = shutil.which("beanstalkd")
+    bs_bench = os.path.join(builddir, "bench", "beanstalk-bench")
+    if binary is None or not os.path.exists(bs_bench):
+        pytest.skip("needs beanstalkd (scripts/deps.sh bench) and bench/beanstalk-bench")
+    up = False
+    for _ in range(20):
+        port = free_port()
+        proc = subprocess.Popen([binary, "-l", "127.0.0.1", "-p", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not up and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                up = True
+            except OSError:
+                time.sleep(0.02)
+        if up:
+            break
+        proc.kill()
+        proc.wait()
+    if not up:
+        pytest.fail("could not start beanstalkd")
+    yield port, proc, bs_bench
+    proc.kill()
+    proc.wait()
+
+
+def run_bs_drain(beanstalkd, jobs):
+    """Run beanstalk-bench --scenario=drain against the fixture's server; return (completed
+    process, RESULT fields)."""
+    port, proc, bs_bench = beanstalkd
+    out = subprocess.run([bs_bench, "--scenario=drain", "--port=%d" % port, "--jobs=%d" % jobs,
+                          "--server-pid=%d" % proc.pid, "--timeout=60", "--stall=10"],
+                         capture_output=True, timeout=120, universal_newlines=True)
+    lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+    assert len(lines) == 1, out.stdout + out.stderr
+    return out, dict(kv.split("=", 1) for kv in lines[0].split()[1:])
+
+
+def bs_command(port, line):
+    """Send one beanstalkd command (bytes, with its body if any); return its one-line reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(line)
+        reply = b""
+        while not reply.endswith(b"\r\n"):
+            chunk = s.recv(4096)
+            assert chunk, "beanstalkd closed the connection"
+            reply += chunk
+        return reply
+
+
+def test_beanstalk_bench_drain_counts_every_job(beanstalkd):
+    """beanstalk-bench --scenario=drain: every put acknowledged, then every job reserved once
+    with its body and deleted; beanstalkd's RSS per queued job and the drain rate reported
+    with spur-bench drain's keys; beanstalkd holds no job afterwards."""
+    proc, r = run_bs_drain(beanstalkd, 2000)
+    assert (r["scenario"], r["status"], r["anomalies"]) == ("drain", "ok", "0"), proc.stderr
+    assert int(r["jobs"]) == 2000 and r["queue_left"] == "0"
+    for key in ("queue_jobs_per_s", "jobs_per_s", "cpu_us_per_job", "queue_cpu_us_per_job"):
+        assert float(r[key]) >= 0, key
+    assert float(r["jobs_per_s"]) > 0 and float(r["queue_jobs_per_s"]) > 0
+    assert int(r["rss_queued"]) > int(r["rss_before"]) > 0  # 2000 jobs of 64 bytes grew it
+    assert int(r["rss_bytes_per_job"]) > 0
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_beanstalk_bench_drain_reports_a_foreign_job(beanstalkd):
+    """A job the bench did not put (a wrong body) is an anomaly, and so is a job beanstalkd
+    still holds after the drain (a delayed one: no worker can reserve it)."""
+    port = beanstalkd[0]
+    assert bs_command(port, b"put 1024 0 60 5\r\nhello\r\n").startswith(b"INSERTED ")
+    proc, r = run_bs_drain(beanstalkd, 200)
+    assert int(r["anomalies"]) > 0 and proc.returncode == 1
+    assert "wrong body" in proc.stderr
+    assert bs_command(port, b"put 1024 3600 60 5\r\nlater\r\n").startswith(b"INSERTED ")
+    proc, r = run_bs_drain(beanstalkd, 200)
+    assert r["status"] == "ok" and int(r["jobs"]) == 200, proc.stderr
+    assert r["queue_left"] == "1" and r["anomalies"] == "1" and proc.returncode == 1
+    assert "lists 1 job after the drain" in proc.stderr
+
+
+def test_run_sh_drain_with_beanstalkd(tmp_path):
+    """bench/run.sh --scenarios=drain runs beanstalkd too (beanstalk-bench --scenario=drain, the
+    same jobs): the table has its drain jobs/s and RSS per queued job, and 'vs bs' ratios."""
+    import re
+    import shutil
+    builddir = os.environ.get("SPUR_BUILDDIR")
+    spurd = os.environ.get("SPURD")
+    if not builddir or not spurd:
+        pytest.skip("SPUR_BUILDDIR and SPURD are set by `make check`")
+    bs_bench = os.path.join(builddir, "bench", "beanstalk-bench")
+    if shutil.which("beanstalkd") is None or not os.path.exists(bs_bench):
+        pytest.skip("needs beanstalkd (scripts/deps.sh bench) and bench/beanstalk-bench")
+    srcdir = os.environ.get("SPUR_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    out = tmp_path / "run"
+    proc = subprocess.run(["bash", os.path.join(srcdir, "bench", "run.sh"), "--spurd=" + spurd,
+                           "--bench=" + bench_binary(), "--beanstalk-bench=" + bs_bench,
+                           "--servers=spurd,beanstalkd", "--scenarios=drain",
+                           "--conditions=quiet", "--drain-runs=1", "--drain-jobs=2000",
+                           "--drain-timeout=60", "--out=%s" % out],
+                          capture_output=True, timeout=300, universal_newlines=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Failed runs" not in proc.stdout and (out / "failures.txt").read_text() == "", \
+        proc.stdout
+    runs = [l for l in proc.stdout.splitlines() if l.startswith("[") and " drain " in l]
+    assert len(runs) == 2 and all("B/job" in l for l in runs), proc.stdout
+    # beanstalkd ran the 2000 jobs of spur-bench's drain
+    assert "jobs=2000 " in (out / "beanstalkd" / "drain-1" / "bench.out").read_text()
+    header = [l for l in proc.stdout.splitlines() if l.startswith("scenario ")]
+    assert len(header) == 1, proc.stdout
+    cols = header[0].split()
+    assert cols[2:4] == ["spurd", "beanstalkd"] and "bs" in cols, header[0]
+    table = {l.split()[1]: l.split() for l in proc.stdout.splitlines()
+             if l.startswith("drain ")}
+    rss = table.get("rss_B/job")
+    assert rss is not None, proc.stdout
+    assert re.fullmatch(r"[0-9.]+", rss[3]) and float(rss[3]) > 0, rss  # beanstalkd's column
+    assert re.fullmatch(r"[0-9.]+", rss[-2]) and float(rss[-2]) > 0, rss  # vs bs
+    assert float(table["drain_jobs/s"][3]) > 0, table["drain_jobs/s"]
