@@ -92,7 +92,7 @@ static void finish(struct store_pg_rows *r, int meta_null)
 }
 
 int store_pg_rows_fill(struct store_pg_rows *r, const struct store_batch *b, size_t *next,
-                       size_t max_bytes)
+                       size_t max_bytes, enum store_pg_take take)
 {
     if (start(r) != 0)
         goto fail;
@@ -100,7 +100,11 @@ int store_pg_rows_fill(struct store_pg_rows *r, const struct store_batch *b, siz
     size_t n = store_batch_nadds(b);
     while (*next < n && (r->nrows == 0 || r->bytes < max_bytes)) {
         struct store_rec x;
-        if (store_batch_add_at(b, (*next)++, &x) != 0)
+        size_t i = (*next)++;
+        if (take != STORE_PG_TAKE_ALL &&
+            (store_batch_add_is_update(b, i) != 0) != (take == STORE_PG_TAKE_UPDATES))
+            continue; /* the other kind */
+        if (store_batch_add_at(b, i, &x) != 0)
             continue; /* cancelled by a done of the same batch */
         if (r->nrows >= INT32_MAX || put_row(r, &x) != 0)
             goto fail;

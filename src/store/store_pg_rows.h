@@ -49,15 +49,22 @@ struct store_pg_rows {
     size_t bytes;                   /* bytes of all arrays together */
 };
 
-/* store_pg_rows_fill encodes the live adds of b from add slot *next on (cancelled slots are
- * skipped) into r, replacing what r held, until the arrays hold at least max_bytes bytes or the
+/* which adds of a batch store_pg_rows_fill takes */
+enum store_pg_take {
+    STORE_PG_TAKE_ALL,    /* every live add */
+    STORE_PG_TAKE_NEW,    /* the first writes of new jobs (store_queue_add) */
+    STORE_PG_TAKE_UPDATES /* the new versions of jobs that may be stored (store_queue_update) */
+};
+
+/* store_pg_rows_fill encodes the live adds of b that take selects, from add slot *next on
+ * (cancelled slots and those of the other kind are skipped), into r, replacing what r held, until the arrays hold at least max_bytes bytes or the
  * adds run out; a chunk holds at least one job. *next moves past the slots taken. Returns the
  * rows encoded (r->nrows; 0 when no live add is left), or -1 when out of memory or a field is
  * longer than INT32_MAX bytes (r is then empty). The ids of b's adds are distinct
  * (store_batch.h: a second version in one batch replaces the first), so no two rows of a chunk
  * have the same id. */
 int store_pg_rows_fill(struct store_pg_rows *r, const struct store_batch *b, size_t *next,
-                       size_t max_bytes);
+                       size_t max_bytes, enum store_pg_take take);
 
 /* store_pg_rows_free frees r's arrays; r is empty and reusable. */
 void store_pg_rows_free(struct store_pg_rows *r);
