@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "config.h"
 #include "store_backend.h"
+#include "store_pg_rows.h"
 #include "store_pg_text.h"
 #include "store_row.h"
 
@@ -76,6 +77,7 @@ struct pgstore {
     uint64_t claim_n;        /* how many were handed over */
     char claim_from[STORE_PG_SERVER_ID_MAX + 1]; /* whose they were */
     char anote[512];         /* what adopt did, for the manager's log */
+    struct store_pg_rows rows; /* the chunk of jobs being sent (committer), reused */
 };
 
 static double mono(void)
@@ -284,8 +286,10 @@ static const char *const migrate =
     "UPDATE spur_meta SET value = 3 WHERE key = 'schema' AND value < 3;";
 
 /* prepared statements: name, text, parameter count and types */
-static const Oid ins_types[9] = {OID_INT8, OID_INT2, OID_INT8, OID_BYTEA, OID_BYTEA, OID_BYTEA,
-                                 OID_BYTEA, OID_TEXT, OID_BYTEA};
+static const Oid ins_types[9] = {STORE_PG_OID_INT8_ARRAY,  STORE_PG_OID_INT2_ARRAY,
+                                 STORE_PG_OID_INT8_ARRAY,  STORE_PG_OID_BYTEA_ARRAY,
+                                 STORE_PG_OID_BYTEA_ARRAY, STORE_PG_OID_BYTEA_ARRAY,
+                                 STORE_PG_OID_BYTEA_ARRAY, STORE_PG_OID_BYTEA_ARRAY, OID_TEXT};
 static const Oid rec_types[4] = {OID_TEXT, OID_INT4, OID_BYTEA, OID_BYTEA};
 static const Oid int8_text[2] = {OID_INT8, OID_TEXT};
 static const Oid one_text[1] = {OID_TEXT};
@@ -294,10 +298,19 @@ static const struct {
     int n;
     const Oid *types;
 } stmts[] = {
-    /* an add of a stored id is a new version of the job (store_queue_update): replaced, if it is
-     * still this server's; a batch written again after a lost outcome writes the same values */
-    {"spur_ins", "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, owner, meta) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO UPDATE SET"
+    /* a chunk of jobs (store_pg_rows.h) in one statement. spur_ins_new: new jobs, whose ids were
+     * never used (the high-water mark), a plain insert; spur_ins: a new version of a job that may
+     * be stored (store_queue_update) replaces it if it is still this server's, and every job of
+     * a batch written again after an unknown outcome or a conflict of spur_ins_new (the same
+     * values again). The ids of one chunk are distinct (a second version in a batch replaces the
+     * first), as ON CONFLICT DO UPDATE requires */
+#define INS_SELECT                                                                                 \
+    "INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, owner, meta)"             \
+    " SELECT u.id, u.prio, u.run_at, u.func, u.uniq, u.reducer, u.data, $9, u.meta"                \
+    " FROM unnest($1, $2, $3, $4, $5, $6, $7, $8) AS u (id, prio, run_at, func, uniq, reducer,"    \
+    " data, meta)"
+    {"spur_ins_new", INS_SELECT, 9, ins_types},
+    {"spur_ins", INS_SELECT " ON CONFLICT (id) DO UPDATE SET"
                  " prio = EXCLUDED.prio, run_at = EXCLUDED.run_at, func = EXCLUDED.func,"
                  " uniq = EXCLUDED.uniq, reducer = EXCLUDED.reducer, data = EXCLUDED.data,"
                  " meta = EXCLUDED.meta WHERE spur_jobs.owner = EXCLUDED.owner", 9, ins_types},
@@ -849,7 +862,7 @@ fail:
     return NULL;
 }
 
-/* be64, be32 and be16 put v big-endian into b (PostgreSQL's binary int8 and int2). */
+/* be64 and be32 put v big-endian into b (PostgreSQL's binary int8 and int4). */
 static void be64(unsigned char *b, uint64_t v)
 {
     for (int i = 7; i >= 0; i--, v >>= 8)
@@ -860,12 +873,6 @@ static void be32(unsigned char *b, uint32_t v)
 {
     for (int i = 3; i >= 0; i--, v >>= 8)
         b[i] = (unsigned char)v;
-}
-
-static void be16(unsigned char *b, uint16_t v)
-{
-    b[0] = (unsigned char)(v >> 8);
-    b[1] = (unsigned char)v;
 }
 
 /* id_array appends the ids of b's dones and of the doubtful adds to an array literal
@@ -912,12 +919,60 @@ static void remember_doubt(struct pgstore *s, const struct store_batch *b)
     }
 }
 
-/* write_once tries to write b once. Returns 0, or -1 with s->err set and *lost set when the
- * database was unavailable or the session broke (worth another attempt), and *unknown set when the
- * commit was sent but its outcome never came back. */
-static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *unknown)
+/* send_chunks queues the adds of b that take selects into the pipeline as statement stmt, one per
+ * chunk of about STORE_PG_CHUNK_BYTES, its columns binary arrays (store_pg_rows.h), and counts
+ * the statements in *sent. Returns 0, -1 when libpq could not queue one, -2 when a chunk could
+ * not be encoded (out of memory). */
+static int send_chunks(struct pgstore *s, const struct store_batch *b, enum store_pg_take take,
+                       const char *stmt, int *sent)
 {
-    *lost = *unknown = 0;
+    static const int bin9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 0}; /* the owner is text */
+    struct store_pg_rows *rows = &s->rows;
+    for (size_t next = 0;;) {
+        int n = store_pg_rows_fill(rows, b, &next, STORE_PG_CHUNK_BYTES, take);
+        if (n <= 0)
+            return n < 0 ? -2 : 0;
+        const char *v[9];
+        int l[9];
+        for (int k = 0; k < STORE_PG_NCOLS; k++) {
+            v[k] = buf_head(&rows->col[k]);
+            l[k] = (int)buf_len(&rows->col[k]);
+        }
+        v[8] = s->me;
+        l[8] = 0;
+        if (!PQsendQueryPrepared(s->conn, stmt, 9, v, l, bin9, 0))
+            return -1;
+        (*sent)++;
+    }
+}
+
+/* send_jobs queues the live adds of b into the pipeline: new jobs with plain inserts and updates
+ * with upserts, or with careful every job with upserts (spur_ins), and counts the statements in
+ * *sent. Returns as send_chunks. */
+static int send_jobs(struct pgstore *s, const struct store_batch *b, int careful, int *sent)
+{
+    int ret = careful ? send_chunks(s, b, STORE_PG_TAKE_ALL, "spur_ins", sent)
+                      : send_chunks(s, b, STORE_PG_TAKE_NEW, "spur_ins_new", sent);
+    if (ret == 0 && !careful)
+        ret = send_chunks(s, b, STORE_PG_TAKE_UPDATES, "spur_ins", sent);
+    /* libpq copied the arrays: keep the buffers for the next batch, unless one was outsized */
+    size_t cap = 0;
+    for (int k = 0; k < STORE_PG_NCOLS; k++)
+        cap += s->rows.col[k].cap;
+    if (cap > 4 * (size_t)STORE_PG_CHUNK_BYTES)
+        store_pg_rows_free(&s->rows);
+    return ret;
+}
+
+/* write_once tries to write b once, every job with an upsert when careful (send_jobs). Returns 0,
+ * or -1 with s->err set and *lost set when the database was unavailable or the session broke
+ * (worth another attempt), *unknown set when the commit was sent but its outcome never came back,
+ * and *conflict set when a new job's id was found stored already (unique_violation: the batch
+ * rolled back; worth another attempt, careful). */
+static int write_once(struct pgstore *s, struct store_batch *b, int careful, int *lost,
+                      int *unknown, int *conflict)
+{
+    *lost = *unknown = *conflict = 0;
     if (ensure(s) != 0) {
         *lost = 1;
         return -1;
@@ -937,29 +992,12 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
         fail = "entering pipeline mode";
         goto out;
     }
-    /* send: every insert, one delete, the high-water mark, then Sync (the implicit transaction
-     * commits there, or rolls back entirely on the first error) */
-    static const int bin9[9] = {1, 1, 1, 1, 1, 1, 1, 0, 1}; /* the owner is text */
-    struct store_rec r;
-    for (size_t i = 0, n = store_batch_nadds(b); i < n; i++) {
-        if (store_batch_add_at(b, i, &r) != 0)
-            continue;
-        unsigned char id[8], prio[2], when[8];
-        be64(id, r.id);
-        be16(prio, (uint16_t)r.prio);
-        be64(when, (uint64_t)r.when);
-        const char *v[9] = {(const char *)id, (const char *)prio, (const char *)when,
-                            r.func_len ? r.func : "", r.unique_len ? r.unique : "",
-                            r.reducer_len ? r.reducer : "",
-                            r.data_len ? (const char *)r.data : "", s->me,
-                            r.meta_len ? r.meta : NULL};
-        int l[9] = {8, 2, 8, (int)r.func_len, (int)r.unique_len, (int)r.reducer_len, (int)r.data_len, 0,
-                    (int)r.meta_len};
-        if (!PQsendQueryPrepared(c, "spur_ins", 9, v, l, bin9, 0)) {
-            fail = "sending a job";
-            goto out;
-        }
-        sent++;
+    /* send: the jobs (a statement per chunk), one delete, the records, the high-water mark, then
+     * Sync (the implicit transaction commits there, or rolls back entirely on the first error) */
+    int js = send_jobs(s, b, careful, &sent);
+    if (js != 0) {
+        fail = js == -2 ? "encoding the jobs (out of memory)" : "sending the jobs";
+        goto out;
     }
     if (ids != NULL) {
         const char *v[2] = {ids, s->me};
@@ -1023,6 +1061,8 @@ static int write_once(struct pgstore *s, struct store_batch *b, int *lost, int *
             fail = "writing the batch";
             if (PQresultErrorMessage(res)[0])
                 pq_msg(PQresultErrorMessage(res), why, sizeof why);
+            const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+            *conflict = code != NULL && strcmp(code, "23505") == 0;
         }
         PQclear(res);
     }
@@ -1051,11 +1091,17 @@ static int pg_write_batch(void *db, struct store_batch *b)
 {
     struct pgstore *s = db;
     double deadline = mono() + s->wait;
-    int lost, unknown, doubt = 0;
-    /* with --store-wait, an unavailable database is waited for, up to the bound: the inserts are
-     * idempotent (ON CONFLICT DO NOTHING on the never reused id), so a batch whose first commit
-     * had an unknown outcome may be written again */
-    while (write_once(s, b, &lost, &unknown) != 0) {
+    int lost, unknown, conflict, doubt = 0, careful = 0;
+    /* with --store-wait, an unavailable database is waited for, up to the bound. A batch whose
+     * commit had an unknown outcome is written again with upserts only (careful), which write
+     * the same values over what may have been committed; so is, at once, a batch that found a
+     * new job's id stored (a row nobody should have written: it is replaced, as an update) */
+    while (write_once(s, b, careful, &lost, &unknown, &conflict) != 0) {
+        if (conflict && !careful) {
+            careful = 1;
+            continue;
+        }
+        careful |= unknown;
         doubt |= unknown;
         if (s->fenced) {
             store_batch_set_error(b, s->err);
@@ -1402,6 +1448,7 @@ static void pg_close(void *db)
     if (s == NULL)
         return;
     drop(s); /* ends the session: the advisory lock goes with it */
+    store_pg_rows_free(&s->rows);
     free(s->doubt);
     free(s->conninfo);
     free(s);

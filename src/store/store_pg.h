@@ -4,9 +4,11 @@
  *
  * It is only a backend (store_backend.h): the store manager (store.c) batches, and calls it on its
  * committer thread, so libpq's blocking calls never stall the event loop. Each batch is one
- * implicit transaction sent in libpq's pipeline mode (every insert, one delete of all the batch's
- * finished ids and the high-water mark, then one Sync: one round trip per batch), with prepared
- * statements and binary parameters only: no SQL text is ever built from job data.
+ * implicit transaction sent in libpq's pipeline mode (an INSERT ... SELECT FROM unnest of binary
+ * arrays per chunk of new jobs (store_pg_rows.h), an upsert of that shape per chunk of updated
+ * ones, one delete of all the batch's finished ids and the high-water mark, then one Sync: one
+ * round trip per batch), with prepared statements and binary parameters only: no SQL text is
+ * ever built from job data.
  *
  * Tables, created if missing: spur_jobs and spur_meta (the same columns as the SQLite store's, in
  * PostgreSQL types, plus owner and claim), spur_quarantine, spur_import and spur_servers.

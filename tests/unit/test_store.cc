@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -21,6 +22,7 @@ extern "C" {
 #include "store.h"
 #include "store_backend.h"
 #include "store_mem.h"
+#include "store_pg_rows.h"
 #include "store_pg_text.h"
 }
 
@@ -766,4 +768,226 @@ TEST_F(StoreTest, StopIsBoundedWhileAWriteHangs)
     EXPECT_TRUE(store_stuck());
     EXPECT_EQ(r.eng.store_mgr, nullptr);
     unstall.join(); // the abandoned committer finishes its write and exits without waking anyone
+}
+
+// ---------------------------------------------------------------- store_pg_rows (binary arrays)
+
+namespace {
+
+// PgArray is one binary array decoded as PostgreSQL's array_recv reads it.
+struct PgArray {
+    uint32_t ndim = 0, flags = 0, oid = 0, len = 0, lbound = 0;
+    std::vector<bool> null;
+    std::vector<std::string> elem;
+};
+
+uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+PgArray decode_array(const buf &b)
+{
+    PgArray a;
+    const unsigned char *p = (const unsigned char *)buf_head(&b), *end = p + buf_len(&b);
+    EXPECT_GE(buf_len(&b), 20u);
+    a.ndim = get32(p);
+    a.flags = get32(p + 4);
+    a.oid = get32(p + 8);
+    a.len = get32(p + 12);
+    a.lbound = get32(p + 16);
+    p += 20;
+    for (uint32_t i = 0; i < a.len; i++) {
+        EXPECT_LE(p + 4, end);
+        uint32_t n = get32(p);
+        p += 4;
+        a.null.push_back(n == UINT32_MAX);
+        if (n == UINT32_MAX) {
+            a.elem.emplace_back();
+            continue;
+        }
+        EXPECT_LE(p + n, end);
+        a.elem.emplace_back((const char *)p, n);
+        p += n;
+    }
+    EXPECT_EQ(p, end) << "bytes after the last element";
+    return a;
+}
+
+int64_t be_int(const std::string &s)
+{
+    uint64_t v = 0;
+    for (unsigned char c : s)
+        v = v << 8 | c;
+    return s.size() == 2 ? (int16_t)v : (int64_t)v;
+}
+
+// kept returns a copy of s that lives until the end of the test program (store_rec borrows).
+const std::string &kept(const std::string &s)
+{
+    static std::deque<std::string> pool;
+    pool.push_back(s);
+    return pool.back();
+}
+
+store_rec pg_job(uint64_t id, const std::string &func, const std::string &uniq,
+                 const std::string &data, const char *meta = nullptr, size_t meta_len = 0)
+{
+    store_rec r = {};
+    r.id = id;
+    r.func = kept(func).data();
+    r.func_len = func.size();
+    r.unique = kept(uniq).data();
+    r.unique_len = uniq.size();
+    const std::string &d = kept(data);
+    r.data = d.data();
+    r.data_len = d.size();
+    r.prio = (int)(id % 3);
+    r.when = id == 2 ? 1700000000 : 0;
+    r.meta = meta;
+    r.meta_len = meta_len;
+    return r;
+}
+
+// fill_all encodes every chunk of b; returns the decoded columns of each chunk.
+std::vector<std::vector<PgArray>> fill_all(const store_batch *b, size_t max_bytes,
+                                           store_pg_take take = STORE_PG_TAKE_ALL)
+{
+    std::vector<std::vector<PgArray>> chunks;
+    store_pg_rows r = {};
+    size_t next = 0;
+    for (int n; (n = store_pg_rows_fill(&r, b, &next, max_bytes, take)) > 0;) {
+        std::vector<PgArray> cols;
+        for (int k = 0; k < STORE_PG_NCOLS; k++)
+            cols.push_back(decode_array(r.col[k]));
+        size_t total = 0;
+        for (int k = 0; k < STORE_PG_NCOLS; k++)
+            total += buf_len(&r.col[k]);
+        EXPECT_EQ(r.bytes, total) << "the size a chunk is bounded by is its real size";
+        EXPECT_EQ((size_t)n, r.nrows);
+        chunks.push_back(cols);
+    }
+    EXPECT_EQ(next, store_batch_nadds(b));
+    store_pg_rows_free(&r);
+    return chunks;
+}
+
+} // namespace
+
+TEST(StorePgRows, ColumnsAreBinaryArraysThatKeepEveryByte)
+{
+    store_queue q = {};
+    std::string nul("a\0b\0", 4), big(3000, '\xff'), meta("{\"r\":1}");
+    store_rec a = pg_job(1, "f", "", nul);                       // NUL bytes, empty unique, no meta
+    store_rec b = pg_job(2, std::string("g\0h", 3), "u", "", meta.data(), 0); // meta of length 0 is none
+    store_rec c = pg_job(3, "f", "u3", big, meta.data(), meta.size());
+    c.reducer = "red";
+    c.reducer_len = 3;
+    ASSERT_EQ(store_queue_add(&q, &a), 0);
+    ASSERT_EQ(store_queue_add(&q, &b), 0);
+    ASSERT_EQ(store_queue_add(&q, &c), 0);
+    store_batch *batch = store_queue_take(&q);
+    auto chunks = fill_all(batch, STORE_PG_CHUNK_BYTES);
+    ASSERT_EQ(chunks.size(), 1u);
+    auto &col = chunks[0];
+    const uint32_t oids[STORE_PG_NCOLS] = {20, 21, 20, 17, 17, 17, 17, 17};
+    for (int k = 0; k < STORE_PG_NCOLS; k++) {
+        EXPECT_EQ(col[k].ndim, 1u);
+        EXPECT_EQ(col[k].lbound, 1u);
+        EXPECT_EQ(col[k].len, 3u);
+        EXPECT_EQ(col[k].oid, oids[k]);
+        EXPECT_EQ(col[k].flags, k == STORE_PG_COL_META ? 1u : 0u) << k;
+    }
+    EXPECT_EQ(be_int(col[STORE_PG_COL_ID].elem[2]), 3);
+    EXPECT_EQ(col[STORE_PG_COL_ID].elem[0].size(), 8u);
+    EXPECT_EQ(col[STORE_PG_COL_PRIO].elem[1].size(), 2u);
+    EXPECT_EQ(be_int(col[STORE_PG_COL_PRIO].elem[1]), 2);
+    EXPECT_EQ(be_int(col[STORE_PG_COL_RUN_AT].elem[1]), 1700000000);
+    EXPECT_EQ(col[STORE_PG_COL_DATA].elem[0], nul);
+    EXPECT_EQ(col[STORE_PG_COL_DATA].elem[1], "");
+    EXPECT_FALSE(col[STORE_PG_COL_DATA].null[1]) << "an empty payload is empty, not NULL";
+    EXPECT_EQ(col[STORE_PG_COL_DATA].elem[2], big);
+    EXPECT_EQ(col[STORE_PG_COL_FUNC].elem[1], std::string("g\0h", 3));
+    EXPECT_EQ(col[STORE_PG_COL_UNIQ].elem[0], "");
+    EXPECT_FALSE(col[STORE_PG_COL_UNIQ].null[0]);
+    EXPECT_EQ(col[STORE_PG_COL_REDUCER].elem[2], "red");
+    EXPECT_TRUE(col[STORE_PG_COL_META].null[0]);
+    EXPECT_TRUE(col[STORE_PG_COL_META].null[1]);
+    EXPECT_FALSE(col[STORE_PG_COL_META].null[2]);
+    EXPECT_EQ(col[STORE_PG_COL_META].elem[2], meta);
+    store_batch_free(batch);
+}
+
+TEST(StorePgRows, ChunksSplitAtTheByteBoundAndHoldEveryJobOnce)
+{
+    store_queue q = {};
+    std::string data(1000, 'd');
+    for (uint64_t id = 1; id <= 100; id++) {
+        store_rec r = pg_job(id, "f", "", data);
+        ASSERT_EQ(store_queue_add(&q, &r), 0);
+    }
+    ASSERT_EQ(store_queue_done(&q, 50), 0); // cancelled in this batch: skipped
+    store_batch *b = store_queue_take(&q);
+    auto chunks = fill_all(b, 10000);
+    ASSERT_GT(chunks.size(), 5u);
+    std::vector<int64_t> ids;
+    for (auto &c : chunks) {
+        size_t bytes = 0;
+        for (auto &col : c)
+            for (auto &e : col.elem)
+                bytes += e.size();
+        EXPECT_LT(bytes, 10000u + 1100u) << "a chunk stops once it reaches the bound";
+        for (auto &e : c[STORE_PG_COL_ID].elem)
+            ids.push_back(be_int(e));
+    }
+    ASSERT_EQ(ids.size(), 99u);
+    for (size_t i = 0; i < ids.size(); i++)
+        EXPECT_EQ(ids[i], (int64_t)(i < 49 ? i + 1 : i + 2)) << "in order, each once";
+    // a job larger than the bound is a chunk of its own: every chunk holds at least one job
+    auto one = fill_all(b, 1);
+    EXPECT_EQ(one.size(), 99u);
+    store_batch_free(b);
+    store_queue_clear(&q);
+}
+
+TEST(StorePgRows, NewJobsAndUpdatesAreTakenApartAndAnIdOnlyOnce)
+{
+    store_queue q = {};
+    store_rec a = pg_job(1, "f", "", "first"), u = pg_job(2, "f", "", "old version");
+    ASSERT_EQ(store_queue_add(&q, &a), 0);
+    ASSERT_EQ(store_queue_update(&q, &u), 0);
+    store_rec a2 = pg_job(1, "f", "", "second"), u2 = pg_job(2, "f", "", "new version");
+    ASSERT_EQ(store_queue_update(&q, &a2), 0); // an update of a job added in this batch
+    ASSERT_EQ(store_queue_update(&q, &u2), 0);
+    store_rec n = pg_job(3, "f", "", "new");
+    ASSERT_EQ(store_queue_add(&q, &n), 0);
+    store_batch *b = store_queue_take(&q);
+    // every id once, its last version: ON CONFLICT DO UPDATE may not touch a row twice
+    auto all = fill_all(b, STORE_PG_CHUNK_BYTES);
+    ASSERT_EQ(all.size(), 1u);
+    ASSERT_EQ(all[0][STORE_PG_COL_ID].len, 3u);
+    EXPECT_EQ(all[0][STORE_PG_COL_DATA].elem[0], "second");
+    EXPECT_EQ(all[0][STORE_PG_COL_DATA].elem[1], "new version");
+    // new jobs (plain inserts) and possibly stored ones (upserts) apart; an add that an update
+    // replaced in the same batch is taken as an update (an upsert is right either way)
+    auto fresh = fill_all(b, STORE_PG_CHUNK_BYTES, STORE_PG_TAKE_NEW);
+    auto upd = fill_all(b, STORE_PG_CHUNK_BYTES, STORE_PG_TAKE_UPDATES);
+    ASSERT_EQ(fresh.size(), 1u);
+    ASSERT_EQ(upd.size(), 1u);
+    ASSERT_EQ(fresh[0][STORE_PG_COL_ID].len, 1u);
+    EXPECT_EQ(be_int(fresh[0][STORE_PG_COL_ID].elem[0]), 3);
+    ASSERT_EQ(upd[0][STORE_PG_COL_ID].len, 2u);
+    EXPECT_EQ(be_int(upd[0][STORE_PG_COL_ID].elem[0]), 1);
+    EXPECT_EQ(be_int(upd[0][STORE_PG_COL_ID].elem[1]), 2);
+    store_batch_free(b);
+    // nothing live: no chunk at all
+    ASSERT_EQ(store_queue_add(&q, &n), 0);
+    ASSERT_EQ(store_queue_done(&q, 3), 0);
+    ASSERT_EQ(store_queue_update(&q, &u), 0);
+    b = store_queue_take(&q);
+    ASSERT_NE(b, nullptr);
+    EXPECT_TRUE(fill_all(b, STORE_PG_CHUNK_BYTES, STORE_PG_TAKE_NEW).empty());
+    EXPECT_EQ(fill_all(b, STORE_PG_CHUNK_BYTES, STORE_PG_TAKE_UPDATES).size(), 1u);
+    store_batch_free(b);
+    store_queue_clear(&q);
 }

@@ -16,7 +16,7 @@ import pytest
 from conftest import PG_SCRIPT, poll, start_gearmand, start_spurd
 from gearman_wire import (CAN_DO, ERROR, GRAB_JOB, GRAB_JOB_UNIQ, JOB_ASSIGN, JOB_ASSIGN_UNIQ,
                           JOB_CREATED, SUBMIT_JOB_BG, SUBMIT_JOB_HIGH_BG, SUBMIT_JOB_LOW_BG,
-                          WORK_FAIL, foreground_job_runs, packet)
+                          WORK_COMPLETE, WORK_FAIL, foreground_job_runs, packet)
 from test_store import PgStore, ask, grab_all, restart, wait_replayed
 
 pytestmark = pytest.mark.spur_only
@@ -423,3 +423,129 @@ def test_a_stored_jobs_update_cut_off_by_a_hung_database_is_not_deleted(server_f
         os.kill(pid, signal.SIGCONT)
     submit_until_stored(c)
     assert handle_ids([h]) <= stored_ids(pg), "the retried job's row was deleted"
+
+
+# ------------------------------------------------------------ how a batch is written
+# A batch's new jobs go in one plain INSERT ... SELECT FROM unnest(binary arrays) per chunk of
+# about 1 MiB (store_pg_rows.h), the new versions of stored jobs in upserts of the same shape.
+
+
+def stats(c):
+    """The numeric rows of admin stats."""
+    out = c.admin("stats\n", b"END\r\n").decode()
+    rows = [l.split() for l in out.splitlines() if l.startswith("STAT ")]
+    return {r[1]: float(r[2]) for r in rows if r[2].replace(".", "", 1).isdigit()}
+
+
+class RowLock:
+    """Holds the rows of spur_servers FOR UPDATE in a psql session of its own: the high-water
+    mark update of every batch (spur_hwm) waits behind it, so a batch stays in flight and what is
+    submitted meanwhile gathers into the next batch."""
+
+    def __init__(self, pg):
+        self.pg = pg
+        self.p = subprocess.Popen([os.path.join(pg.cluster.bindir, "psql"), "-X", "-q", "-A", "-t",
+                                   "-v", "ON_ERROR_STOP=1", "-d", pg.conninfo],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        self.p.stdin.write(b"BEGIN; SELECT 'locked' FROM spur_servers FOR UPDATE;\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline() == b"locked\n"  # psql ends (EOF) if it fails
+
+    def batch_waits(self):
+        return int(self.pg.sql("SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                               " current_database() AND application_name = 'spurd' AND"
+                               " wait_event_type = 'Lock'")) > 0
+
+    def release(self):
+        self.p.stdin.write(b"ROLLBACK;\n")
+        self.p.stdin.close()
+        self.p.wait(timeout=60)
+
+
+def test_one_batch_of_several_statements_keeps_every_byte_across_kill_9(server_factory, pg):
+    """Jobs that gather while a batch is in flight are written by the next batch, in statements
+    of about 1 MiB each: three 600 KiB payloads (with every byte value) need two, then 200 small
+    jobs, empty payloads and uniques. Every job comes back byte for byte after kill -9."""
+    s = server_factory(pg.arg, "--store-timeout=300")
+    wait_replayed(s)
+    c, adm = s.connect(timeout=120), s.connect(timeout=120)
+    big = [bytes(range(256)) * 2400 + b"%d" % i for i in range(3)]
+    jobs = [(b"u%d" % i, d) for i, d in enumerate(big)]
+    jobs += [(b"", b""), (b"", b"\0"), (b"e", b""), (b"\xff'\\", b"x\0y\0")]
+    jobs += [(b"s%d" % i, b"small %d" % i) for i in range(200)]
+    lock = RowLock(pg)
+    try:
+        c.send_packet(SUBMIT_JOB_BG, b"f", b"first", b"first")
+        poll(lock.batch_waits, "the first batch to wait for the lock")
+        before = stats(adm)
+        c.send(b"".join(packet(SUBMIT_JOB_BG, b"f", u, d) for u, d in jobs))
+        poll(lambda: stats(adm)["packets_in"] >= before["packets_in"] + len(jobs),
+             "the submits to be read")
+    finally:
+        lock.release()
+    handles = [c.expect(JOB_CREATED, timeout=120) for _ in range(len(jobs) + 1)]
+    after = stats(adm)
+    assert after["store_commits"] == before["store_commits"] + 2, \
+        "the batch that waited, then one batch with every other job"
+    assert after["store_commit_failures"] == 0
+    s2 = restart(server_factory, s, pg.arg)
+    got = grab_all(s2, b"f", len(jobs) + 1)
+    want = list(zip(handles, [b"first"] + [u for u, _ in jobs], [b"first"] + [d for _, d in jobs]))
+    assert sorted(got) == sorted(want)
+    assert stored_ids(pg) == set()
+
+
+def test_a_job_added_and_rewritten_in_one_batch_is_one_row(server_factory, pg):
+    """A job submitted to wait for another, whose prerequisite completes before the batch is
+    written, is rewritten (one dependency fewer) in the batch that adds it: the batch holds its
+    id once (the second version replaces the first), as the upsert requires (PostgreSQL refuses
+    to touch a row twice in one statement). It is stored once, as it is now: runnable."""
+    s = server_factory(pg.arg, "--store-timeout=300")
+    wait_replayed(s)
+    c, adm, cl = s.connect(timeout=120), s.connect(timeout=120), s.connect(timeout=120)
+    c.send_packet(SUBMIT_JOB_BG, b"pre", b"", b"a")
+    a = c.expect(JOB_CREATED)
+    w = s.connect(timeout=120)
+    w.send_packet(CAN_DO, b"pre")
+    w.send_packet(GRAB_JOB)
+    assert w.expect(JOB_ASSIGN).startswith(a + b"\0")
+    lock = RowLock(pg)
+    try:
+        c.send_packet(SUBMIT_JOB_BG, b"other", b"", b"in flight")
+        poll(lock.batch_waits, "a batch to wait for the lock")
+        cl.send(b"submit then --after " + a + b" payload\n")
+        poll(lambda: b"\twaiting" in adm.admin("show jobs\n", b".\n"), "the waiting job")
+        w.send_packet(WORK_COMPLETE, a, b"")
+        poll(lambda: a not in adm.admin("show jobs\n", b".\n"), "the completion")
+    finally:
+        lock.release()
+    line = cl.read_line(timeout=120)
+    assert line.startswith(b"OK "), line
+    b = line[3:].rstrip(b"\r\n")
+    other = c.expect(JOB_CREATED, timeout=120)
+    assert stats(adm)["store_commit_failures"] == 0
+    assert stored_ids(pg) == handle_ids([b, other])
+    s2 = restart(server_factory, s, pg.arg)
+    assert [g[0] for g in grab_all(s2, b"then", 1)] == [b]
+
+
+def test_a_row_in_the_way_of_a_new_job_is_replaced_as_before(server_factory, pg):
+    """New jobs are written with plain inserts: their ids were never used (the high-water mark).
+    Should a row be in the way all the same (written by hand), the batch is written again at once
+    with upserts: the job is acknowledged and stored, its row replaced, as every add did before."""
+    s = server_factory(pg.arg)
+    c = s.connect(timeout=60)
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"a")
+    ha = c.expect(JOB_CREATED)
+    (a,) = handle_ids([ha])
+    pg.sql(f"INSERT INTO spur_jobs (id, prio, run_at, func, uniq, reducer, data, owner)"
+           f" SELECT {a + 1}, 1, 0, func, 'stale', '', 'stale', owner FROM spur_jobs WHERE id = {a}")
+    c.send_packet(SUBMIT_JOB_BG, b"f", b"", b"b")
+    hb = c.expect(JOB_CREATED)
+    assert handle_ids([hb]) == {a + 1}, "the test means the next id"
+    assert pg.sql(f"SELECT encode(uniq || data, 'escape') FROM spur_jobs WHERE id = {a + 1}") \
+        == "b\n"
+    assert stats(c)["store_commit_failures"] == 0
+    s2 = restart(server_factory, s, pg.arg)
+    assert grab_all(s2, b"f", 2) == [(ha, b"", b"a"), (hb, b"", b"b")]
