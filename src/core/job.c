@@ -65,13 +65,22 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out)
 
 struct job *job_find_id(const struct engine *e, uint64_t id)
 {
-    struct hmap_probe pr;
-    for (struct job *j = hmap_first(&e->jobs_by_id, hmap_mix64(id), &pr); j != NULL;
-         j = hmap_next(&pr)) {
-        if (j->id == id)
-            return j;
+    return idtab_get(&e->jobs, id);
+}
+
+int job_check_ids(const struct engine *e, char *err, size_t errlen)
+{
+    if (idtab_check(&e->jobs, err, errlen) != 0)
+        return -1;
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    uint64_t id;
+    for (const struct job *j; (j = idtab_iter_next(&it, &id)) != NULL;) {
+        if (j->id != id)
+            return engine_check_fail(err, errlen, "job %" PRIu64 " is indexed as %" PRIu64,
+                                     j->id, id);
     }
-    return NULL;
+    return 0;
 }
 
 int job_handle_parse(const struct engine *e, const char *h, size_t len, uint64_t *id)
@@ -358,9 +367,9 @@ static void unique_unlink(struct engine *e, struct job *j)
 int job_check_uniques(const struct engine *e, char *err, size_t errlen)
 {
     size_t entries = 0, ringed = 0, members = 0, rings = 0;
-    struct hmap_iter it;
-    hmap_iter_init(&it, &e->jobs_by_id);
-    for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    for (const struct job *j; (j = idtab_iter_next(&it, NULL)) != NULL;) {
         if (j->flags & JOB_RING)
             rings++;
         if (!has_unique_entry(j)) {
@@ -455,42 +464,19 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     j->timer = HEAP_NONE;
     j->state = JOB_LIMBO;
     j->id = id ? id : e->next_id++;
-    if (hmap_insert(&e->jobs_by_id, j, hmap_mix64(j->id)) != 0)
+    if (idtab_put(&e->jobs, j->id, j) != 0) /* (a restored id taken: refused) */
         goto fail;
     if (unique_link(e, j) != 0) {
-        hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
+        idtab_del(&e->jobs, j->id);
         goto fail;
     }
-    /* handle-number order: a new job goes last; only a restored one may need a short walk */
     list_node_init(&j->qnode);
-    struct list_node *after = e->jobs.prev;
-    while (after != &e->jobs && (container_of(after, struct job, anode)->state == JOB_MARKER ||
-                                 container_of(after, struct job, anode)->id > j->id))
-        after = after->prev;
-    list_insert_after(after, &j->anode);
     e->njobs++;
     e->job_bytes += job_size(j);
     return j;
 fail:
     blob_unref(b); /* frees the job */
     return NULL;
-}
-
-void job_list_after(struct engine *e, struct job *m, struct job *after)
-{
-    list_insert_after(after != NULL ? &after->anode : &e->jobs, &m->anode);
-}
-
-void job_list_remove(struct engine *e, struct job *m)
-{
-    (void)e;
-    list_del(&m->anode);
-}
-
-struct job *job_list_next(const struct engine *e, const struct job *m)
-{
-    const struct list_node *n = list_next(&e->jobs, &m->anode);
-    return n != NULL ? container_of(n, struct job, anode) : NULL;
 }
 
 int job_add_waiter(struct job *j, struct peer *client, struct list_node *list)
@@ -706,8 +692,7 @@ void job_free(struct engine *e, struct job *j)
     job_detach(e, j);
     if (e->ext.job_gone != NULL)
         e->ext.job_gone(e, j); /* it never completes: a feature may fail what waits for it */
-    job_list_remove(e, j);
-    hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
+    idtab_del(&e->jobs, j->id);
     unique_unlink(e, j);
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);

@@ -33,7 +33,6 @@ enum job_state {
     JOB_RUNNING,   /* assigned to a worker */
     JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
     JOB_PENDING,   /* background job waiting for its store batch to be durable */
-    JOB_MARKER,    /* not a job: a 'show jobs' listing's place in engine->jobs */
     JOB_FAILED,    /* in the dead-letter list (jobx.h): retries used up, in no queue */
     JOB_WAITING,   /* waiting for the jobs it depends on (jobx.h), in no queue */
 };
@@ -65,8 +64,6 @@ struct waiter {
 struct job {
     struct list_node qnode;   /* its function's ready queue (JOB_READY) or its worker's
                                  running list (JOB_RUNNING); unlinked elsewhere */
-    struct list_node anode;   /* engine->jobs: every job in handle-number order (and the
-                                 markers of 'show jobs' listings) */
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
     struct waiter *waiters;   /* foreground clients attached: the newest, first of the ring
@@ -152,6 +149,10 @@ struct job *job_find_unique(const struct engine *e, const struct func *f, const 
  * (always for "" and "-"). O(1) expected, however many functions share the unique. */
 struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen);
 
+/* job_check_ids verifies the table of jobs by handle number (engine.jobs): its structure
+ * (idtab_check) and that each job is stored under its own id. Returns 0 or -1 with err. O(jobs). */
+int job_check_ids(const struct engine *e, char *err, size_t errlen);
+
 /* job_check_uniques verifies the index of uniques against the jobs: every job with a unique entry
  * is found by its function and unique, each distinct unique has one JOB_UHEAD job (found by it)
  * whose ring holds exactly the live jobs with that unique. Returns 0 or -1 with err. O(jobs). */
@@ -164,16 +165,10 @@ struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int ba
                     const char *data, size_t dlen);
 
 /* job_new_id is job_new with a given handle number (a job restored from the store); id 0 takes
- * the next number. */
+ * the next number. NULL too when a live job has that number. */
 struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int background,
                        const char *u, size_t ulen, const char *reducer, size_t rlen,
                        const char *data, size_t dlen, uint64_t id);
-
-/* job_list_after links marker m into engine->jobs just after `after` (at the head if NULL);
- * job_list_remove unlinks it; job_list_next returns the job or marker after m, NULL at the end. */
-void job_list_after(struct engine *e, struct job *m, struct job *after);
-void job_list_remove(struct engine *e, struct job *m);
-struct job *job_list_next(const struct engine *e, const struct job *m);
 
 /* job_of_qnode returns the job whose queue link is n. */
 static inline struct job *job_of_qnode(const struct list_node *n)
