@@ -448,7 +448,7 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
         return NULL;
     memset(j, 0, sizeof *j);
     struct blob *b = job_blob(j);
-    blob_embed(b, (uint32_t)sizeof *j | (slab ? BLOB_SLAB : 0), (uint32_t)dl);
+    blob_embed(b, sizeof *j, slab);
     if (ulen)
         memcpy(b->data, u, ulen);
     if (rlen)

@@ -82,6 +82,11 @@ struct job {
     uint8_t retries;          /* times re-queued after losing its worker */
 };
 
+#ifndef __cplusplus
+_Static_assert(sizeof(struct job) % 8 == 0 && sizeof(struct job) <= BLOB_BASE_MAX,
+               "a job's blob header follows it (blob_embed)");
+#endif
+
 /* job_blob returns the blob that holds the job's unique, reducer and payload. */
 static inline struct blob *job_blob(const struct job *j)
 {

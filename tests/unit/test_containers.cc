@@ -454,7 +454,8 @@ TEST(Slab, BlobInASlabBlockIsFreedByItsLastReference)
     char *mem = static_cast<char *>(slab_alloc(base + sizeof(struct blob) + cap));
     ASSERT_NE(mem, nullptr);
     auto *b = reinterpret_cast<struct blob *>(mem + base);
-    blob_embed(b, static_cast<uint32_t>(base) | BLOB_SLAB, static_cast<uint32_t>(cap));
+    blob_embed(b, base, 1);
+    EXPECT_EQ(blob_cap(b), 0u) << "nothing is appended to an embedded blob";
     memcpy(b->data, "payload", 7);
     b->len = 7;
     blob_ref(b);
@@ -463,8 +464,6 @@ TEST(Slab, BlobInASlabBlockIsFreedByItsLastReference)
     blob_unref(b); /* freed through slab_free (ASan reports a wrong free) */
 }
 
-// meta_find finds a key of a stored job's meta object, spaces or tabs around its colon; a key
-// that is only a prefix of another, or a value that looks like the key, is not it.
 /* obj is the pointer a test stores under id (any non-NULL value tied to the id). */
 static void *obj(uint64_t id) { return reinterpret_cast<void *>(static_cast<uintptr_t>(id * 8 + 8)); }
 
@@ -670,6 +669,8 @@ TEST(Idtab, RandomOperationsMatchAModel)
     idtab_free(&t);
 }
 
+// meta_find finds a key of a stored job's meta object, spaces or tabs around its colon; a key
+// that is only a prefix of another, or a value that looks like the key, is not it.
 TEST(MetaText, FindsKeysAndReadsNumbers)
 {
     std::string m = "{\"attempts_x\":9,\"attempts\" :\t3,\"s\":\"attempts\",\"at\":1.5e3}";
