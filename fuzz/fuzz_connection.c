@@ -230,8 +230,8 @@ static void check_all(void)
         FUZZ_CHECK(!(j->flags & JOB_STORED), "job %llu flagged stored without a store",
                    (unsigned long long)j->id);
         if (j->state == JOB_RUNNING) {
-            FUZZ_CHECK(j->worker != NULL && live_peer(j->worker->peer) &&
-                           j->worker->peer->worker == j->worker,
+            FUZZ_CHECK(job_worker(j) != NULL && live_peer(job_worker(j)->peer) &&
+                           job_worker(j)->peer->worker == job_worker(j),
                        "running job %llu held by a dead worker", (unsigned long long)j->id);
         }
         job_for_each_waiter(w, j) {

@@ -583,7 +583,8 @@ void job_detach(struct engine *e, struct job *j)
         f->queued[j->prio]--;
         break;
     case JOB_RUNNING: {
-        struct worker *w = j->worker;
+        struct job_run *run = j->run;
+        struct worker *w = run->worker;
         list_del(&j->qnode);
         w->nrunning--;
         f->running--;
@@ -591,6 +592,9 @@ void job_detach(struct engine *e, struct job *j)
         heap_remove(&e->timers, &j->timer);
         if (f->flow != NULL && e->ext.flow_stopped != NULL)
             e->ext.flow_stopped(e, j); /* a limit may let the next one start */
+        j->state = JOB_LIMBO; /* (before the run record goes: job_worker reads it) */
+        j->since = run->started;
+        slab_free(run);
         break;
     }
     case JOB_FAILED: /* places only a feature puts jobs in, which it takes them out of */
@@ -602,7 +606,6 @@ void job_detach(struct engine *e, struct job *j)
     case JOB_LIMBO:
         break;
     }
-    j->worker = NULL;
     j->state = JOB_LIMBO;
 }
 
@@ -616,19 +619,23 @@ int job_defer(struct engine *e, struct job *j, double at)
     return 0;
 }
 
-void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms)
+int job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms)
 {
     assert(j->state == JOB_LIMBO);
     struct func *f = j->func;
+    struct job_run *run = slab_alloc(sizeof *run);
+    if (run == NULL)
+        return -1;
     double now = engine_now(e);
     func_count(e, f, JOB_EV_ASSIGNED, j->prio);
     if (j->retries > 0)
         func_count(e, f, JOB_EV_RETRIED, j->prio);
     hist_observe(&f->wait, hist_seconds, now - j->since);
-    j->since = now; /* the run starts */
+    run->worker = w;
+    run->started = now; /* the run starts */
+    j->run = run;
     job_log(e, j, "assigned");
     j->state = JOB_RUNNING;
-    j->worker = w;
     list_push_front(&w->running, &j->qnode);
     w->nrunning++;
     j->func->running++;
@@ -639,6 +646,7 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
         heap_push(&e->timers, &j->timer, now + timeout_ms / 1000.0);
     if (f->flow != NULL && e->ext.flow_started != NULL)
         e->ext.flow_started(e, j); /* counts it against the function's limits */
+    return 0;
 }
 
 void job_fail(struct engine *e, struct job *j)
@@ -660,7 +668,7 @@ void job_cancel(struct engine *e, struct job *j)
     }
     e->stats.cancelled_running++;
     /* a worker told of it (it opted in) sends nothing more that matters: the job ends now */
-    if (e->sink.job_stopped != NULL && e->sink.job_stopped(e, j->worker->peer, j)) {
+    if (e->sink.job_stopped != NULL && e->sink.job_stopped(e, job_worker(j)->peer, j)) {
         job_free(e, j);
         return;
     }

@@ -58,6 +58,13 @@ struct waiter {
     uint64_t status_slot; /* the client's unsent WORK_STATUS of this job (outq_put_slot), or 0 */
 };
 
+/* struct job_run is what a running job (JOB_RUNNING) holds beyond a queued one, in a small block
+ * of its own (slab) from job_start to job_detach, so that a queued job carries no worker. */
+struct job_run {
+    struct worker *worker;    /* the worker running it */
+    double started;           /* engine_now when it was assigned: its run time */
+};
+
 /* struct job is one unit of work. It is allocated together with its data: the struct, then a
  * blob header, then unique, reducer and payload. The blob is reference-counted so an output
  * queue can keep sending the payload after the job is gone; the last reference frees it all. */
@@ -68,9 +75,11 @@ struct job {
     struct func *func;        /* the function */
     struct waiter *waiters;   /* foreground clients attached: the newest, first of the ring
                                  waiter.jnode; NULL when none (job_for_each_waiter) */
-    struct worker *worker;    /* the worker running it, or NULL */
-    double since;             /* engine_now when it last became ready (JOB_READY) or was
-                                 assigned (JOB_RUNNING): queue wait and run time */
+    union {
+        double since;         /* not JOB_RUNNING: engine_now when it last became ready
+                                 (JOB_READY: its queue wait) or, after a run, was assigned */
+        struct job_run *run;  /* JOB_RUNNING: its worker and start (job_worker, job_since) */
+    };
     uint32_t timer;           /* heap position: due time (JOB_FUTURE), CAN_DO_TIMEOUT or job
                                  timeout deadline (JOB_RUNNING), time to live (JOB_READY with
                                  JOB_LIFE) */
@@ -86,6 +95,19 @@ struct job {
 _Static_assert(sizeof(struct job) % 8 == 0 && sizeof(struct job) <= BLOB_BASE_MAX,
                "a job's blob header follows it (blob_embed)");
 #endif
+
+/* job_worker returns the worker running j (JOB_RUNNING), or NULL. */
+static inline struct worker *job_worker(const struct job *j)
+{
+    return j->state == JOB_RUNNING ? j->run->worker : NULL;
+}
+
+/* job_since returns when j last became ready (JOB_READY) or was assigned (JOB_RUNNING, and
+ * after a run until it is ready again): engine_now then. */
+static inline double job_since(const struct job *j)
+{
+    return j->state == JOB_RUNNING ? j->run->started : j->since;
+}
 
 /* job_blob returns the blob that holds the job's unique, reducer and payload. */
 static inline struct blob *job_blob(const struct job *j)
@@ -238,8 +260,9 @@ void job_detach(struct engine *e, struct job *j);
 int job_defer(struct engine *e, struct job *j, double at);
 
 /* job_start assigns a job in limbo to worker w (JOB_RUNNING), arming its CAN_DO_TIMEOUT deadline
- * when timeout_ms > 0, or the job's own timeout when it is smaller (JOB_LIFE: life_started). */
-void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
+ * when timeout_ms > 0, or the job's own timeout when it is smaller (JOB_LIFE: life_started).
+ * Returns 0, or -1 when out of memory for its job_run (j is then still in limbo). */
+int job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
 
 /* job_fail tells j's clients it failed (sink.job_failed) and frees j. */
 void job_fail(struct engine *e, struct job *j);
