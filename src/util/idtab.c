@@ -13,13 +13,27 @@
 /* The leaf bitmap is one 64-bit word. */
 _Static_assert(IDTAB_LEAF == 64, "a leaf's bitmap is one uint64_t");
 
-/* popcount counts the bits set in v. */
-static inline uint32_t popcount(uint64_t v) { return (uint32_t)__builtin_popcountll(v); }
-
-/* rank is the slot of bit i in a leaf with bitmap bits: the ids below it that are stored. */
-static inline uint32_t rank(uint64_t bits, uint32_t i)
+/* popcount counts the bits set in v (inline: without -mpopcnt the builtin is a library call). */
+static inline uint32_t popcount(uint64_t v)
 {
-    return popcount(bits & ((UINT64_C(1) << i) - 1));
+#ifdef __POPCNT__
+    return (uint32_t)__builtin_popcountll(v);
+#else
+    v = v - ((v >> 1) & UINT64_C(0x5555555555555555));
+    v = (v & UINT64_C(0x3333333333333333)) + ((v >> 2) & UINT64_C(0x3333333333333333));
+    v = (v + (v >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    return (uint32_t)((v * UINT64_C(0x0101010101010101)) >> 56);
+#endif
+}
+
+/* A leaf is full (cap IDTAB_LEAF: slot i holds id i, no move on insert or removal, the layout
+ * of dense ids) or packed (fewer slots: the stored ids in order, slot k the k-th). */
+static inline int full(const struct idtab_leaf *l) { return l->cap == IDTAB_LEAF; }
+
+/* slot_of is the slot of id i of leaf l, which is stored or about to be. */
+static inline uint32_t slot_of(const struct idtab_leaf *l, uint32_t i)
+{
+    return full(l) ? i : popcount(l->bits & ((UINT64_C(1) << i) - 1));
 }
 
 /* leaf_bytes is the size of a leaf with cap slots. */
@@ -69,18 +83,23 @@ void *idtab_get(const struct idtab *t, uint64_t id)
     uint32_t i = (uint32_t)(id & LEAF_MASK);
     if (l == NULL || !(l->bits >> i & 1))
         return NULL;
-    return l->slot[rank(l->bits, i)];
+    return l->slot[slot_of(l, i)];
 }
 
-/* resize moves leaf l to an allocation of cap slots (at least its ids); returns the new leaf, or
- * NULL when out of memory (l unchanged). */
+/* resize moves leaf l to an allocation of cap slots (at least its ids; IDTAB_LEAF: full, else
+ * packed); returns the new leaf, or NULL when out of memory (l unchanged). */
 static struct idtab_leaf *resize(struct idtab *t, struct idtab_leaf *l, uint32_t cap)
 {
     struct idtab_leaf *n = slab_alloc(leaf_bytes(cap));
     if (n == NULL)
         return NULL;
-    memcpy(n, l, leaf_bytes(popcount(l->bits)));
+    memcpy(n, l, sizeof *l);
     n->cap = cap;
+    uint32_t k = 0;
+    for (uint64_t m = l->bits; m != 0; m &= m - 1, k++) { /* each id, from one layout to the other */
+        uint32_t i = (uint32_t)__builtin_ctzll(m);
+        n->slot[full(n) ? i : k] = l->slot[full(l) ? i : k];
+    }
     if (n->prev != NULL)
         n->prev->next = n;
     else
@@ -167,16 +186,24 @@ int idtab_put(struct idtab *t, uint64_t id, void *p)
     } else if (l->bits >> i & 1) {
         return -1;
     }
-    uint32_t n = popcount(l->bits);
-    if (n == l->cap) {
-        struct idtab_leaf *g = resize(t, l, l->cap * 2 < IDTAB_LEAF ? l->cap * 2 : IDTAB_LEAF);
-        if (g == NULL)
-            return -1; /* (a fresh leaf has room: never left empty here) */
-        l = g;
+    if (!full(l)) {
+        uint32_t n = popcount(l->bits);
+        if (n == l->cap) {
+            /* packed up to half the ids, then full */
+            uint32_t cap = l->cap * 2 <= IDTAB_LEAF / 2 ? l->cap * 2 : IDTAB_LEAF;
+            struct idtab_leaf *g = resize(t, l, cap);
+            if (g == NULL)
+                return -1; /* (a fresh leaf has room: never left empty here) */
+            l = g;
+        }
     }
-    uint32_t r = rank(l->bits, i);
-    memmove(&l->slot[r + 1], &l->slot[r], (n - r) * sizeof l->slot[0]);
-    l->slot[r] = p;
+    if (full(l)) {
+        l->slot[i] = p;
+    } else {
+        uint32_t n = popcount(l->bits), r = slot_of(l, i);
+        memmove(&l->slot[r + 1], &l->slot[r], (n - r) * sizeof l->slot[0]);
+        l->slot[r] = p;
+    }
     l->bits |= UINT64_C(1) << i;
     t->count++;
     return 0;
@@ -189,22 +216,27 @@ void idtab_del(struct idtab *t, uint64_t id)
     assert(l != NULL && (l->bits >> i & 1));
     if (l == NULL || !(l->bits >> i & 1))
         return;
-    uint32_t n = popcount(l->bits), r = rank(l->bits, i);
-    memmove(&l->slot[r], &l->slot[r + 1], (n - r - 1) * sizeof l->slot[0]);
+    if (!full(l)) {
+        uint32_t n = popcount(l->bits), r = slot_of(l, i);
+        memmove(&l->slot[r], &l->slot[r + 1], (n - r - 1) * sizeof l->slot[0]);
+    }
     l->bits &= ~(UINT64_C(1) << i);
     t->count--;
-    n--;
-    if (n == 0 && l->pins == 0)
-        leaf_free(t, l);
-    else if (n > 0 && n <= l->cap / 4)
-        resize(t, l, l->cap / 2); /* (out of memory: it stays larger) */
+    if (l->bits == 0) {
+        if (l->pins == 0)
+            leaf_free(t, l);
+        return;
+    }
+    uint32_t n = popcount(l->bits);
+    if (n <= l->cap / 4) /* a full leaf a quarter used becomes packed: 16 slots */
+        resize(t, l, full(l) ? IDTAB_LEAF / 4 : l->cap / 2); /* (out of memory: it stays) */
 }
 
 void *idtab_first(const struct idtab *t)
 {
     for (const struct idtab_leaf *l = t->head; l != NULL; l = l->next)
         if (l->bits != 0)
-            return l->slot[0];
+            return l->slot[slot_of(l, (uint32_t)__builtin_ctzll(l->bits))];
     return NULL;
 }
 
@@ -235,7 +267,7 @@ void *idtab_next(struct idtab *t, struct idtab_cursor *c, uint64_t *id)
         c->id = l->key << IDTAB_LEAF_BITS | b;
         c->started = 1;
         *id = c->id;
-        return l->slot[rank(l->bits, b)];
+        return l->slot[slot_of(l, b)];
     }
     idtab_cursor_end(t, c);
     return NULL;
@@ -272,7 +304,8 @@ void *idtab_iter_next(struct idtab_iter *it, uint64_t *id)
     it->rest &= it->rest - 1;
     if (id != NULL)
         *id = it->leaf->key << IDTAB_LEAF_BITS | b;
-    return it->leaf->slot[it->k++];
+    uint32_t k = it->k++;
+    return it->leaf->slot[full(it->leaf) ? b : k];
 }
 
 size_t idtab_bytes(const struct idtab *t)
@@ -308,8 +341,8 @@ int idtab_check(const struct idtab *t, char *err, size_t errlen)
             return fail(err, errlen, "empty leaf kept without a cursor", l->key);
         if (popcount(l->bits) > l->cap || l->cap > IDTAB_LEAF)
             return fail(err, errlen, "more ids than slots", l->key);
-        for (uint32_t k = 0; k < popcount(l->bits); k++)
-            if (l->slot[k] == NULL)
+        for (uint64_t m = l->bits; m != 0; m &= m - 1)
+            if (l->slot[slot_of(l, (uint32_t)__builtin_ctzll(m))] == NULL)
                 return fail(err, errlen, "a stored pointer is NULL", l->key);
         ids += popcount(l->bits);
     }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* idtab: a table of object pointers by 64-bit id (the jobs by handle number), in id order. Ids
  * are grouped in leaves of IDTAB_LEAF consecutive ids; a leaf holds a bitmap of the ids it has
- * and their pointers, packed in id order (no slot for an absent id). The leaves are found by a
- * hash table (hmap) and linked in id order. A lookup, an insert and a removal are O(1) expected
- * (one probe, a population count and a move of at most IDTAB_LEAF pointers); the next id after
+ * and their pointers: a slot per id when more than a quarter of them are there (full: dense ids,
+ * no move), else packed in id order (no slot for an absent id). The leaves are found by a hash
+ * table (hmap) and linked in id order. A lookup, an insert and a removal are O(1) expected
+ * (one probe, then an index, or a population count and a move of at most IDTAB_LEAF / 2
+ * pointers in a packed leaf); the next id after
  * a given one is O(1) too (a bit scan, or the next leaf: a leaf with no id is freed unless a
  * cursor is parked on it). Memory: dense ids (a server's own, which count up) cost a pointer each
  * plus their leaf's 40-byte header shared by IDTAB_LEAF ids and its hash slot; an isolated id
@@ -33,8 +35,9 @@ struct idtab_leaf {
     struct idtab_leaf *prev;   /* the leaf of the next lower key, or NULL */
     struct idtab_leaf *next;   /* the leaf of the next higher key, or NULL */
     uint32_t pins;             /* cursors parked here (an empty leaf stays while pinned) */
-    uint32_t cap;              /* pointers allocated in slot */
-    void *slot[];              /* the stored pointers in id order: popcount(bits) of them */
+    uint32_t cap;              /* pointers allocated in slot: IDTAB_LEAF (full) or fewer */
+    void *slot[];              /* full: slot i is id i's; packed: the stored pointers in id
+                                  order, popcount(bits) of them */
 };
 
 /* struct idtab is the table. */

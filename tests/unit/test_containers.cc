@@ -568,6 +568,40 @@ TEST(Idtab, CursorSurvivesRemovalsAndSkipsEmptiedLeaves)
     idtab_free(&t);
 }
 
+TEST(Idtab, LeavesChangeLayoutAsTheyFillAndEmpty)
+{
+    struct idtab t;
+    idtab_init(&t);
+    std::mt19937 rng(5);
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < 64; i++)
+        ids.push_back(6400 + i); /* one leaf, filled in a random order: packed, then full */
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::vector<uint64_t> live;
+    for (uint64_t id : ids) {
+        ASSERT_EQ(idtab_put(&t, id, obj(id)), 0);
+        live.push_back(id);
+        std::sort(live.begin(), live.end());
+        ASSERT_EQ(walk(&t), live);
+        idtab_ok(&t);
+    }
+    EXPECT_EQ(t.head->cap, IDTAB_LEAF);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (uint64_t id : ids) { /* and emptied: packed again, smaller and smaller */
+        idtab_del(&t, id);
+        live.erase(std::find(live.begin(), live.end(), id));
+        ASSERT_EQ(walk(&t), live);
+        for (uint64_t x : live)
+            ASSERT_EQ(idtab_get(&t, x), obj(x));
+        idtab_ok(&t);
+        if (live.size() == 1) {
+            EXPECT_EQ(t.head->cap, 2u);
+        }
+    }
+    EXPECT_EQ(t.head, nullptr);
+    idtab_free(&t);
+}
+
 TEST(Idtab, EndedCursorFreesAnEmptyLeaf)
 {
     struct idtab t;
