@@ -48,9 +48,10 @@ void admin_line_too_long(struct peer *p)
 
 /* A listing ('workers', 'status', 'prioritystatus', 'show jobs', 'show unique jobs') is written
  * a slice per loop iteration so a long one never stalls other connections. It keeps no copy of
- * the jobs, functions or peers: a marker node in the engine's job list (in handle-number order)
- * or function list (in creation order) holds its place and moves on as lines are written, so
- * jobs and functions freed meanwhile are simply not met. A 'workers' listing holds its place as
+ * the jobs, functions or peers: a cursor in the engine's table of jobs (the last handle number
+ * listed: idtab_next, in handle-number order) or a marker node in its function list (in
+ * creation order) holds its place and moves on as lines are written, so jobs and functions
+ * freed meanwhile are simply not met. A 'workers' listing holds its place as
  * a pointer to the next peer to list (counted in that peer's cursors); a peer that goes moves
  * the pointers at it on to the peer after it (admin_peer_gone), so a freed peer is never met.
  * Jobs submitted, functions created and peers connected after the request are left out, as a
@@ -183,7 +184,8 @@ static void write_worker(struct peer *p, const struct peer *q)
     peer_write(p, "\n", 1);
 }
 
-/* write_slice moves p's listing on by at most max rows (or markers), counting them in *used;
+/* write_slice moves p's listing on by at most max rows (jobs, or functions and markers),
+ * counting them in *used;
  * returns 1 when the listing is finished (its last line written). */
 static int write_slice(struct peer *p, int max, int *used)
 {
