@@ -239,6 +239,26 @@ TEST(Core, AQueuedJobCarriesNoWorkerAndARunningOneHasItsRun)
     c.gone(w);
 }
 
+TEST(Core, ARestoredJobTakesItsNumberUnlessALiveJobHasIt)
+{
+    Core c;
+    c.start();
+    job *j = c.submit("f", "one", 1);
+    ASSERT_NE(j, nullptr);
+    func *f = c.fn("f");
+    /* an older number than any live job's: found by it, listed in number order */
+    job *old = job_new_id(&c.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "x", 1, j->id - 1000);
+    ASSERT_NE(old, nullptr);
+    func_push(&c.eng, old, 0);
+    EXPECT_EQ(job_find_id(&c.eng, j->id - 1000), old);
+    EXPECT_EQ(idtab_first(&c.eng.jobs), old);
+    /* a live job's number is refused: one job a handle */
+    EXPECT_EQ(job_new_id(&c.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "y", 1, j->id), nullptr);
+    EXPECT_EQ(job_find_id(&c.eng, j->id), j);
+    engine_drain_ready(&c.eng);
+    c.check();
+}
+
 TEST(Core, GrabWithNothingReadyIsNoJob)
 {
     Core c;
