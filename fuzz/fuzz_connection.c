@@ -222,16 +222,16 @@ static void check_all(void)
      * future job always has one. A freed job left in the heap is an AddressSanitizer report the
      * next time the heap moves or a clock step pops it. */
     size_t future = 0, running = 0;
-    struct hmap_iter hi;
-    hmap_iter_init(&hi, &e->jobs_by_id);
-    for (const struct job *j; (j = hmap_iter_next(&hi)) != NULL;) {
+    struct idtab_iter hi;
+    idtab_iter_init(&hi, &e->jobs);
+    for (const struct job *j; (j = idtab_iter_next(&hi, NULL)) != NULL;) {
         future += j->state == JOB_FUTURE;
         running += j->state == JOB_RUNNING;
         FUZZ_CHECK(!(j->flags & JOB_STORED), "job %llu flagged stored without a store",
                    (unsigned long long)j->id);
         if (j->state == JOB_RUNNING) {
-            FUZZ_CHECK(j->worker != NULL && live_peer(j->worker->peer) &&
-                           j->worker->peer->worker == j->worker,
+            FUZZ_CHECK(job_worker(j) != NULL && live_peer(job_worker(j)->peer) &&
+                           job_worker(j)->peer->worker == job_worker(j),
                        "running job %llu held by a dead worker", (unsigned long long)j->id);
         }
         job_for_each_waiter(w, j) {

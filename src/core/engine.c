@@ -55,7 +55,6 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     list_node_init(&e->ready);
     list_node_init(&e->held);
     list_node_init(&e->woken);
-    list_node_init(&e->jobs);
     list_node_init(&e->peers);
     list_node_init(&e->func_list);
     list_node_init(&e->func_idle);
@@ -72,7 +71,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
     e->prefix_len = strlen(e->prefix);
     hmap_init(&e->funcs);
     hmap_init(&e->abilities);
-    hmap_init(&e->jobs_by_id);
+    idtab_init(&e->jobs);
     hmap_init(&e->jobs_by_unique);
     hmap_init(&e->job_status);
     hmap_init(&e->unique_rings);
@@ -90,16 +89,14 @@ int engine_init(struct engine *e, const struct config *cfg, const struct engine_
 void engine_destroy(struct engine *e)
 {
     e->destroying = 1;
-    struct hmap_iter it;
-    hmap_iter_init(&it, &e->jobs_by_id);
-    for (struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+    for (struct job *j; (j = idtab_first(&e->jobs)) != NULL;) {
         j->flags &= (uint8_t)~JOB_STORED; /* shutting down is not completion */
         job_free(e, j);
     }
     for (int i = ENGINE_EXT_SLOTS - 1; i >= 0; i--) /* the features, last attached first */
         if (e->ext.destroy[i] != NULL)
             e->ext.destroy[i](e);
-    hmap_free(&e->jobs_by_id);
+    idtab_free(&e->jobs);
     hmap_free(&e->jobs_by_unique);
     hmap_free(&e->job_status);
     hmap_free(&e->unique_rings);
@@ -286,9 +283,9 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
                                  "%zu functions listed, %zu indexed", nfunc, e->funcs.count);
     /* one pass over the jobs gathers each function's future and running counts */
     size_t bytes = 0;
-    struct hmap_iter it;
-    hmap_iter_init(&it, &e->jobs_by_id);
-    for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    for (const struct job *j; (j = idtab_iter_next(&it, NULL)) != NULL;) {
         bytes += job_size(j);
         if (j->state == JOB_FUTURE || j->state == JOB_PENDING)
             j->func->check[j->prio]++;
@@ -315,9 +312,9 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     if (bytes != e->job_bytes)
         return engine_check_fail(err, errlen, "job_bytes=%zu but jobs hold %zu", e->job_bytes,
                                  bytes);
-    if (e->jobs_by_id.count != e->njobs)
+    if (e->jobs.count != e->njobs)
         return engine_check_fail(err, errlen,
-                                 "njobs=%zu but %zu indexed", e->njobs, e->jobs_by_id.count);
+                                 "njobs=%zu but %zu indexed", e->njobs, e->jobs.count);
     size_t total_running = 0;
     list_for_each(n, &e->func_list)
         total_running += func_of_anode(n)->running;
@@ -338,7 +335,7 @@ int engine_check(const struct engine *e, char *err, size_t errlen)
     if (!list_empty(&e->ready))
         return engine_check_fail(err, errlen,
                                  "wake-ups left undone after the handler (engine_drain_ready)");
-    if (job_check_uniques(e, err, errlen) != 0)
+    if (job_check_ids(e, err, errlen) != 0 || job_check_uniques(e, err, errlen) != 0)
         return -1;
     for (int i = 0; i < ENGINE_EXT_SLOTS; i++) /* the features' own invariants */
         if (e->ext.check[i] != NULL && e->ext.check[i](e, err, errlen) != 0)

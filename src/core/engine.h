@@ -11,6 +11,7 @@
 #include "heap.h"
 #include "hist.h"
 #include "hmap.h"
+#include "idtab.h"
 #include "list.h"
 
 #ifdef __cplusplus
@@ -358,8 +359,8 @@ struct engine {
                                      without a name; admin.c's own rows are not among them */
     size_t admin_tables;          /* how many of admin_cmds are set */
     uint64_t peer_seq;            /* attach number of the next peer */
-    struct hmap jobs_by_id;       /* struct job by handle number */
-    struct list_node jobs;        /* every job in handle-number order (job.anode) */
+    struct idtab jobs;            /* every job by handle number, in that order (listings
+                                     walk it with a cursor: idtab_next) */
     uint64_t func_seq;            /* creation number of the next new function */
     struct hmap jobs_by_unique;   /* struct job by unique, one entry per job: the oldest of a
                                      unique (JOB_UHEAD, heading the ring of the others) by the

@@ -65,13 +65,22 @@ size_t job_handle(const struct engine *e, const struct job *j, char *out)
 
 struct job *job_find_id(const struct engine *e, uint64_t id)
 {
-    struct hmap_probe pr;
-    for (struct job *j = hmap_first(&e->jobs_by_id, hmap_mix64(id), &pr); j != NULL;
-         j = hmap_next(&pr)) {
-        if (j->id == id)
-            return j;
+    return idtab_get(&e->jobs, id);
+}
+
+int job_check_ids(const struct engine *e, char *err, size_t errlen)
+{
+    if (idtab_check(&e->jobs, err, errlen) != 0)
+        return -1;
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    uint64_t id;
+    for (const struct job *j; (j = idtab_iter_next(&it, &id)) != NULL;) {
+        if (j->id != id)
+            return engine_check_fail(err, errlen, "job %" PRIu64 " is indexed as %" PRIu64,
+                                     j->id, id);
     }
-    return NULL;
+    return 0;
 }
 
 int job_handle_parse(const struct engine *e, const char *h, size_t len, uint64_t *id)
@@ -358,9 +367,9 @@ static void unique_unlink(struct engine *e, struct job *j)
 int job_check_uniques(const struct engine *e, char *err, size_t errlen)
 {
     size_t entries = 0, ringed = 0, members = 0, rings = 0;
-    struct hmap_iter it;
-    hmap_iter_init(&it, &e->jobs_by_id);
-    for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    for (const struct job *j; (j = idtab_iter_next(&it, NULL)) != NULL;) {
         if (j->flags & JOB_RING)
             rings++;
         if (!has_unique_entry(j)) {
@@ -439,7 +448,7 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
         return NULL;
     memset(j, 0, sizeof *j);
     struct blob *b = job_blob(j);
-    blob_embed(b, (uint32_t)sizeof *j | (slab ? BLOB_SLAB : 0), (uint32_t)dl);
+    blob_embed(b, sizeof *j, slab);
     if (ulen)
         memcpy(b->data, u, ulen);
     if (rlen)
@@ -455,42 +464,19 @@ struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int
     j->timer = HEAP_NONE;
     j->state = JOB_LIMBO;
     j->id = id ? id : e->next_id++;
-    if (hmap_insert(&e->jobs_by_id, j, hmap_mix64(j->id)) != 0)
+    if (idtab_put(&e->jobs, j->id, j) != 0) /* (a restored id taken: refused) */
         goto fail;
     if (unique_link(e, j) != 0) {
-        hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
+        idtab_del(&e->jobs, j->id);
         goto fail;
     }
-    /* handle-number order: a new job goes last; only a restored one may need a short walk */
     list_node_init(&j->qnode);
-    struct list_node *after = e->jobs.prev;
-    while (after != &e->jobs && (container_of(after, struct job, anode)->state == JOB_MARKER ||
-                                 container_of(after, struct job, anode)->id > j->id))
-        after = after->prev;
-    list_insert_after(after, &j->anode);
     e->njobs++;
     e->job_bytes += job_size(j);
     return j;
 fail:
     blob_unref(b); /* frees the job */
     return NULL;
-}
-
-void job_list_after(struct engine *e, struct job *m, struct job *after)
-{
-    list_insert_after(after != NULL ? &after->anode : &e->jobs, &m->anode);
-}
-
-void job_list_remove(struct engine *e, struct job *m)
-{
-    (void)e;
-    list_del(&m->anode);
-}
-
-struct job *job_list_next(const struct engine *e, const struct job *m)
-{
-    const struct list_node *n = list_next(&e->jobs, &m->anode);
-    return n != NULL ? container_of(n, struct job, anode) : NULL;
 }
 
 int job_add_waiter(struct job *j, struct peer *client, struct list_node *list)
@@ -597,7 +583,8 @@ void job_detach(struct engine *e, struct job *j)
         f->queued[j->prio]--;
         break;
     case JOB_RUNNING: {
-        struct worker *w = j->worker;
+        struct job_run *run = j->run;
+        struct worker *w = run->worker;
         list_del(&j->qnode);
         w->nrunning--;
         f->running--;
@@ -605,6 +592,9 @@ void job_detach(struct engine *e, struct job *j)
         heap_remove(&e->timers, &j->timer);
         if (f->flow != NULL && e->ext.flow_stopped != NULL)
             e->ext.flow_stopped(e, j); /* a limit may let the next one start */
+        j->state = JOB_LIMBO; /* (before the run record goes: job_worker reads it) */
+        j->since = run->started;
+        slab_free(run);
         break;
     }
     case JOB_FAILED: /* places only a feature puts jobs in, which it takes them out of */
@@ -616,7 +606,6 @@ void job_detach(struct engine *e, struct job *j)
     case JOB_LIMBO:
         break;
     }
-    j->worker = NULL;
     j->state = JOB_LIMBO;
 }
 
@@ -630,19 +619,23 @@ int job_defer(struct engine *e, struct job *j, double at)
     return 0;
 }
 
-void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms)
+int job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms)
 {
     assert(j->state == JOB_LIMBO);
     struct func *f = j->func;
+    struct job_run *run = slab_alloc(sizeof *run);
+    if (run == NULL)
+        return -1;
     double now = engine_now(e);
     func_count(e, f, JOB_EV_ASSIGNED, j->prio);
     if (j->retries > 0)
         func_count(e, f, JOB_EV_RETRIED, j->prio);
     hist_observe(&f->wait, hist_seconds, now - j->since);
-    j->since = now; /* the run starts */
+    run->worker = w;
+    run->started = now; /* the run starts */
+    j->run = run;
     job_log(e, j, "assigned");
     j->state = JOB_RUNNING;
-    j->worker = w;
     list_push_front(&w->running, &j->qnode);
     w->nrunning++;
     j->func->running++;
@@ -653,6 +646,7 @@ void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeo
         heap_push(&e->timers, &j->timer, now + timeout_ms / 1000.0);
     if (f->flow != NULL && e->ext.flow_started != NULL)
         e->ext.flow_started(e, j); /* counts it against the function's limits */
+    return 0;
 }
 
 void job_fail(struct engine *e, struct job *j)
@@ -674,7 +668,7 @@ void job_cancel(struct engine *e, struct job *j)
     }
     e->stats.cancelled_running++;
     /* a worker told of it (it opted in) sends nothing more that matters: the job ends now */
-    if (e->sink.job_stopped != NULL && e->sink.job_stopped(e, j->worker->peer, j)) {
+    if (e->sink.job_stopped != NULL && e->sink.job_stopped(e, job_worker(j)->peer, j)) {
         job_free(e, j);
         return;
     }
@@ -706,8 +700,7 @@ void job_free(struct engine *e, struct job *j)
     job_detach(e, j);
     if (e->ext.job_gone != NULL)
         e->ext.job_gone(e, j); /* it never completes: a feature may fail what waits for it */
-    job_list_remove(e, j);
-    hmap_remove(&e->jobs_by_id, j, hmap_mix64(j->id));
+    idtab_del(&e->jobs, j->id);
     unique_unlink(e, j);
     if (j->flags & JOB_STORED)
         e->sink.stored_gone(e, j);

@@ -33,7 +33,6 @@ enum job_state {
     JOB_RUNNING,   /* assigned to a worker */
     JOB_LIMBO,     /* in no queue, heap or worker list: just created, or being moved */
     JOB_PENDING,   /* background job waiting for its store batch to be durable */
-    JOB_MARKER,    /* not a job: a 'show jobs' listing's place in engine->jobs */
     JOB_FAILED,    /* in the dead-letter list (jobx.h): retries used up, in no queue */
     JOB_WAITING,   /* waiting for the jobs it depends on (jobx.h), in no queue */
 };
@@ -59,21 +58,28 @@ struct waiter {
     uint64_t status_slot; /* the client's unsent WORK_STATUS of this job (outq_put_slot), or 0 */
 };
 
+/* struct job_run is what a running job (JOB_RUNNING) holds beyond a queued one, in a small block
+ * of its own (slab) from job_start to job_detach, so that a queued job carries no worker. */
+struct job_run {
+    struct worker *worker;    /* the worker running it */
+    double started;           /* engine_now when it was assigned: its run time */
+};
+
 /* struct job is one unit of work. It is allocated together with its data: the struct, then a
  * blob header, then unique, reducer and payload. The blob is reference-counted so an output
  * queue can keep sending the payload after the job is gone; the last reference frees it all. */
 struct job {
     struct list_node qnode;   /* its function's ready queue (JOB_READY) or its worker's
                                  running list (JOB_RUNNING); unlinked elsewhere */
-    struct list_node anode;   /* engine->jobs: every job in handle-number order (and the
-                                 markers of 'show jobs' listings) */
     uint64_t id;              /* the number in the handle */
     struct func *func;        /* the function */
     struct waiter *waiters;   /* foreground clients attached: the newest, first of the ring
                                  waiter.jnode; NULL when none (job_for_each_waiter) */
-    struct worker *worker;    /* the worker running it, or NULL */
-    double since;             /* engine_now when it last became ready (JOB_READY) or was
-                                 assigned (JOB_RUNNING): queue wait and run time */
+    union {
+        double since;         /* not JOB_RUNNING: engine_now when it last became ready
+                                 (JOB_READY: its queue wait) or, after a run, was assigned */
+        struct job_run *run;  /* JOB_RUNNING: its worker and start (job_worker, job_since) */
+    };
     uint32_t timer;           /* heap position: due time (JOB_FUTURE), CAN_DO_TIMEOUT or job
                                  timeout deadline (JOB_RUNNING), time to live (JOB_READY with
                                  JOB_LIFE) */
@@ -84,6 +90,24 @@ struct job {
     uint8_t flags;            /* JOB_* */
     uint8_t retries;          /* times re-queued after losing its worker */
 };
+
+#ifndef __cplusplus
+_Static_assert(sizeof(struct job) % 8 == 0 && sizeof(struct job) <= BLOB_BASE_MAX,
+               "a job's blob header follows it (blob_embed)");
+#endif
+
+/* job_worker returns the worker running j (JOB_RUNNING), or NULL. */
+static inline struct worker *job_worker(const struct job *j)
+{
+    return j->state == JOB_RUNNING ? j->run->worker : NULL;
+}
+
+/* job_since returns when j last became ready (JOB_READY) or was assigned (JOB_RUNNING, and
+ * after a run until it is ready again): engine_now then. */
+static inline double job_since(const struct job *j)
+{
+    return j->state == JOB_RUNNING ? j->run->started : j->since;
+}
 
 /* job_blob returns the blob that holds the job's unique, reducer and payload. */
 static inline struct blob *job_blob(const struct job *j)
@@ -152,6 +176,10 @@ struct job *job_find_unique(const struct engine *e, const struct func *f, const 
  * (always for "" and "-"). O(1) expected, however many functions share the unique. */
 struct job *job_find_unique_any(const struct engine *e, const char *u, size_t ulen);
 
+/* job_check_ids verifies the table of jobs by handle number (engine.jobs): its structure
+ * (idtab_check) and that each job is stored under its own id. Returns 0 or -1 with err. O(jobs). */
+int job_check_ids(const struct engine *e, char *err, size_t errlen);
+
 /* job_check_uniques verifies the index of uniques against the jobs: every job with a unique entry
  * is found by its function and unique, each distinct unique has one JOB_UHEAD job (found by it)
  * whose ring holds exactly the live jobs with that unique. Returns 0 or -1 with err. O(jobs). */
@@ -164,16 +192,10 @@ struct job *job_new(struct engine *e, struct func *f, enum job_prio prio, int ba
                     const char *data, size_t dlen);
 
 /* job_new_id is job_new with a given handle number (a job restored from the store); id 0 takes
- * the next number. */
+ * the next number. NULL too when a live job has that number. */
 struct job *job_new_id(struct engine *e, struct func *f, enum job_prio prio, int background,
                        const char *u, size_t ulen, const char *reducer, size_t rlen,
                        const char *data, size_t dlen, uint64_t id);
-
-/* job_list_after links marker m into engine->jobs just after `after` (at the head if NULL);
- * job_list_remove unlinks it; job_list_next returns the job or marker after m, NULL at the end. */
-void job_list_after(struct engine *e, struct job *m, struct job *after);
-void job_list_remove(struct engine *e, struct job *m);
-struct job *job_list_next(const struct engine *e, const struct job *m);
 
 /* job_of_qnode returns the job whose queue link is n. */
 static inline struct job *job_of_qnode(const struct list_node *n)
@@ -238,8 +260,9 @@ void job_detach(struct engine *e, struct job *j);
 int job_defer(struct engine *e, struct job *j, double at);
 
 /* job_start assigns a job in limbo to worker w (JOB_RUNNING), arming its CAN_DO_TIMEOUT deadline
- * when timeout_ms > 0, or the job's own timeout when it is smaller (JOB_LIFE: life_started). */
-void job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
+ * when timeout_ms > 0, or the job's own timeout when it is smaller (JOB_LIFE: life_started).
+ * Returns 0, or -1 when out of memory for its job_run (j is then still in limbo). */
+int job_start(struct engine *e, struct job *j, struct worker *w, uint32_t timeout_ms);
 
 /* job_fail tells j's clients it failed (sink.job_failed) and frees j. */
 void job_fail(struct engine *e, struct job *j);

@@ -390,26 +390,35 @@ static void late_note(struct worker *w, uint64_t id)
     w->late_next = (uint8_t)((w->late_next + 1) % WORKER_LATE_JOBS);
 }
 
+/* start starts j (taken through a, or NULL) on w. Returns 0, or -1 when out of memory: j is
+ * then back at the head of its queue. */
+static int start(struct engine *e, struct worker *w, struct job *j, const struct ability *a)
+{
+    if (job_start(e, j, w, a != NULL ? a->timeout_ms : 0) == 0)
+        return 0;
+    log_error("out of memory starting job %llu: it stays queued", (unsigned long long)j->id);
+    func_push(e, j, 1);
+    return -1;
+}
+
 int worker_reclaim(struct engine *e, struct worker *w, struct job *j)
 {
     int i = late_find(w, j->id);
-    if (i < 0 || (j->state != JOB_READY && j->state != JOB_RUNNING) || j->worker == w)
+    if (i < 0 || (j->state != JOB_READY && j->state != JOB_RUNNING) || job_worker(j) == w)
         return 0;
     w->late[i] = 0;
     log_info("job %llu: its worker's late result is taken (it passed the CAN_DO_TIMEOUT)%s",
              (unsigned long long)j->id,
              j->state == JOB_RUNNING ? ", the worker it was handed to loses it" : "");
     job_detach(e, j); /* out of its queue, or off the other worker */
-    const struct ability *a = worker_find(e, w, j->func);
-    job_start(e, j, w, a != NULL ? a->timeout_ms : 0);
-    return 1;
+    return start(e, w, j, worker_find(e, w, j->func)) == 0;
 }
 
 void worker_job_timeout(struct engine *e, struct job *j)
 {
     func_count(e, j->func, JOB_EV_TIMED_OUT, j->prio);
     if (e->sink.job_stopped != NULL) /* a worker that opted in is told to stop */
-        e->sink.job_stopped(e, j->worker->peer, j);
+        e->sink.job_stopped(e, job_worker(j)->peer, j);
     /* the job's own timeout (JOB_LIFE) when it was the smaller one: the same path, its name */
     int own = (j->flags & JOB_LIFE) && e->ext.life_timed_out != NULL &&
               e->ext.life_timed_out(e, j);
@@ -422,18 +431,12 @@ void worker_job_timeout(struct engine *e, struct job *j)
     }
     if (e->cfg->can_do_timeout_requeue) {
         log_info("job %llu re-queued: it passed its %s", (unsigned long long)j->id, why);
-        late_note(j->worker, j->id); /* its result may still come: worker_reclaim */
+        late_note(job_worker(j), j->id); /* its result may still come: worker_reclaim */
         worker_requeue(e, j);
         return;
     }
     log_info("job %llu failed: it passed its %s", (unsigned long long)j->id, why);
     job_fail(e, j);
-}
-
-/* start starts j (taken through a) on w. */
-static void start(struct engine *e, struct worker *w, struct job *j, const struct ability *a)
-{
-    job_start(e, j, w, a->timeout_ms);
 }
 
 enum worker_grab worker_grab(struct engine *e, struct worker *w, uint32_t grab, struct job **job)
@@ -442,11 +445,11 @@ enum worker_grab worker_grab(struct engine *e, struct worker *w, uint32_t grab, 
     struct job *j = (e->shutting_down || e->replaying) ? NULL : worker_take(e, w, &a);
     /* after the take, so a wake-up it triggers is for work that is still left */
     worker_awake(e, w);
+    if (j != NULL && start(e, w, j, a) != 0)
+        j = NULL;
     *job = j;
-    if (j != NULL) {
-        start(e, w, j, a);
+    if (j != NULL)
         return WORKER_ASSIGNED;
-    }
     if (e->cfg->grab_wait > 0 && w->nabilities > 0 && !e->shutting_down && !e->replaying) {
         worker_hold(e, w, grab, engine_now(e)); /* a job may come before NO_JOB must */
         return WORKER_HELD;
@@ -470,8 +473,7 @@ void worker_grab_held(struct engine *e, struct worker *w)
     worker_unhold(e, w);
     struct ability *a;
     struct job *j = worker_take(e, w, &a);
-    if (j != NULL) {
-        start(e, w, j, a);
+    if (j != NULL && start(e, w, j, a) == 0) {
         e->sink.assign(e, w->peer, grab, j);
     } else {
         e->sink.no_job(e, w->peer);

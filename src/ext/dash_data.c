@@ -328,7 +328,7 @@ static json_t *job_row(const struct engine *e, const struct job *j, double now)
 {
     return json_pack("{sososssf}", "handle", jhandle(e, j), "unique",
                      jtext(job_unique(j), j->unique_len), "priority",
-                     prio_ok(j->prio) ? prio_name[j->prio] : "normal", "age", now - j->since);
+                     prio_ok(j->prio) ? prio_name[j->prio] : "normal", "age", now - job_since(j));
 }
 
 static json_t *policy_of(const struct engine *e, const struct func *f)
@@ -533,7 +533,7 @@ int dash_json_job(const struct engine *e, double now, const char *key, size_t le
     const char *et = r != NULL ? jobx_error(e, r, eb, &el) : NULL;
     int timed = j->state == JOB_READY || j->state == JOB_RUNNING;
     docout_puts(&o, ",\"extra\":");
-    dump(&o, json_pack("{sosIsososI}", "age", timed ? json_real(now - j->since) : json_null(),
+    dump(&o, json_pack("{sosIsososI}", "age", timed ? json_real(now - job_since(j)) : json_null(),
                        "attempts", (json_int_t)(r != NULL ? r->attempts : 0), "last_error",
                        et != NULL && el > 0 ? jtext(et, el) : json_null(), "waits_for",
                        r != NULL && j->state == JOB_WAITING ? awaited(e, r) : json_array(),

@@ -19,7 +19,7 @@
 
 int dump_dumped(const struct job *j)
 {
-    return j->state != JOB_MARKER && (j->flags & (JOB_BACKGROUND | JOB_EXT));
+    return (j->flags & (JOB_BACKGROUND | JOB_EXT));
 }
 
 int dump_job_append(const struct engine *e, const struct job *j, struct buf *b)

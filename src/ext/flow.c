@@ -283,8 +283,9 @@ static int keys_on(struct engine *e, struct flow_func *ff)
     ff->keyed = 1;
     ff->nkeys = ff->keys_waiting = ff->nring = 0;
     struct func *f = ff->f;
-    list_for_each(n, &e->jobs) { /* the running ones first: their keys may be at the limit */
-        struct job *j = container_of(n, struct job, anode);
+    struct idtab_iter it; /* the running ones first: their keys may be at the limit */
+    idtab_iter_init(&it, &e->jobs);
+    for (struct job *j; (j = idtab_iter_next(&it, NULL)) != NULL;) {
         if (j->state == JOB_RUNNING && j->func == f) {
             struct flow_key *y = key_of_job(e, ff, j, 1);
             if (y != NULL)

@@ -685,9 +685,9 @@ int jobx_check(const struct engine *e, char *err, size_t errlen)
     size_t ext = 0, failed = 0, waiting = 0, edges = 0;
     list_for_each(n, &e->func_list)
         func_of_anode(n)->check[PRIO_COUNT] = 0; /* reused: jobs parked */
-    struct hmap_iter it;
-    hmap_iter_init(&it, &e->jobs_by_id);
-    for (const struct job *j; (j = hmap_iter_next(&it)) != NULL;) {
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    for (const struct job *j; (j = idtab_iter_next(&it, NULL)) != NULL;) {
         if (j->state == JOB_FAILED || j->state == JOB_WAITING) {
             failed += j->state == JOB_FAILED;
             waiting += j->state == JOB_WAITING;
@@ -739,8 +739,9 @@ int jobx_check(const struct engine *e, char *err, size_t errlen)
     if (x != NULL) {
         /* every prerequisite's list holds its count of edges, each pointing back at it */
         size_t listed = 0;
-        hmap_iter_init(&it, &x->deps);
-        for (const struct jobx_pre *p; (p = hmap_iter_next(&it)) != NULL;) {
+        struct hmap_iter hi;
+        hmap_iter_init(&hi, &x->deps);
+        for (const struct jobx_pre *p; (p = hmap_iter_next(&hi)) != NULL;) {
             size_t k = 0;
             list_for_each(n, &p->waiters) {
                 if (container_of(n, struct jobx_edge, node)->pre != p)

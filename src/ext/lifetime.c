@@ -307,10 +307,9 @@ static int check(const struct engine *e, char *err, size_t errlen)
 {
     const struct lifetime *l = lifetime_of(e);
     size_t n = 0;
-    list_for_each(it, &e->jobs) {
-        const struct job *j = container_of(it, struct job, anode);
-        if (j->state == JOB_MARKER)
-            continue;
+    struct idtab_iter it;
+    idtab_iter_init(&it, &e->jobs);
+    for (const struct job *j; (j = idtab_iter_next(&it, NULL)) != NULL;) {
         const struct life_rec *r = lifetime_rec_of(e, j);
         n += r != NULL;
         if (j->state != JOB_READY || j->timer == HEAP_NONE)

@@ -48,9 +48,10 @@ void admin_line_too_long(struct peer *p)
 
 /* A listing ('workers', 'status', 'prioritystatus', 'show jobs', 'show unique jobs') is written
  * a slice per loop iteration so a long one never stalls other connections. It keeps no copy of
- * the jobs, functions or peers: a marker node in the engine's job list (in handle-number order)
- * or function list (in creation order) holds its place and moves on as lines are written, so
- * jobs and functions freed meanwhile are simply not met. A 'workers' listing holds its place as
+ * the jobs, functions or peers: a cursor in the engine's table of jobs (the last handle number
+ * listed: idtab_next, in handle-number order) or a marker node in its function list (in
+ * creation order) holds its place and moves on as lines are written, so jobs and functions
+ * freed meanwhile are simply not met. A 'workers' listing holds its place as
  * a pointer to the next peer to list (counted in that peer's cursors); a peer that goes moves
  * the pointers at it on to the peer after it (admin_peer_gone), so a freed peer is never met.
  * Jobs submitted, functions created and peers connected after the request are left out, as a
@@ -58,7 +59,7 @@ void admin_line_too_long(struct peer *p)
 enum listing_kind { LIST_WORKERS, LIST_STATUS, LIST_PRIORITY, LIST_JOBS, LIST_UNIQUE,
                     LIST_JOBS_JSON, LIST_EXT /* a feature's (struct admin_job_listing) */ };
 
-/* job_listing reports whether a listing of kind walks the jobs (a marker in engine->jobs). */
+/* job_listing reports whether a listing of kind walks the jobs (a cursor in engine->jobs). */
 static int job_listing(enum listing_kind kind)
 {
     return kind == LIST_JOBS || kind == LIST_UNIQUE || kind == LIST_JOBS_JSON || kind == LIST_EXT;
@@ -68,7 +69,8 @@ struct admin_listing {
     enum listing_kind kind; /* what is listed */
     uint64_t limit;         /* jobs with a lower handle number / functions with a lower seq /
                                peers with a lower seq */
-    struct job jmark;       /* the place in engine->jobs (jobs listings) */
+    struct idtab_cursor jcur; /* the place in engine->jobs: the last job listed (jobs
+                               listings) */
     struct func *fmark;     /* the place in engine->func_list (function listings) */
     struct peer *pnext;     /* the next peer of a workers listing, NULL at its end */
     struct list_node wnode; /* engine->worker_listings (workers listings) */
@@ -104,7 +106,7 @@ static void listing_free(struct peer *p)
         set_pnext(l, NULL);
         list_del(&l->wnode);
     } else if (job_listing(l->kind)) {
-        job_list_remove(e, &l->jmark);
+        idtab_cursor_end(&e->jobs, &l->jcur);
     } else {
         func_list_remove(e, l->fmark);
     }
@@ -182,7 +184,8 @@ static void write_worker(struct peer *p, const struct peer *q)
     peer_write(p, "\n", 1);
 }
 
-/* write_slice moves p's listing on by at most max rows (or markers), counting them in *used;
+/* write_slice moves p's listing on by at most max rows (jobs, or functions and markers),
+ * counting them in *used;
  * returns 1 when the listing is finished (its last line written). */
 static int write_slice(struct peer *p, int max, int *used)
 {
@@ -203,27 +206,22 @@ static int write_slice(struct peer *p, int max, int *used)
         }
         set_pnext(l, q);
     } else if (job_listing(l->kind)) {
-        struct job *at = &l->jmark, *next;
         while (n < max) {
-            next = job_list_next(e, at);
-            if (next == NULL || (next->state != JOB_MARKER && next->id >= l->limit)) {
+            uint64_t id;
+            struct job *next = idtab_next(&e->jobs, &l->jcur, &id);
+            if (next == NULL || id >= l->limit) {
                 done = 1;
                 break;
             }
-            if (next->state != JOB_MARKER && (l->kind != LIST_EXT || l->ext->wanted(next))) {
+            if (l->kind != LIST_EXT || l->ext->wanted(next)) {
                 write_job(p, l, next);
                 l->rows++;
             }
-            at = next;
             n++;
             /* a feature's lines may carry payloads: a slice stops once the socket has enough
                to send */
             if (l->kind == LIST_EXT && outq_pending(&p->out) > ADMIN_SLICE_BACKLOG)
                 break;
-        }
-        if (at != &l->jmark) {
-            job_list_remove(e, &l->jmark);
-            job_list_after(e, &l->jmark, at);
         }
     } else {
         struct func *m = l->fmark, *at = m, *next;
@@ -302,9 +300,7 @@ static void start_listing(struct peer *p, enum listing_kind kind,
         l->limit = e->func_seq;
         func_list_after(e, fm, NULL);
     } else {
-        l->jmark.state = JOB_MARKER;
-        l->limit = e->next_id;
-        job_list_after(e, &l->jmark, NULL);
+        l->limit = e->next_id; /* (jcur zeroed: before the first job) */
     }
     p->listing = l;
     if (kind == LIST_JOBS_JSON)

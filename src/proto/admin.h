@@ -93,7 +93,7 @@ struct admin_job_listing {
     int (*head)(struct engine *e, struct buf *b, uint64_t *records); /* appends the lines before
                          the first job to b, counting those it wants counted in *records;
                          returns 0 or -1 (no memory: the connection is closed) */
-    int (*wanted)(const struct job *j); /* whether j has a line (j is never a marker) */
+    int (*wanted)(const struct job *j); /* whether j has a line */
     int (*row)(const struct engine *e, const struct job *j, struct buf *b); /* appends j's line
                          to b; returns 0 or -1 (no memory: the connection is closed) */
     int (*tail)(struct buf *b, uint64_t rows, uint64_t records); /* appends the lines before

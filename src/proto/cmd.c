@@ -413,7 +413,7 @@ static struct job *owned_job(struct peer *p, const struct pb_packet *pkt)
     struct job *j = job_find_handle(p->eng, pkt->arg[0], pkt->len[0]);
     if (j == NULL || p->worker == NULL)
         return NULL;
-    if (j->state == JOB_RUNNING && j->worker == p->worker)
+    if (j->state == JOB_RUNNING && j->run->worker == p->worker)
         return j;
     return worker_reclaim(p->eng, p->worker, j) ? j : NULL;
 }
@@ -501,7 +501,7 @@ static void work_result(struct peer *p, const struct pb_packet *pkt)
     }
     }
     func_count(e, j->func, ev, j->prio);
-    hist_observe(&j->func->run, hist_seconds, engine_now(e) - j->since);
+    hist_observe(&j->func->run, hist_seconds, engine_now(e) - job_since(j));
     job_log(e, j, ev == JOB_EV_COMPLETED ? "completed" : ev == JOB_EV_FAILED ? "failed"
                                                                             : "exception");
     if (ev == JOB_EV_COMPLETED && e->ext.job_completed != NULL)

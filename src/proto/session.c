@@ -320,7 +320,7 @@ int session_check(const struct engine *e, char *err, size_t errlen)
                 return engine_check_fail(err, errlen, "fd %d: worker of another peer", p->fd);
             list_for_each(jt, &p->worker->running) {
                 const struct job *j = job_of_qnode(jt);
-                if (j->state != JOB_RUNNING || j->worker != p->worker)
+                if (j->state != JOB_RUNNING || job_worker(j) != p->worker)
                     return engine_check_fail(err, errlen, "fd %d: bad job in running list", p->fd);
                 n++;
             }

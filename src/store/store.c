@@ -731,6 +731,12 @@ static void restore(struct engine *e, const struct replay_job *r)
      * job gets a new id of this server's, and its row is rewritten under it in the next batch
      * (the add and the deletion of the old id commit together) */
     int rekey = r->id >= e->next_id;
+    if (!rekey && job_find_id(e, r->id) != NULL) { /* (one live job a handle number) */
+        func_release(e, f);
+        log_error("store: job %llu is already live: its stored copy is skipped",
+                  (unsigned long long)r->id);
+        return;
+    }
     struct job *j = job_new_id(e, f, (enum job_prio)r->prio, 1, u, r->unique_len, red,
                                r->reducer_len, d, r->data_len, rekey ? 0 : r->id);
     if (j == NULL) {

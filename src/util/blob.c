@@ -8,17 +8,20 @@
 
 #include "slab.h"
 
+_Static_assert(sizeof(struct blob) == 8, "a blob header is 8 bytes");
+
 struct blob *blob_new(size_t cap)
 {
     if (cap > UINT32_MAX)
         return NULL;
-    struct blob *b = malloc(sizeof *b + cap);
-    if (b == NULL)
+    char *m = malloc(8 + sizeof(struct blob) + cap); /* the capacity word, then the header */
+    if (m == NULL)
         return NULL;
-    b->refs = 1;
-    b->len = 0;
-    b->cap = (uint32_t)cap;
-    b->base = 0;
+    uint32_t c = (uint32_t)cap;
+    memcpy(m, &c, sizeof c);
+    struct blob *b = (struct blob *)(void *)(m + 8);
+    blob_embed(b, 8, 0);
+    b->own = 1;
     return b;
 }
 
@@ -40,8 +43,9 @@ void blob_unref(struct blob *b)
     assert(b->refs > 0);
     if (--b->refs != 0)
         return;
-    if (b->base & BLOB_SLAB)
-        slab_free((char *)b - (b->base & ~BLOB_SLAB));
+    char *m = (char *)b - (size_t)b->base * 8;
+    if (b->slab)
+        slab_free(m);
     else
-        free((char *)b - b->base);
+        free(m);
 }

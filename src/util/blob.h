@@ -4,6 +4,7 @@
 #ifndef SPUR_BLOB_H
 #define SPUR_BLOB_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,18 +12,21 @@
 extern "C" {
 #endif
 
-/* struct blob is a header followed by its bytes. */
+/* struct blob is an 8-byte header followed by its bytes. A blob of its own (blob_new) has its
+ * capacity in the 8 bytes before the header (blob_cap); a blob embedded in a larger allocation
+ * (a job's) has none: nothing is appended to it. */
 struct blob {
-    uint32_t refs; /* owners; freed when it drops to 0 */
-    uint32_t len;  /* bytes in use */
-    uint32_t cap;  /* bytes allocated after the header */
-    uint32_t base; /* offset of the header from the start of its allocation (0 unless embedded),
-                      with BLOB_SLAB set when the allocation came from slab_alloc */
-    char data[];   /* the bytes */
+    uint32_t refs : 24; /* owners; freed when it drops to 0 (at most BLOB_REFS_MAX) */
+    uint32_t base : 6;  /* the header's offset from the start of its allocation, in 8-byte
+                           units (1 for a blob of its own: its capacity word) */
+    uint32_t slab : 1;  /* the allocation came from slab_alloc (slab.h), not malloc */
+    uint32_t own : 1;   /* a blob of its own (blob_new), with a capacity */
+    uint32_t len;       /* bytes in use */
+    char data[];        /* the bytes */
 };
 
-/* BLOB_SLAB in blob.base: the allocation is freed with slab_free (slab.h), not free. */
-#define BLOB_SLAB 0x80000000u
+#define BLOB_REFS_MAX 0xffffffu /* owners a blob can have */
+#define BLOB_BASE_MAX 504       /* the largest offset of an embedded header */
 
 /* blob_new allocates a blob with room for cap bytes, len 0 and one reference; NULL on failure. */
 struct blob *blob_new(size_t cap);
@@ -30,19 +34,30 @@ struct blob *blob_new(size_t cap);
 /* blob_from copies n bytes into a new blob (len n, one reference); NULL on failure. */
 struct blob *blob_from(const void *p, size_t n);
 
-/* blob_embed initialises a blob header placed base bytes into a larger allocation; the whole
- * allocation is freed when the last reference goes (base | BLOB_SLAB: with slab_free). */
-static inline void blob_embed(struct blob *b, uint32_t base, uint32_t cap)
+/* blob_embed initialises a blob header placed base bytes (a multiple of 8, at most
+ * BLOB_BASE_MAX) into a larger allocation, len 0, one reference; the whole allocation is freed
+ * when the last reference goes (slab: with slab_free, else free). */
+static inline void blob_embed(struct blob *b, size_t base, int slab)
 {
     b->refs = 1;
+    b->base = (uint32_t)(base / 8) & 0x3f;
+    b->slab = slab != 0;
+    b->own = 0;
     b->len = 0;
-    b->cap = cap;
-    b->base = base;
 }
 
-/* blob_ref adds a reference and returns b. */
+/* blob_cap is how many bytes fit after b's header: its capacity for a blob of its own, its
+ * length for an embedded one (no room to append). */
+static inline uint32_t blob_cap(const struct blob *b)
+{
+    return b->own ? *(const uint32_t *)(const void *)((const char *)b - 8) : b->len;
+}
+
+/* blob_ref adds a reference and returns b (b has fewer than BLOB_REFS_MAX: each is a write or
+ * a record in memory). */
 static inline struct blob *blob_ref(struct blob *b)
 {
+    assert(b->refs < BLOB_REFS_MAX);
     b->refs++;
     return b;
 }

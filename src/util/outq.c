@@ -45,7 +45,7 @@ int outq_put(struct outq *q, const void *p, size_t n)
         struct oseg *t = seg_at(q, q->count - 1);
         struct blob *b = t->b;
         /* append in place when the tail blob is ours alone and its free space follows the segment */
-        if (b != NULL && b->refs == 1 && t->off + t->len == b->len && b->cap - b->len >= n) {
+        if (b != NULL && b->refs == 1 && t->off + t->len == b->len && blob_cap(b) - b->len >= n) {
             memcpy(b->data + b->len, p, n);
             b->len += (uint32_t)n;
             t->len += (uint32_t)n;
@@ -88,7 +88,7 @@ int outq_put_slot(struct outq *q, const void *p, size_t n, uint64_t *ticket)
         if (old->off != 0 || old->b == NULL)
             old = NULL; /* partly written (or already emptied): it stays */
     }
-    if (old != NULL && old == seg_at(q, q->count - 1) && old->b->refs == 1 && old->b->cap >= n) {
+    if (old != NULL && old == seg_at(q, q->count - 1) && old->b->refs == 1 && blob_cap(old->b) >= n) {
         /* the last segment, and the new bytes fit: overwrite it */
         memcpy(old->b->data, p, n);
         q->bytes = q->bytes - old->len + n;
@@ -107,7 +107,7 @@ int outq_put_slot(struct outq *q, const void *p, size_t n, uint64_t *ticket)
     if (b == NULL)
         return -1;
     memcpy(b->data, p, n);
-    b->len = b->cap; /* looks full, so outq_put never appends behind a slot */
+    b->len = blob_cap(b); /* looks full, so outq_put never appends behind a slot */
     if (push_seg(q, b, 0, (uint32_t)n) != 0) {
         blob_unref(b);
         return -1;

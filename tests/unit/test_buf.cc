@@ -51,6 +51,27 @@ TEST(Blob, RefCounting)
     blob_unref(nullptr);
 }
 
+TEST(Blob, HeaderIsEightBytesAndAnOwnBlobKnowsItsCapacity)
+{
+    EXPECT_EQ(sizeof(struct blob), 8u);
+    blob *b = blob_new(100);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(blob_cap(b), 100u);
+    EXPECT_EQ(b->len, 0u);
+    EXPECT_EQ(b->refs, 1u);
+    memset(b->data, 'x', 100); /* the whole capacity is usable (ASan checks) */
+    blob_unref(b);
+    /* an embedded header frees its whole allocation, and has no room to append */
+    char *m = static_cast<char *>(malloc(40 + sizeof(struct blob) + 5));
+    ASSERT_NE(m, nullptr);
+    auto *e = reinterpret_cast<struct blob *>(m + 40);
+    blob_embed(e, 40, 0);
+    memcpy(e->data, "hello", 5);
+    e->len = 5;
+    EXPECT_EQ(blob_cap(e), 5u);
+    blob_unref(e); /* (ASan: a wrong free or a leak) */
+}
+
 static std::string drain(outq *q)
 {
     std::string out;

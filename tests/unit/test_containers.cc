@@ -11,6 +11,7 @@ extern "C" {
 #include "blob.h"
 #include "heap.h"
 #include "hmap.h"
+#include "idtab.h"
 #include "list.h"
 #include "meta_text.h"
 #include "slab.h"
@@ -453,13 +454,253 @@ TEST(Slab, BlobInASlabBlockIsFreedByItsLastReference)
     char *mem = static_cast<char *>(slab_alloc(base + sizeof(struct blob) + cap));
     ASSERT_NE(mem, nullptr);
     auto *b = reinterpret_cast<struct blob *>(mem + base);
-    blob_embed(b, static_cast<uint32_t>(base) | BLOB_SLAB, static_cast<uint32_t>(cap));
+    blob_embed(b, base, 1);
+    EXPECT_EQ(blob_cap(b), 0u) << "nothing is appended to an embedded blob";
     memcpy(b->data, "payload", 7);
     b->len = 7;
     blob_ref(b);
     blob_unref(b);
     EXPECT_EQ(memcmp(b->data, "payload", 7), 0); /* still held */
     blob_unref(b); /* freed through slab_free (ASan reports a wrong free) */
+}
+
+/* obj is the pointer a test stores under id (any non-NULL value tied to the id). */
+static void *obj(uint64_t id) { return reinterpret_cast<void *>(static_cast<uintptr_t>(id * 8 + 8)); }
+
+/* idtab_ok asserts the table's own check passes. */
+static void idtab_ok(const struct idtab *t)
+{
+    char err[160] = "";
+    ASSERT_EQ(idtab_check(t, err, sizeof err), 0) << err;
+}
+
+/* walk returns every id of t in the order idtab_iter yields them. */
+static std::vector<uint64_t> walk(const struct idtab *t)
+{
+    std::vector<uint64_t> ids;
+    struct idtab_iter it;
+    idtab_iter_init(&it, t);
+    uint64_t id;
+    for (void *p; (p = idtab_iter_next(&it, &id)) != nullptr;) {
+        EXPECT_EQ(p, obj(id));
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+TEST(Idtab, InsertLookupRemoveAndRefuseATakenId)
+{
+    struct idtab t;
+    idtab_init(&t);
+    EXPECT_EQ(idtab_get(&t, 5), nullptr);
+    EXPECT_EQ(idtab_first(&t), nullptr);
+    const uint64_t base = (UINT64_C(1764288000) << 24) | 1; /* a server's first handle number */
+    for (uint64_t i = 0; i < 1000; i++)
+        ASSERT_EQ(idtab_put(&t, base + i, obj(base + i)), 0);
+    EXPECT_EQ(idtab_put(&t, base + 10, obj(1)), -1) << "a taken id is refused";
+    EXPECT_EQ(idtab_get(&t, base + 10), obj(base + 10));
+    EXPECT_EQ(t.count, 1000u);
+    idtab_ok(&t);
+    for (uint64_t i = 0; i < 1000; i++)
+        ASSERT_EQ(idtab_get(&t, base + i), obj(base + i));
+    EXPECT_EQ(idtab_get(&t, base - 1), nullptr);
+    EXPECT_EQ(idtab_get(&t, base + 1000), nullptr);
+    EXPECT_EQ(idtab_first(&t), obj(base));
+    for (uint64_t i = 0; i < 1000; i += 2)
+        idtab_del(&t, base + i);
+    idtab_ok(&t);
+    for (uint64_t i = 0; i < 1000; i++)
+        ASSERT_EQ(idtab_get(&t, base + i), i % 2 ? obj(base + i) : nullptr);
+    EXPECT_EQ(idtab_first(&t), obj(base + 1));
+    idtab_free(&t);
+}
+
+TEST(Idtab, WalksInIdOrderWhateverTheInsertOrder)
+{
+    struct idtab t;
+    idtab_init(&t);
+    std::mt19937_64 rng(3);
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < 3000; i++) /* dense runs and sparse ids, across leaf boundaries */
+        ids.push_back(i < 2000 ? 100000 + static_cast<uint64_t>(i) : rng() >> 8);
+    std::vector<uint64_t> shuffled = ids;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    for (uint64_t id : shuffled)
+        ASSERT_EQ(idtab_put(&t, id, obj(id)), 0);
+    idtab_ok(&t);
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(walk(&t), ids);
+    idtab_free(&t);
+}
+
+TEST(Idtab, CursorSurvivesRemovalsAndSkipsEmptiedLeaves)
+{
+    struct idtab t;
+    idtab_init(&t);
+    for (uint64_t id = 1; id <= 640; id++) /* 11 leaves */
+        ASSERT_EQ(idtab_put(&t, id, obj(id)), 0);
+    struct idtab_cursor c = {};
+    uint64_t id = 0;
+    ASSERT_EQ(idtab_next(&t, &c, &id), obj(1));
+    for (int i = 0; i < 99; i++)
+        ASSERT_NE(idtab_next(&t, &c, &id), nullptr);
+    ASSERT_EQ(id, 100u);
+    /* the cursor's own id and its whole leaf go, and the next two leaves */
+    for (uint64_t k = 64; k < 320; k++)
+        idtab_del(&t, k);
+    idtab_ok(&t); /* the cursor's empty leaf stays, pinned */
+    EXPECT_EQ(idtab_next(&t, &c, &id), obj(320));
+    EXPECT_EQ(id, 320u);
+    idtab_ok(&t); /* and was freed when the cursor left it */
+    /* ids added behind the cursor are not met, ahead of it are */
+    ASSERT_EQ(idtab_put(&t, 100, obj(100)), 0);
+    ASSERT_EQ(idtab_put(&t, 5000, obj(5000)), 0);
+    uint64_t last = id, n = 0;
+    while (idtab_next(&t, &c, &id) != nullptr) {
+        ASSERT_GT(id, last);
+        last = id;
+        n++;
+    }
+    EXPECT_EQ(last, 5000u);
+    EXPECT_EQ(n, 640u - 320u + 1u);
+    EXPECT_FALSE(c.started) << "the end releases the cursor";
+    idtab_ok(&t);
+    idtab_free(&t);
+}
+
+TEST(Idtab, LeavesChangeLayoutAsTheyFillAndEmpty)
+{
+    struct idtab t;
+    idtab_init(&t);
+    std::mt19937 rng(5);
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < 64; i++)
+        ids.push_back(6400 + i); /* one leaf, filled in a random order: packed, then full */
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::vector<uint64_t> live;
+    for (uint64_t id : ids) {
+        ASSERT_EQ(idtab_put(&t, id, obj(id)), 0);
+        live.push_back(id);
+        std::sort(live.begin(), live.end());
+        ASSERT_EQ(walk(&t), live);
+        idtab_ok(&t);
+    }
+    EXPECT_EQ(t.head->cap, IDTAB_LEAF);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (uint64_t id : ids) { /* and emptied: packed again, smaller and smaller */
+        idtab_del(&t, id);
+        live.erase(std::find(live.begin(), live.end(), id));
+        ASSERT_EQ(walk(&t), live);
+        for (uint64_t x : live)
+            ASSERT_EQ(idtab_get(&t, x), obj(x));
+        idtab_ok(&t);
+        if (live.size() == 1) {
+            EXPECT_EQ(t.head->cap, 2u);
+        }
+    }
+    EXPECT_EQ(t.head, nullptr);
+    idtab_free(&t);
+}
+
+TEST(Idtab, EndedCursorFreesAnEmptyLeaf)
+{
+    struct idtab t;
+    idtab_init(&t);
+    ASSERT_EQ(idtab_put(&t, 7, obj(7)), 0);
+    ASSERT_EQ(idtab_put(&t, 70000, obj(70000)), 0);
+    struct idtab_cursor c = {};
+    uint64_t id;
+    ASSERT_EQ(idtab_next(&t, &c, &id), obj(7));
+    idtab_del(&t, 7);
+    EXPECT_EQ(t.leaves.count, 2u) << "pinned";
+    idtab_cursor_end(&t, &c);
+    idtab_cursor_end(&t, &c); /* idempotent */
+    EXPECT_EQ(t.leaves.count, 1u);
+    idtab_ok(&t);
+    idtab_del(&t, 70000);
+    EXPECT_EQ(t.leaves.count, 0u);
+    EXPECT_EQ(t.head, nullptr);
+    idtab_free(&t);
+}
+
+TEST(Idtab, MemoryIsAPointerPerDenseIdAndBoundedForSparseOnes)
+{
+    struct idtab t;
+    idtab_init(&t);
+    const uint64_t n = 100000, base = UINT64_C(1) << 55;
+    for (uint64_t i = 0; i < n; i++)
+        ASSERT_EQ(idtab_put(&t, base + i, obj(i)), 0);
+    EXPECT_LE(idtab_bytes(&t), n * 10) << "dense: 8 bytes a pointer plus shares of headers";
+    /* removing all but every 64th: the leaves shrink */
+    for (uint64_t i = 0; i < n; i++)
+        if (i % 64 != 0)
+            idtab_del(&t, base + i);
+    idtab_ok(&t);
+    EXPECT_LE(idtab_bytes(&t), t.count * 90) << "as for isolated ids";
+    for (uint64_t i = 0; i < n; i += 64)
+        idtab_del(&t, base + i);
+    EXPECT_EQ(t.count, 0u);
+    idtab_free(&t);
+    /* isolated ids: a small leaf each (56 bytes) and its hash slot */
+    idtab_init(&t);
+    for (uint64_t i = 0; i < 1000; i++)
+        ASSERT_EQ(idtab_put(&t, i << 20, obj(i)), 0);
+    EXPECT_LE(idtab_bytes(&t), 1000u * 90);
+    idtab_ok(&t);
+    idtab_free(&t);
+}
+
+TEST(Idtab, RandomOperationsMatchAModel)
+{
+    struct idtab t;
+    idtab_init(&t);
+    std::mt19937_64 rng(17);
+    std::vector<uint64_t> live;
+    std::vector<struct idtab_cursor> cur(3);
+    std::vector<uint64_t> at(3, 0);
+    for (int step = 0; step < 200000; step++) {
+        unsigned op = rng() % 10;
+        if (op < 5) {
+            uint64_t id = (rng() % 4 == 0) ? rng() % 100000 : 50000 + rng() % 5000;
+            bool taken = std::find(live.begin(), live.end(), id) != live.end();
+            ASSERT_EQ(idtab_put(&t, id, obj(id)), taken ? -1 : 0);
+            if (!taken)
+                live.push_back(id);
+        } else if (op < 9 && !live.empty()) {
+            size_t k = rng() % live.size();
+            idtab_del(&t, live[k]);
+            live[k] = live.back();
+            live.pop_back();
+        } else {
+            size_t k = rng() % cur.size();
+            uint64_t id;
+            void *p = idtab_next(&t, &cur[k], &id);
+            /* the lowest live id above the cursor's last one */
+            uint64_t want = UINT64_MAX;
+            for (uint64_t x : live)
+                if ((at[k] == 0 || x > at[k]) && x < want)
+                    want = x;
+            if (want == UINT64_MAX) {
+                ASSERT_EQ(p, nullptr);
+                at[k] = 0;
+            } else {
+                ASSERT_EQ(p, obj(want));
+                ASSERT_EQ(id, want);
+                at[k] = want;
+            }
+        }
+        if (step % 5000 == 0)
+            idtab_ok(&t);
+    }
+    idtab_ok(&t);
+    std::sort(live.begin(), live.end());
+    EXPECT_EQ(walk(&t), live);
+    for (auto &c : cur)
+        idtab_cursor_end(&t, &c);
+    for (uint64_t id : live)
+        idtab_del(&t, id);
+    EXPECT_EQ(t.head, nullptr);
+    idtab_free(&t);
 }
 
 // meta_find finds a key of a stored job's meta object, spaces or tabs around its colon; a key

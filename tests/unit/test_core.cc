@@ -197,7 +197,7 @@ TEST(Core, SubmitGrabComplete)
     EXPECT_EQ(c.grab(w, &got), "one");
     EXPECT_EQ(got, j);
     EXPECT_EQ(j->state, JOB_RUNNING);
-    EXPECT_EQ(j->worker, w);
+    EXPECT_EQ(job_worker(j), w);
     EXPECT_EQ(c.eng.nrunning, 1u);
     c.check();
     job_free(&c.eng, j); // WORK_COMPLETE
@@ -207,6 +207,56 @@ TEST(Core, SubmitGrabComplete)
     EXPECT_EQ(c.take(), V{}) << "nothing is told to anyone: the worker was awake";
     c.check();
     c.gone(w);
+}
+
+TEST(Core, AQueuedJobCarriesNoWorkerAndARunningOneHasItsRun)
+{
+    /* issue 33: a queued job's fixed part (its worker and run start are a running job's only) */
+    EXPECT_LE(sizeof(struct job), 64u);
+    EXPECT_EQ(sizeof(struct blob), 8u);
+    Core c;
+    c.start();
+    worker *w = c.new_worker(0, {"f"});
+    job *j = c.submit("f", "one", 0);
+    ASSERT_NE(j, nullptr);
+    EXPECT_EQ(job_worker(j), nullptr);
+    double ready = job_since(j);
+    job *got;
+    EXPECT_EQ(c.grab(w, &got), "one");
+    ASSERT_EQ(got, j);
+    EXPECT_EQ(job_worker(j), w);
+    EXPECT_GE(job_since(j), ready) << "the run's start";
+    double started = job_since(j);
+    job_detach(&c.eng, j); /* off the worker, as a re-queue does first */
+    EXPECT_EQ(job_worker(j), nullptr);
+    EXPECT_EQ(job_since(j), started) << "kept after the run";
+    func_push(&c.eng, j, 0);
+    engine_drain_ready(&c.eng);
+    c.check();
+    EXPECT_EQ(c.grab(w, &got), "one");
+    job_free(&c.eng, j);
+    c.check();
+    c.gone(w);
+}
+
+TEST(Core, ARestoredJobTakesItsNumberUnlessALiveJobHasIt)
+{
+    Core c;
+    c.start();
+    job *j = c.submit("f", "one", 1);
+    ASSERT_NE(j, nullptr);
+    func *f = c.fn("f");
+    /* an older number than any live job's: found by it, listed in number order */
+    job *old = job_new_id(&c.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "x", 1, j->id - 1000);
+    ASSERT_NE(old, nullptr);
+    func_push(&c.eng, old, 0);
+    EXPECT_EQ(job_find_id(&c.eng, j->id - 1000), old);
+    EXPECT_EQ(idtab_first(&c.eng.jobs), old);
+    /* a live job's number is refused: one job a handle */
+    EXPECT_EQ(job_new_id(&c.eng, f, PRIO_NORMAL, 1, "", 0, "", 0, "y", 1, j->id), nullptr);
+    EXPECT_EQ(job_find_id(&c.eng, j->id), j);
+    engine_drain_ready(&c.eng);
+    c.check();
 }
 
 TEST(Core, GrabWithNothingReadyIsNoJob)
@@ -297,7 +347,7 @@ TEST(Core, HeldGrabGetsThePushedJobAfterTheDrainNotInsideTheHandler)
     engine_drain_ready(&c.eng);
     EXPECT_EQ(c.take(), (V{"assign W0 7 x"})) << "the GRAB kind it was held with comes back";
     EXPECT_EQ(j->state, JOB_RUNNING);
-    EXPECT_EQ(j->worker, w);
+    EXPECT_EQ(job_worker(j), w);
     EXPECT_TRUE(list_empty(&c.eng.held));
     c.check();
     c.gone(w);
@@ -629,14 +679,14 @@ TEST(Core, LateWorkerReclaimsAJobItPassedTheTimeoutOf)
         EXPECT_EQ(worker_reclaim(&c.eng, other, j), 0) << "other never passed its timeout";
         EXPECT_EQ(worker_reclaim(&c.eng, slow, j), 1) << "from the queue";
         EXPECT_EQ(j->state, JOB_RUNNING);
-        EXPECT_EQ(j->worker, slow);
+        EXPECT_EQ(job_worker(j), slow);
         c.check();
         // once more: it times out again, another worker takes it, the slow one takes it back
         engine_run_timers(&c.eng, c.clock + 1.0);
         ASSERT_EQ(j->state, JOB_READY);
         EXPECT_EQ(c.grab(other), "x");
         EXPECT_EQ(worker_reclaim(&c.eng, slow, j), 1) << "from the other worker";
-        EXPECT_EQ(j->worker, slow);
+        EXPECT_EQ(job_worker(j), slow);
         EXPECT_EQ(other->nrunning, 0u);
         EXPECT_EQ(worker_reclaim(&c.eng, slow, j), 0) << "it holds it: nothing to take";
         c.check();

@@ -458,7 +458,9 @@ def test_a_waiting_or_dead_letter_job_costs_at_most_twice_a_queued_one(server_fa
     """A waiting or dead-letter job used to hold a 1 KiB buffer for its failure text: 1.3-1.4 KB
     against 177 bytes for a queued job. Its text is now allocated to its size (the common ones
     not at all) and the edge of a job waiting for one job lives in its record. RSS over 50,000
-    jobs of each kind (a sanitized build's allocator pads every block: bounded only without)."""
+    jobs of each kind (a sanitized build's allocator pads every block: bounded only without).
+    The bar was twice a queued job when one cost 177 bytes; as queued jobs shrink (issue 33) it
+    stays what it meant: the side state of a waiting or dead-letter job at most 177 bytes."""
     def queued(c):
         for i in range(0, MEM_JOBS, 5000):
             c.send(b"".join(packet(SUBMIT_JOB_BG, b"mq", b"", b"x") for _ in range(5000)))
@@ -486,5 +488,6 @@ def test_a_waiting_or_dead_letter_job_costs_at_most_twice_a_queued_one(server_fa
     print("bytes per job: queued %.0f, waiting %.0f, dead-letter %.0f" % (q, w, d))
     if san:
         return
-    assert w <= 2 * q, "a waiting job costs %.0f bytes, a queued one %.0f" % (w, q)
-    assert d <= 2 * q, "a dead-letter job costs %.0f bytes, a queued one %.0f" % (d, q)
+    side = max(q, 177)
+    assert w <= q + side, "a waiting job costs %.0f bytes, a queued one %.0f" % (w, q)
+    assert d <= q + side, "a dead-letter job costs %.0f bytes, a queued one %.0f" % (d, q)
