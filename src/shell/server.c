@@ -354,7 +354,7 @@ static void lazy_cb(struct ev_loop *loop, ev_idle *w, int revents)
     }
     double since = 0;
     conn_have_lazy(&s->conns, &since);
-    double left = since + s->cfg->reply_batch - ev_now(loop);
+    double left = since + spin_batch(&s->spin, s->cfg->reply_batch) - ev_now(loop);
     ev_timer_set(&s->lazy_timer, left > 0 ? left : 0, 0.);
     ev_timer_start(loop, &s->lazy_timer);
 }
@@ -410,7 +410,7 @@ static void write_output(struct server *s)
     double lazy_since = 0;
     conn_flush_dirty(&s->conns);
     if (conn_have_lazy(&s->conns, &lazy_since) &&
-        ev_now(s->loop) - lazy_since >= s->cfg->reply_batch)
+        ev_now(s->loop) - lazy_since >= spin_batch(&s->spin, s->cfg->reply_batch))
         flush_lazy(s);
 }
 

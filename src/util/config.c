@@ -668,7 +668,8 @@ static const struct opt config_rows[] = {
      .help = "a client waiting on several jobs may have its replies held up\n"
               "to US microseconds while jobs run, to write them together, and\n"
               "a foreground job's JOB_CREATED may wait for its result as long\n"
-              "(default 200; 0 = write in every loop iteration)",
+              "(default 200, at least 1000 while the machine is busy;\n"
+              "0 = write in every loop iteration)",
      .section = CONFIG_HELP_SPUR, .rank = 430},
     {.name = "can-do-timeout", .arg = "WHAT",
      .parse = OPT_P_ENUM, .field = OPT_F_INT, .off = F(can_do_timeout_requeue),

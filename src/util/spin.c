@@ -131,3 +131,8 @@ void spin_runnable(struct spin *s, double now, int others)
         s->calm_until = now; /* the next halving needs another undisturbed stretch */
     }
 }
+
+double spin_batch(const struct spin *s, double batch)
+{
+    return batch > 0 && s->crowded && batch < SPIN_CROWDED_BATCH ? SPIN_CROWDED_BATCH : batch;
+}

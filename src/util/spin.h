@@ -13,8 +13,9 @@
  *  - preempted: a spin poll came back long after the one before (SPIN_LOST): another process had
  *    our core; the loop calms down for a back-off period that doubles while this goes on
  *    (SPIN_CALM_MIN .. SPIN_CALM_MAX).
- * Reply batching (--reply-batch) is not affected: measured on a busy machine, a pipelining
- * client's replies written together cost less CPU per job, which is what a shared core lacks.
+ * Reply batching (--reply-batch) goes the other way: while crowded, a batch may wait at least
+ * SPIN_CROWDED_BATCH (spin_batch), since a pipelining client's replies written together cost it
+ * and the server less CPU per job, which is what a shared core lacks.
  * Pure: the caller passes times and counts. */
 #ifndef SPUR_SPIN_H
 #define SPUR_SPIN_H
@@ -30,6 +31,7 @@ extern "C" {
 #define SPIN_SAMPLE 0.001      /* the run queue is sampled at most once a millisecond */
 #define SPIN_LOAD_ONE 256      /* fixed-point scale of struct spin's load */
 #define SPIN_HIT_ONE 256       /* hit rate scale: hit_rate == SPIN_HIT_ONE means every spin hit */
+#define SPIN_CROWDED_BATCH 0.001 /* the least reply batch while crowded: 1 ms (spin_batch) */
 
 /* struct spin is the polling state. */
 struct spin {
@@ -81,6 +83,10 @@ void spin_cpus(struct spin *s, int ncpu);
  * for as long as the next back-off since the last one ended, that back-off halves (down to
  * SPIN_CALM_MIN). */
 void spin_runnable(struct spin *s, double now, int others);
+
+/* spin_batch returns how long lazy replies may wait (seconds) given --reply-batch batch: batch,
+ * or SPIN_CROWDED_BATCH if that is longer and the machine is crowded. 0 (batching off) stays 0. */
+double spin_batch(const struct spin *s, double batch);
 
 #ifdef __cplusplus
 }

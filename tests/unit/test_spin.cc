@@ -266,3 +266,25 @@ TEST(Spin, OffNeverSamples)
     spin_init(&s, 0);
     EXPECT_EQ(spin_sample_due(&s, 5.0), 0);
 }
+
+TEST(Spin, RepliesWaitLongerWhileCrowded)
+{
+    spin s;
+    spin_init(&s, MAX);
+    spin_cpus(&s, 2);
+    double t = 1.0;
+    for (int i = 0; i < 20; i++, t += 0.001)
+        spin_runnable(&s, t, 1);
+    ASSERT_EQ(s.crowded, 0);
+    EXPECT_DOUBLE_EQ(spin_batch(&s, 0.0002), 0.0002) << "quiet: --reply-batch as given";
+    for (int i = 0; i < 20; i++, t += 0.001)
+        spin_runnable(&s, t, 3);
+    ASSERT_EQ(s.crowded, 1);
+    EXPECT_DOUBLE_EQ(spin_batch(&s, 0.0002), SPIN_CROWDED_BATCH) << "crowded: at least 1 ms";
+    EXPECT_DOUBLE_EQ(spin_batch(&s, 0.5), 0.5) << "a longer batch is kept";
+    EXPECT_DOUBLE_EQ(spin_batch(&s, 0), 0) << "--reply-batch=0 stays off";
+    for (int i = 0; i < 40; i++, t += 0.001)
+        spin_runnable(&s, t, 0);
+    ASSERT_EQ(s.crowded, 0);
+    EXPECT_DOUBLE_EQ(spin_batch(&s, 0.0002), 0.0002) << "back to the given batch once quiet";
+}
