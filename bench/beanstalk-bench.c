@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procstat.h"
+
 #define RBUF 65536 /* read buffer per connection */
 
 /* struct opts holds the command line. */
@@ -120,45 +122,14 @@ static void anomaly(const char *fmt, ...)
 /* server_cpu returns the server's utime+stime in seconds, or -1. */
 static double server_cpu(void)
 {
-    if (o.server_pid <= 0)
-        return -1;
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", o.server_pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    if (p == NULL)
-        return -1;
-    unsigned long ut = 0, st = 0;
-    /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    long long ns = procstat_cpu_ns(o.server_pid);
+    return ns < 0 ? -1 : (double)ns / 1e9;
 }
 
 /* server_rss returns the server's VmRSS in bytes (/proc/PID/status), or -1. */
 static long long server_rss(void)
 {
-    if (o.server_pid <= 0)
-        return -1;
-    char path[64], line[256];
-    long long kb = -1;
-    snprintf(path, sizeof path, "/proc/%d/status", o.server_pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "VmRSS:", 6) == 0) {
-            kb = strtoll(line + 6, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return kb < 0 ? -1 : kb * 1024;
+    return procstat_rss(o.server_pid);
 }
 
 /* body fills b with job j's payload: its number in 16 digits, then bytes derived from it. */

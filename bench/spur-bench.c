@@ -45,6 +45,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "procstat.h"
 #include "proto.h"
 #include "proto_bin.h"
 
@@ -257,70 +258,6 @@ static void bytes_free(struct bytes *b)
 
 /* ----------------------------------------------------------------------- server /proc sampling */
 
-/* proc_rss_bytes returns the VmRSS of pid in bytes, or -1 if it cannot be read. */
-static long long proc_rss_bytes(long pid)
-{
-    char path[64], line[256];
-    long long kb = -1;
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "VmRSS:", 6) == 0) {
-            kb = strtoll(line + 6, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return kb < 0 ? -1 : kb * 1024;
-}
-
-/* proc_cpu_ns returns utime+stime of pid (all threads) in nanoseconds, or -1.
- * The kernel counts in clock ticks (usually 10 ms), so deltas are that coarse. */
-static long long proc_cpu_ns(long pid)
-{
-    char path[64], buf[1024];
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* the command name may contain spaces */
-    if (p == NULL)
-        return -1;
-    p++;
-    /* after ')' come fields 3 (state) ... 14 (utime), 15 (stime) */
-    unsigned long long utime = 0, stime = 0;
-    for (int field = 3; field <= 15; field++) {
-        char *end;
-        while (*p == ' ')
-            p++;
-        if (*p == '\0')
-            return -1;
-        if (field == 14 || field == 15) {
-            unsigned long long v = strtoull(p, &end, 10);
-            if (field == 14)
-                utime = v;
-            else
-                stime = v;
-            p = end;
-        } else {
-            while (*p != ' ' && *p != '\0')
-                p++;
-        }
-    }
-    long tck = sysconf(_SC_CLK_TCK);
-    if (tck <= 0)
-        return -1;
-    return (long long)((utime + stime) * (1000000000ull / (unsigned long long)tck));
-}
 
 /* -------------------------------------------------------------------------------- bench state */
 
@@ -1778,7 +1715,7 @@ struct cpu_mark {
 /* cpu_start samples the server's CPU time (or marks it unknown). */
 static struct cpu_mark cpu_start(const struct bench *b)
 {
-    struct cpu_mark m = {proc_cpu_ns(b->opt.server_pid)};
+    struct cpu_mark m = {procstat_cpu_ns(b->opt.server_pid)};
     return m;
 }
 
@@ -1786,7 +1723,7 @@ static struct cpu_mark cpu_start(const struct bench *b)
 static void result_cpu(const struct bench *b, struct result *r, const char *key,
                        struct cpu_mark m, uint64_t jobs)
 {
-    long long now = proc_cpu_ns(b->opt.server_pid);
+    long long now = procstat_cpu_ns(b->opt.server_pid);
     if (m.cpu_ns < 0 || now < 0 || jobs == 0) {
         result_kv(r, key, "n/a");
         return;
@@ -2173,13 +2110,13 @@ static int run_drain(struct bench *b)
     double qjps = 0;
     struct cpu_mark mq = {-1}, md = {-1};
     if (start_clients(b, b->opt.clients) == 0) {
-        rss0 = proc_rss_bytes(b->opt.server_pid);
+        rss0 = procstat_rss(b->opt.server_pid);
         mq = cpu_start(b);
         t0 = now_ns();
         clients_refill(b);
         if (run_loop(b, done_all_resolved, "drain: queueing") == 0) {
             tq = b->t_last;
-            rss1 = proc_rss_bytes(b->opt.server_pid);
+            rss1 = procstat_rss(b->opt.server_pid);
             qjps = rate(b->ok, t0, tq);
             printf("  queued %" PRIu64 " jobs in %.3f s: %.0f jobs/s\n", b->ok,
                    (double)(tq - t0) / 1e9, qjps);
@@ -2227,7 +2164,7 @@ static int run_drain(struct bench *b)
         printf("  admin status after the drain: %s\n",
                left < 0 ? "not available" : left == 0 ? "queue empty" : "jobs left");
     }
-    rss2 = proc_rss_bytes(b->opt.server_pid);
+    rss2 = procstat_rss(b->opt.server_pid);
     if (rss0 >= 0 && rss1 >= 0 && b->njobs > 0) {
         double per = (double)(rss1 - rss0) / (double)b->njobs;
         printf("  server RSS: %.1f MiB before, %.1f MiB queued, %.1f MiB drained: %.0f bytes per "
@@ -2275,7 +2212,7 @@ static int run_idle(struct bench *b)
         base_p50 = percentile_us(b->lat, b->nlat, 1, 2);
         base_p99 = percentile_us(b->lat, b->nlat, 99, 100);
         printf("  baseline echo latency: p50 %.1f us, p99 %.1f us\n", base_p50, base_p99);
-        rss0 = proc_rss_bytes(b->opt.server_pid);
+        rss0 = procstat_rss(b->opt.server_pid);
         uint64_t to = now_ns();
         b->idle_kind = IDLE_ECHO;
         b->idle_target = b->opt.conns;
@@ -2286,7 +2223,7 @@ static int run_idle(struct bench *b)
             b->idle_open == b->opt.conns) {
             printf("  opened %ld connections in %.3f s\n", b->idle_open,
                    (double)(now_ns() - to) / 1e9);
-            rss1 = proc_rss_bytes(b->opt.server_pid);
+            rss1 = procstat_rss(b->opt.server_pid);
             m = cpu_start(b);
             t0 = now_ns();
             finished = probe_phase(b, b->njobs, "idle-conns: echoes") == 0;
