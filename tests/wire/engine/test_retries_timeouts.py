@@ -276,8 +276,10 @@ def test_can_do_timeout_expiry_fails_job(server):
     t0 = time.monotonic()
     assert expect_assign(w)[0] == h
     other = sleep_worker(server, f)
-    assert c.expect(WORK_FAIL, timeout=5) == h
-    assert 0.9 <= time.monotonic() - t0 < 4
+    assert c.expect(WORK_FAIL, timeout=15) == h
+    # not before the 1 s timeout; the upper bound only says "about a second, not never"
+    # (generous: the suite also runs under ASan and a CPU hog per core)
+    assert 0.9 <= time.monotonic() - t0 < 10
     assert status_of(server, f) == (0, 0, 2)
     c.send_packet(GET_STATUS, h)
     assert c.expect(STATUS_RES) == h + UNKNOWN
