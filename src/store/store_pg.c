@@ -862,19 +862,6 @@ fail:
     return NULL;
 }
 
-/* be64 and be32 put v big-endian into b (PostgreSQL's binary int8 and int4). */
-static void be64(unsigned char *b, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        b[i] = (unsigned char)v;
-}
-
-static void be32(unsigned char *b, uint32_t v)
-{
-    for (int i = 3; i >= 0; i--, v >>= 8)
-        b[i] = (unsigned char)v;
-}
-
 /* id_array appends the ids of b's dones and of the doubtful adds to an array literal
  * "{1,2,...}" (integers only, passed as a parameter). Returns a malloc'd string, or NULL when
  * there is no id (*none set) or out of memory. */
@@ -1011,7 +998,7 @@ static int write_once(struct pgstore *s, struct store_batch *b, int careful, int
         struct store_record x;
         store_batch_record_at(b, i, &x);
         unsigned char kind[4];
-        be32(kind, (uint32_t)x.kind);
+        store_pg_put_be(kind, (uint32_t)x.kind, sizeof kind);
         const char *v[4] = {s->me, (const char *)kind, x.key,
                             x.value != NULL && x.value_len ? (const char *)x.value : ""};
         int l[4] = {0, 4, (int)x.key_len, (int)x.value_len};
@@ -1026,7 +1013,7 @@ static int write_once(struct pgstore *s, struct store_batch *b, int careful, int
     unsigned char hwm[8];
     uint64_t max = store_batch_max_id(b);
     /* only ids of this server's range raise its mark (a job taken over keeps its id) */
-    be64(hwm, max >> STORE_PG_SLOT_BITS == (uint64_t)s->slot ? max : 0);
+    store_pg_put_be(hwm, max >> STORE_PG_SLOT_BITS == (uint64_t)s->slot ? max : 0, sizeof hwm);
     const char *hv[2] = {(const char *)hwm, s->me};
     static const int len8[2] = {8, 0}, bin1[2] = {1, 0};
     if (!PQsendQueryPrepared(c, "spur_hwm", 2, hv, len8, bin1, 0)) {

@@ -6,20 +6,12 @@
 #include <string.h>
 
 #define HEADER 20 /* ndim, flags, element type, length, lower bound */
+#define PUT32(p, v) store_pg_put_be((p), (v), 4) /* an int4 of the array format */
 
 /* elem_oid is the element type of each column's array. */
 static const uint32_t elem_oid[STORE_PG_NCOLS] = {
     STORE_PG_OID_INT8,  STORE_PG_OID_INT2,  STORE_PG_OID_INT8,  STORE_PG_OID_BYTEA,
     STORE_PG_OID_BYTEA, STORE_PG_OID_BYTEA, STORE_PG_OID_BYTEA, STORE_PG_OID_BYTEA};
-
-/* put32 writes v big-endian at p. */
-static void put32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
 
 /* put_elem appends one element (its length, then n bytes of v; v NULL: a NULL element) to a. */
 static int put_elem(struct buf *a, const void *v, size_t n)
@@ -29,7 +21,7 @@ static int put_elem(struct buf *a, const void *v, size_t n)
     if (n > INT32_MAX || buf_reserve(a, 4 + n) != 0)
         return -1;
     unsigned char *p = (unsigned char *)buf_tail(a);
-    put32(p, v == NULL ? UINT32_MAX : (uint32_t)n);
+    PUT32(p, v == NULL ? UINT32_MAX : (uint32_t)n);
     if (n > 0)
         memcpy(p + 4, v, n);
     buf_commit(a, 4 + n);
@@ -40,8 +32,7 @@ static int put_elem(struct buf *a, const void *v, size_t n)
 static int put_int(struct buf *a, uint64_t v, int len)
 {
     unsigned char b[8];
-    for (int i = len - 1; i >= 0; i--, v >>= 8)
-        b[i] = (unsigned char)v;
+    store_pg_put_be(b, v, (size_t)len);
     return put_elem(a, b, (size_t)len);
 }
 
@@ -72,11 +63,11 @@ static int start(struct store_pg_rows *r)
         if (buf_reserve(a, HEADER) != 0)
             return -1;
         unsigned char *p = (unsigned char *)buf_tail(a);
-        put32(p, 1);               /* one dimension */
-        put32(p + 4, 0);           /* no NULL element, so far */
-        put32(p + 8, elem_oid[k]); /* element type */
-        put32(p + 12, 0);          /* length, so far */
-        put32(p + 16, 1);          /* lower bound */
+        PUT32(p, 1);               /* one dimension */
+        PUT32(p + 4, 0);           /* no NULL element, so far */
+        PUT32(p + 8, elem_oid[k]); /* element type */
+        PUT32(p + 12, 0);          /* length, so far */
+        PUT32(p + 16, 1);          /* lower bound */
         buf_commit(a, HEADER);
         r->bytes += HEADER;
     }
@@ -87,8 +78,8 @@ static int start(struct store_pg_rows *r)
 static void finish(struct store_pg_rows *r, int meta_null)
 {
     for (int k = 0; k < STORE_PG_NCOLS; k++)
-        put32((unsigned char *)buf_head(&r->col[k]) + 12, (uint32_t)r->nrows);
-    put32((unsigned char *)buf_head(&r->col[STORE_PG_COL_META]) + 4, meta_null ? 1 : 0);
+        PUT32((unsigned char *)buf_head(&r->col[k]) + 12, (uint32_t)r->nrows);
+    PUT32((unsigned char *)buf_head(&r->col[STORE_PG_COL_META]) + 4, meta_null ? 1 : 0);
 }
 
 int store_pg_rows_fill(struct store_pg_rows *r, const struct store_batch *b, size_t *next,

@@ -12,6 +12,7 @@
 #define SPUR_STORE_PG_ROWS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "store_batch.h"
@@ -40,6 +41,15 @@ enum {
 #define STORE_PG_OID_INT2_ARRAY 1005
 #define STORE_PG_OID_BYTEA_ARRAY 1001
 #define STORE_PG_CHUNK_BYTES (1024 * 1024) /* array bytes a chunk stops growing at */
+
+/* store_pg_put_be writes the low len bytes of v big-endian at p: PostgreSQL's binary int2, int4
+ * and int8, and the words of an array's header. */
+static inline void store_pg_put_be(void *p, uint64_t v, size_t len)
+{
+    unsigned char *b = (unsigned char *)p;
+    for (size_t i = len; i-- > 0; v >>= 8)
+        b[i] = (unsigned char)v;
+}
 
 /* struct store_pg_rows is one chunk of jobs being encoded: its arrays and how many rows they
  * hold. Zero-initialise it; store_pg_rows_free frees it. Reused from chunk to chunk. */
