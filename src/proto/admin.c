@@ -556,7 +556,9 @@ static void adm_drop_function(struct peer *p, const struct pa_token *t, size_t n
         return;
     }
     if (f->nworkers > 0 || func_total(f) > 0 || f->parked > 0 || f->woken > 0 ||
-        f->flow != NULL) { /* (flow control's settings: `limit FUNC off` and the rest first) */
+        f->flow != NULL || f->broadcast) {
+        /* (flow control's settings and a broadcast setting go first: `limit FUNC off` and the
+         * rest, `broadcast FUNC off`; dropping the function would leave them without it) */
         reply(p, "ERR there are still connected workers or executing clients\r\n");
         return;
     }

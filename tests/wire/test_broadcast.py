@@ -168,6 +168,18 @@ def test_no_worker_registered_drops_the_broadcast_and_counts_it(server):
     assert (st["broadcast_jobs_total"], st["broadcast_unheard_total"]) == ("1", "1")
 
 
+def test_a_broadcast_function_is_not_dropped_under_its_setting(server):
+    # found by the connection fuzzer: `drop function` of a broadcast function left the setting
+    # without its function (engine_check: "broadcast: f0 is not flagged")
+    a = server.connect()
+    assert a.admin("broadcast dropme on\n") == b"OK\r\n"
+    assert a.admin("drop function dropme\n") == \
+        b"ERR there are still connected workers or executing clients\r\n"
+    assert b"dropme\ton\t" in a.admin("broadcast list\n", b".\n")
+    assert a.admin("broadcast dropme off\n") == b"OK\r\n"
+    assert a.admin("drop function dropme\n") == b"OK\r\n"
+
+
 def test_foreground_submit_to_a_broadcast_function_is_an_error(server):
     a, c = server.connect(), server.connect()
     assert a.admin("broadcast flush on\n") == b"OK\r\n"
